@@ -1,0 +1,49 @@
+/* One CALL frame being served: argument readers for the generated dispatch
+ * (vmc_worker_dispatch.c, from cuda-api.spec) and the hand-written operations, and the reply writers. */
+#ifndef WORKER_CALL_H
+#define WORKER_CALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include "vmc_io.h"
+
+struct vmc_wconn;
+
+struct vmc_wcall {
+    struct vmc_wconn *conn;
+    uint32_t id;
+    int async;
+    struct vmc_in in;      /* the CALL payload */
+    char *strings[4];      /* @str arguments, freed after the call */
+    int n_strings;
+    int replied;
+};
+
+enum vmc_w_result {
+    VMC_W_DONE,      /* replied (sync) or recorded the outcome (async) */
+    VMC_W_BAD_ARGS,  /* the payload did not match the call's arguments */
+    VMC_W_UNKNOWN,   /* no such call id */
+    VMC_W_FATAL,     /* the connection broke while serving the call */
+};
+
+void vmc_w_arg(struct vmc_wcall *wc, void *p, size_t n);
+/* @out/@in: returns storage filled with the client's value, or NULL if the client passed NULL. */
+void *vmc_w_arg_pointee(struct vmc_wcall *wc, void *storage, size_t n);
+/* @func/@symbol: the worker's own host pointer for the client's registration index (NULL if unknown). */
+const void *vmc_w_arg_func(struct vmc_wcall *wc);
+const void *vmc_w_arg_symbol(struct vmc_wcall *wc);
+const char *vmc_w_arg_str(struct vmc_wcall *wc);
+/* All arguments read and nothing left over. */
+int vmc_w_args_ok(struct vmc_wcall *wc);
+
+/* Starts the REPLY (status + the connection's pending async error). */
+void vmc_w_reply_status(struct vmc_wcall *wc, cudaError_t st);
+void vmc_w_reply_pointee(struct vmc_wcall *wc, const void *p, size_t n);
+void vmc_w_reply_u32(struct vmc_wcall *wc, uint32_t v);
+/* Records the outcome of an async call (the first error is reported with the next REPLY). */
+void vmc_w_async_done(struct vmc_wcall *wc, cudaError_t st);
+
+enum vmc_w_result vmc_worker_dispatch_generated(struct vmc_wcall *wc);
+
+#endif

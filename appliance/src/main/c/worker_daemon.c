@@ -1,0 +1,166 @@
+/* The worker's link to the daemon (PROTOCOL.md "Worker <-> daemon"): a Unix socket over which the
+ * daemon hands over client connections as file descriptors and the worker reports its counters. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+static int daemon_fd = -1;
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t h2d_bytes, d2h_bytes, calls;
+
+void vmc_w_count_call(void) { __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED); }
+void vmc_w_count_h2d(uint64_t bytes) { __atomic_add_fetch(&h2d_bytes, bytes, __ATOMIC_RELAXED); }
+void vmc_w_count_d2h(uint64_t bytes) { __atomic_add_fetch(&d2h_bytes, bytes, __ATOMIC_RELAXED); }
+
+static int send_line(const char *line) {
+    pthread_mutex_lock(&write_lock);
+    int rc = vmc_write_full(daemon_fd, line, strlen(line));
+    pthread_mutex_unlock(&write_lock);
+    return rc;
+}
+
+int vmc_w_daemon_connect(void) {
+    const char *path = getenv("VMCUDA_WORKER_SOCKET");
+    const char *id = getenv("VMCUDA_SESSION_ID");
+    const char *key = getenv("VMCUDA_WORKER_KEY");
+    if (!path || !id || !key) {
+        vmc_w_log("not started by vmcudad (VMCUDA_WORKER_SOCKET, VMCUDA_SESSION_ID or VMCUDA_WORKER_KEY unset)");
+        return -1;
+    }
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) {
+        vmc_w_log("worker socket path too long: %s", path);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    daemon_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (daemon_fd < 0 || connect(daemon_fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        vmc_w_log("cannot connect to the daemon at %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[256];
+    snprintf(line, sizeof line, "WORKER %s %s\n", id, key);
+    if (send_line(line) != 0) {
+        vmc_w_log("cannot introduce myself to the daemon: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int vmc_w_daemon_receive_client(void) {
+    for (;;) {
+        char data[64];
+        struct iovec iov = {data, sizeof data};
+        union {
+            struct cmsghdr align;
+            char buf[CMSG_SPACE(sizeof(int) * 4)];
+        } control;
+        struct msghdr msg = {0};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.buf;
+        msg.msg_controllen = sizeof control.buf;
+        ssize_t r = recvmsg(daemon_fd, &msg, MSG_CMSG_CLOEXEC);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+                /* Only one descriptor is expected per message; close any extras. */
+                size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 1; i < n; i++) {
+                    int extra;
+                    memcpy(&extra, CMSG_DATA(cm) + i * sizeof(int), sizeof extra);
+                    close(extra);
+                }
+                /* The daemon's event loop made the socket non-blocking, and that flag belongs to the
+                 * shared file description: the worker serves it with blocking I/O. */
+                int flags = fcntl(fd, F_GETFL);
+                if (flags >= 0)
+                    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+                return fd;
+            }
+        }
+        /* Data without a descriptor: ignore and keep reading. */
+    }
+}
+
+static void *serve_joined(void *arg) {
+    int fd = (int)(intptr_t)arg;
+    vmc_w_serve(fd, 0);
+    return NULL;
+}
+
+/* Each client thread after the first gets its own connection and so its own worker thread, which
+ * holds that thread's CUDA state (current device, last error, per-thread default stream). */
+static void *listen_for_joins(void *arg) {
+    (void)arg;
+    for (;;) {
+        int fd = vmc_w_daemon_receive_client();
+        if (fd < 0)
+            return NULL;
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, serve_joined, (void *)(intptr_t)fd) != 0) {
+            vmc_w_log("cannot start a thread for a joining client connection");
+            close(fd);
+        }
+        pthread_attr_destroy(&attr);
+    }
+}
+
+static void report_stats(void) {
+    char line[128];
+    snprintf(line, sizeof line, "STATS %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", __atomic_load_n(&h2d_bytes, __ATOMIC_RELAXED),
+             __atomic_load_n(&d2h_bytes, __ATOMIC_RELAXED), __atomic_load_n(&calls, __ATOMIC_RELAXED));
+    send_line(line);
+}
+
+static void *stats_reporter(void *arg) {
+    (void)arg;
+    uint64_t last = UINT64_MAX;
+    for (;;) {
+        sleep(1);
+        uint64_t now = __atomic_load_n(&calls, __ATOMIC_RELAXED) + __atomic_load_n(&h2d_bytes, __ATOMIC_RELAXED) +
+                       __atomic_load_n(&d2h_bytes, __ATOMIC_RELAXED);
+        if (now != last) {
+            report_stats();
+            last = now;
+        }
+    }
+    return NULL;
+}
+
+void vmc_w_daemon_start_threads(void) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, listen_for_joins, NULL) == 0)
+        pthread_detach(t);
+    else
+        vmc_w_log("cannot start the join listener; other client threads cannot join");
+    if (pthread_create(&t, NULL, stats_reporter, NULL) == 0)
+        pthread_detach(t);
+}
+
+void vmc_w_daemon_bye(int status) {
+    if (daemon_fd < 0)
+        return;
+    report_stats();
+    char line[32];
+    snprintf(line, sizeof line, "BYE %d\n", status);
+    send_line(line);
+}

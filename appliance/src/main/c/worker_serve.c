@@ -1,0 +1,217 @@
+/* Serving one client connection: read CALL frames, validate them, run them on this thread's CUDA
+ * state, and answer sync calls with a REPLY (preceded by the process's captured output). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include "vmc_api.h"
+#include "worker.h"
+
+/* ---- argument readers ---- */
+
+void vmc_w_arg(struct vmc_wcall *wc, void *p, size_t n) { vmc_in_bytes(&wc->in, p, n); }
+
+void *vmc_w_arg_pointee(struct vmc_wcall *wc, void *storage, size_t n) {
+    if (!vmc_in_u8(&wc->in))
+        return NULL;
+    vmc_in_bytes(&wc->in, storage, n);
+    return storage;
+}
+
+const void *vmc_w_arg_func(struct vmc_wcall *wc) { return vmc_w_kernel_host_fun(vmc_in_u32(&wc->in)); }
+const void *vmc_w_arg_symbol(struct vmc_wcall *wc) { return vmc_w_var_host_var(vmc_in_u32(&wc->in)); }
+
+const char *vmc_w_arg_str(struct vmc_wcall *wc) {
+    uint32_t n = vmc_in_u32(&wc->in);
+    if (n == VMC_NO_INDEX || wc->in.bad)
+        return NULL;
+    const uint8_t *p = vmc_in_view(&wc->in, n); /* bounded by the payload, itself bounded by the limit */
+    if (!p || wc->n_strings == (int)(sizeof wc->strings / sizeof wc->strings[0])) {
+        wc->in.bad = 1;
+        return NULL;
+    }
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        wc->in.bad = 1;
+        return NULL;
+    }
+    memcpy(s, p, n);
+    s[n] = 0;
+    wc->strings[wc->n_strings++] = s;
+    return s;
+}
+
+int vmc_w_args_ok(struct vmc_wcall *wc) { return !wc->in.bad && wc->in.pos == wc->in.len; }
+
+/* ---- reply writers ---- */
+
+void vmc_w_reply_status(struct vmc_wcall *wc, cudaError_t st) {
+    struct vmc_wconn *c = wc->conn;
+    vmc_out_begin_frame(&c->reply);
+    vmc_out_u32(&c->reply, (uint32_t)st);
+    vmc_out_u32(&c->reply, (uint32_t)c->async_error);
+    c->async_error = cudaSuccess;
+    wc->replied = 1;
+}
+
+void vmc_w_reply_pointee(struct vmc_wcall *wc, const void *p, size_t n) {
+    if (p)
+        vmc_out_bytes(&wc->conn->reply, p, n);
+}
+
+void vmc_w_reply_u32(struct vmc_wcall *wc, uint32_t v) { vmc_out_u32(&wc->conn->reply, v); }
+
+void vmc_w_async_done(struct vmc_wcall *wc, cudaError_t st) {
+    if (st != cudaSuccess && wc->conn->async_error == cudaSuccess)
+        wc->conn->async_error = st;
+}
+
+int vmc_w_send_reply(struct vmc_wconn *c, uint32_t id) {
+    if (vmc_w_output_flush(c->fd) != 0)
+        return -1;
+    vmc_out_finish_frame(&c->reply, VMC_REPLY, 0, id);
+    if (c->reply.broken)
+        return -1;
+    return vmc_write_full(c->fd, c->reply.data, c->reply.len);
+}
+
+/* ---- the manifest: what this process registered, in order ---- */
+
+static int send_manifest(struct vmc_wconn *c) {
+    struct vmc_out *o = &c->reply;
+    vmc_out_begin_frame(o);
+    uint32_t nk = vmc_w_kernel_count(), nv = vmc_w_var_count();
+    vmc_out_u32(o, nk);
+    for (uint32_t i = 0; i < nk; i++) {
+        const char *name = vmc_w_kernel_name(i);
+        size_t n = strlen(name);
+        vmc_out_u16(o, (uint16_t)n);
+        vmc_out_bytes(o, name, n);
+    }
+    vmc_out_u32(o, nv);
+    for (uint32_t i = 0; i < nv; i++) {
+        const char *name = vmc_w_var_name(i);
+        size_t n = strlen(name);
+        vmc_out_u16(o, (uint16_t)n);
+        vmc_out_bytes(o, name, n);
+        vmc_out_u64(o, vmc_w_var_size(i));
+    }
+    if (o->len - VMC_HEADER_BYTES > VMC_MAX_CONTROL_PAYLOAD) {
+        vmc_w_log("manifest of %u kernels and %u variables exceeds the protocol's %u-byte limit", nk, nv,
+                  VMC_MAX_CONTROL_PAYLOAD);
+        vmc_send_error(c->fd, 1, "this program registers more kernels than the protocol's manifest can carry");
+        return -1;
+    }
+    vmc_out_finish_frame(o, VMC_MANIFEST, 0, 0);
+    return o->broken ? -1 : vmc_write_full(c->fd, o->data, o->len);
+}
+
+/* ---- dispatch ---- */
+
+static enum vmc_w_result context_check(struct vmc_wcall *wc) {
+    if (!vmc_w_args_ok(wc))
+        return VMC_W_BAD_ARGS;
+    /* cudaFree(NULL) is the runtime's documented way to create the context; its error is the one a
+     * native cudaMallocHost would return on this appliance. */
+    vmc_w_reply_status(wc, cudaFree(NULL));
+    return VMC_W_DONE;
+}
+
+static enum vmc_w_result dispatch(struct vmc_wcall *wc) {
+    switch (wc->id) {
+    case VMC_API_vmc_MemcpyHostToDevice: return vmc_w_memcpy_host_to_device(wc);
+    case VMC_API_vmc_MemcpyDeviceToHost: return vmc_w_memcpy_device_to_host(wc);
+    case VMC_API_vmc_MemcpyOnDevice: return vmc_w_memcpy_on_device(wc);
+    case VMC_API_vmc_KernelParamLayout: return vmc_w_kernel_param_layout(wc);
+    case VMC_API_vmc_LaunchKernel: return vmc_w_launch_kernel(wc);
+    case VMC_API_vmc_LaunchKernelEx: return vmc_w_launch_kernel_ex(wc);
+    case VMC_API_vmc_ContextCheck: return context_check(wc);
+    case VMC_API_cudaDeviceReset: {
+        enum vmc_w_result r = vmc_worker_dispatch_generated(wc);
+        vmc_w_staging_invalidate();
+        return r;
+    }
+    default: return vmc_worker_dispatch_generated(wc);
+    }
+}
+
+void vmc_w_release_conn(struct vmc_wconn *c) {
+    for (int i = 0; i < VMC_W_STAGING_BUFFERS; i++)
+        if (c->staging[i] && c->staging_state == 1)
+            cudaFreeHost(c->staging[i]);
+    free(c->fallback);
+    free(c->payload);
+    vmc_out_free(&c->reply);
+    close(c->fd);
+}
+
+static size_t configured_block_size(void) {
+    const char *s = getenv("VMCUDA_BLOCK_SIZE");
+    unsigned long long v = s ? strtoull(s, NULL, 10) : 0;
+    return v >= (64u << 10) && v <= (256u << 20) ? (size_t)v : (4u << 20);
+}
+
+void vmc_w_serve(int fd, int primary) {
+    struct vmc_wconn c = {0};
+    c.fd = fd;
+    c.primary = primary;
+    c.block_size = configured_block_size();
+    c.payload = malloc(VMC_MAX_CALL_PAYLOAD);
+    int one = 1, buf = 8 << 20;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    if (!c.payload || send_manifest(&c) != 0) {
+        vmc_w_log("cannot start serving a connection");
+        vmc_w_release_conn(&c);
+        return;
+    }
+    for (;;) {
+        struct vmc_frame_header h;
+        const char *why;
+        if (vmc_read_header(fd, &h, &why) != 0) {
+            if (errno != 0 || strcmp(why, "connection closed") != 0)
+                vmc_w_log("closing a client connection: %s", why);
+            if (strcmp(why, "connection closed") != 0 && strcmp(why, "read failed") != 0)
+                vmc_send_error(fd, 2, why);
+            break;
+        }
+        if (h.type != VMC_CALL) {
+            vmc_w_log("closing a client connection: frame type %u is not a CALL", h.type);
+            vmc_send_error(fd, 2, "only CALL frames are accepted by the worker");
+            break;
+        }
+        if (h.len && vmc_read_full(fd, c.payload, h.len) != 0) {
+            vmc_w_log("client connection closed inside a frame");
+            break;
+        }
+        struct vmc_wcall wc = {0};
+        wc.conn = &c;
+        wc.id = h.id;
+        wc.async = (h.flags & VMC_FLAG_ASYNC) != 0;
+        vmc_in_init(&wc.in, c.payload, h.len);
+        vmc_w_count_call();
+        enum vmc_w_result r = dispatch(&wc);
+        for (int i = 0; i < wc.n_strings; i++)
+            free(wc.strings[i]);
+        if (r == VMC_W_FATAL)
+            break;
+        if (r == VMC_W_BAD_ARGS || r == VMC_W_UNKNOWN) {
+            const char *name = vmc_api_name(h.id);
+            vmc_w_log("%s call %u (%s)", r == VMC_W_UNKNOWN ? "unsupported" : "malformed", h.id, name ? name : "unknown id");
+            cudaError_t st = r == VMC_W_UNKNOWN ? cudaErrorNotSupported : cudaErrorInvalidValue;
+            if (wc.async) {
+                vmc_w_async_done(&wc, st);
+                continue;
+            }
+            vmc_w_reply_status(&wc, st);
+        }
+        if (!wc.async && wc.replied && vmc_w_send_reply(&c, h.id) != 0)
+            break;
+    }
+    vmc_w_release_conn(&c);
+}

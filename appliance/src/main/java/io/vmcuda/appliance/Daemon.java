@@ -1,0 +1,152 @@
+package io.vmcuda.appliance;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.vmcuda.appliance.admin.AdminServer;
+import io.vmcuda.appliance.admin.StatusSource;
+import io.vmcuda.appliance.cache.BinaryCache;
+import io.vmcuda.appliance.control.ControlServer;
+import io.vmcuda.appliance.session.DaemonMetrics;
+import io.vmcuda.appliance.session.Refusals;
+import io.vmcuda.appliance.session.SessionManager;
+import io.vmcuda.appliance.session.SessionRecordLog;
+import io.vmcuda.appliance.worker.WorkerLauncher;
+import io.vmcuda.appliance.worker.WorkerSocketServer;
+import io.vmcuda.scheduler.GpuInventory;
+import io.vmcuda.scheduler.GpuScheduler;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Logger;
+
+/**
+ * A running vmcudad: wires inventory, scheduler, cache, sessions and the three sockets (control TCP,
+ * admin HTTP, worker Unix) together, and takes them down in order. {@link Vmcudad} is the command line
+ * around it; tests start it directly on ephemeral ports.
+ */
+public final class Daemon implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(Daemon.class.getName());
+
+    private final EventLoopGroup boss;
+    private final EventLoopGroup io;
+    private final ScheduledExecutorService timer;
+    private final ExecutorService blocking;
+    private final SessionManager sessions;
+    private final ControlServer control;
+    private final AdminServer admin;
+    private final WorkerSocketServer workerSocket;
+    private final ApplianceConfig config;
+    private final Path stateDir;
+    private boolean closed;
+
+    private Daemon(DaemonOptions options, ApplianceConfig config, GpuInventory inventory)
+            throws IOException, InterruptedException {
+        if (!Epoll.isAvailable()) {
+            throw new IllegalStateException("Netty epoll transport unavailable (needed to hand sockets to workers): "
+                    + Epoll.unavailabilityCause());
+        }
+        this.config = config;
+        this.stateDir = options.stateDir().toAbsolutePath();
+        Path sessionsDir = stateDir.resolve("sessions");
+        Files.createDirectories(sessionsDir);
+        Path workerLibDir = WorkerLibDir.resolve(options.workerLibDir(), System.getenv("VMCUDA_WORKER_LIB_DIR"),
+                config.workerLibDir());
+        if (!Files.isRegularFile(workerLibDir.resolve(WorkerLibDir.LIBRARY))) {
+            LOG.warning(WorkerLibDir.LIBRARY + " not found in " + workerLibDir + ": workers will fail to start");
+        }
+
+        boss = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+        io = new MultiThreadIoEventLoopGroup(0, EpollIoHandler.newFactory());
+        timer = Executors.newSingleThreadScheduledExecutor(daemonThreads("vmcudad-timer"));
+        blocking = Executors.newCachedThreadPool(daemonThreads("vmcudad-blocking"));
+
+        DaemonMetrics metrics = new DaemonMetrics();
+        Refusals refusals = new Refusals(metrics);
+        GpuScheduler scheduler = new GpuScheduler(inventory, config.schedulerConfig(), timer);
+        BinaryCache cache = new BinaryCache(stateDir.resolve("cache"), config.cacheMemoryBytes());
+        Path socketPath = stateDir.resolve("run").resolve("worker.sock");
+        WorkerLauncher launcher = new WorkerLauncher(socketPath, workerLibDir, config.workerCudaLibDirs(),
+                config.workerBlockSize(), config.workerExtraEnv());
+        sessions = new SessionManager(scheduler, launcher, sessionsDir,
+                new SessionRecordLog(stateDir.resolve("sessions.jsonl")), metrics, refusals, timer, blocking,
+                config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);
+        try {
+            workerSocket = new WorkerSocketServer(socketPath, io, sessions);
+            control = new ControlServer(options.listen(), boss, io, cache, sessions, refusals, blocking,
+                    config.binaryMaxBytes());
+            admin = new AdminServer(options.admin(), io,
+                    new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions));
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            shutdownThreads();
+            throw e;
+        }
+        LOG.info("vmcudad " + Version.get() + " listening on " + control.localAddress() + ", admin on http://"
+                + hostPort(admin.localAddress()) + "/status, state in " + stateDir + ", worker library from "
+                + workerLibDir + ", " + inventory.gpus().size() + " GPU(s)"
+                + (inventory.gpus().isEmpty() ? " (" + inventory.unavailableReason() + ")" : ""));
+    }
+
+    public static Daemon start(DaemonOptions options, ApplianceConfig config, GpuInventory inventory)
+            throws IOException, InterruptedException {
+        return new Daemon(options, config, inventory);
+    }
+
+    public InetSocketAddress controlAddress() {
+        return control.localAddress();
+    }
+
+    public InetSocketAddress adminAddress() {
+        return admin.localAddress();
+    }
+
+    public Path stateDir() {
+        return stateDir;
+    }
+
+    /**
+     * Stops accepting clients, ends every running session (its worker gets SIGTERM, then SIGKILL after
+     * worker.stop_grace_s) and closes the rest. Sessions do not survive the daemon.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) return;
+        closed = true;
+        LOG.info("stopping: no new sessions; ending " + sessions.activeSessions().size() + " running session(s)");
+        control.close();
+        sessions.stopAll(config.workerStopGrace());
+        admin.close();
+        workerSocket.close();
+        shutdownThreads();
+        LOG.info("stopped");
+    }
+
+    private void shutdownThreads() {
+        boss.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        io.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        timer.shutdownNow();
+        blocking.shutdownNow();
+    }
+
+    private static String hostPort(InetSocketAddress a) {
+        String host = a.getAddress() == null ? a.getHostString() : a.getAddress().getHostAddress();
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
+    }
+
+    private static ThreadFactory daemonThreads(String name) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+}

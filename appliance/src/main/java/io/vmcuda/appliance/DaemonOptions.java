@@ -1,0 +1,81 @@
+package io.vmcuda.appliance;
+
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+
+/**
+ * Command-line options of vmcudad. {@code workerLibDir} is null when not given (see
+ * {@link WorkerLibDir#resolve}); {@code configFile} is null for the built-in defaults.
+ */
+public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, Path stateDir, Path configFile,
+                            Path workerLibDir) {
+    public static final String USAGE = String.join("\n",
+            "usage: vmcudad [--listen HOST:PORT] [--admin HOST:PORT] [--state-dir DIR] [--config FILE]",
+            "               [--worker-lib-dir DIR] | --version | --help",
+            "  --listen          client port (default 127.0.0.1:7070)",
+            "  --admin           HTTP status/metrics port (default 127.0.0.1:7071)",
+            "  --state-dir       binary cache, session logs, worker socket (default ./vmcuda-state)",
+            "  --config          properties file; keys in appliance/CONFIG.md",
+            "  --worker-lib-dir  directory of libvmcuda-worker.so (default: $VMCUDA_WORKER_LIB_DIR,",
+            "                    worker.lib_dir, appliance/target/native in a checkout, <bundle>/native)",
+            "Running sessions end when the daemon stops: on SIGTERM it stops accepting, sends its workers",
+            "SIGTERM, and SIGKILL to those still alive after worker.stop_grace_s.");
+
+    public static DaemonOptions defaults() {
+        return new DaemonOptions(hostPort("127.0.0.1:7070"), hostPort("127.0.0.1:7071"), Path.of("vmcuda-state"),
+                null, null);
+    }
+
+    /** Parses the arguments (after --version/--help were handled); throws IllegalArgumentException with a reason. */
+    public static DaemonOptions parse(String[] args) {
+        DaemonOptions o = defaults();
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            String v;
+            int eq = a.indexOf('=');
+            if (a.startsWith("--") && eq > 0) {
+                v = a.substring(eq + 1);
+                a = a.substring(0, eq);
+            } else {
+                if (i + 1 >= args.length) throw new IllegalArgumentException("missing value for " + a);
+                v = args[++i];
+            }
+            switch (a) {
+                case "--listen":
+                    o = new DaemonOptions(hostPort(v), o.admin, o.stateDir, o.configFile, o.workerLibDir);
+                    break;
+                case "--admin":
+                    o = new DaemonOptions(o.listen, hostPort(v), o.stateDir, o.configFile, o.workerLibDir);
+                    break;
+                case "--state-dir":
+                    o = new DaemonOptions(o.listen, o.admin, Path.of(v), o.configFile, o.workerLibDir);
+                    break;
+                case "--config":
+                    o = new DaemonOptions(o.listen, o.admin, o.stateDir, Path.of(v), o.workerLibDir);
+                    break;
+                case "--worker-lib-dir":
+                    o = new DaemonOptions(o.listen, o.admin, o.stateDir, o.configFile, Path.of(v));
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown option " + a);
+            }
+        }
+        return o;
+    }
+
+    /** HOST:PORT, [IPv6]:PORT or :PORT (all interfaces); port 0 picks a free one. */
+    static InetSocketAddress hostPort(String s) {
+        int colon = s.lastIndexOf(':');
+        if (colon < 0) throw new IllegalArgumentException("'" + s + "' is not HOST:PORT");
+        String host = s.substring(0, colon);
+        if (host.startsWith("[") && host.endsWith("]")) host = host.substring(1, host.length() - 1);
+        int port;
+        try {
+            port = Integer.parseInt(s.substring(colon + 1));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + s + "' has no numeric port");
+        }
+        if (port < 0 || port > 65535) throw new IllegalArgumentException("port out of range in '" + s + "'");
+        return host.isEmpty() ? new InetSocketAddress(port) : new InetSocketAddress(host, port);
+    }
+}

@@ -1,0 +1,46 @@
+package io.vmcuda.appliance;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.format.DateTimeFormatter;
+import java.util.logging.ConsoleHandler;
+import java.util.logging.Formatter;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+
+/** {@code 2026-01-02T03:04:05.678 INFO  [Logger] message} on one line; a stack trace only when one is logged. */
+public final class OneLineLogFormatter extends Formatter {
+    private static final DateTimeFormatter TIME =
+            DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS").withZone(ZoneId.systemDefault());
+
+    @Override
+    public String format(LogRecord r) {
+        String logger = r.getLoggerName() == null ? "" : r.getLoggerName();
+        logger = logger.substring(logger.lastIndexOf('.') + 1);
+        StringBuilder s = new StringBuilder(160)
+                .append(TIME.format(Instant.ofEpochMilli(r.getMillis()))).append(' ')
+                .append(String.format("%-7s", r.getLevel().getName())).append('[').append(logger).append("] ")
+                .append(formatMessage(r)).append('\n');
+        if (r.getThrown() != null) {
+            StringWriter w = new StringWriter();
+            r.getThrown().printStackTrace(new PrintWriter(w));
+            s.append(w);
+        }
+        return s.toString();
+    }
+
+    /** Routes all java.util.logging output to stderr through this formatter. */
+    public static void install() {
+        Logger root = Logger.getLogger("");
+        for (Handler old : root.getHandlers()) root.removeHandler(old);
+        Handler h = new ConsoleHandler(); // ConsoleHandler writes to System.err
+        h.setFormatter(new OneLineLogFormatter());
+        h.setLevel(Level.ALL);
+        root.addHandler(h);
+        root.setLevel(Level.INFO);
+    }
+}

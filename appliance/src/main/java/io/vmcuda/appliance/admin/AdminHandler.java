@@ -1,0 +1,69 @@
+package io.vmcuda.appliance.admin;
+
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/** Routes GET /status, /status?format=table and /metrics; everything else is 404 (or 405 for non-GET). */
+final class AdminHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
+    private static final Logger LOG = Logger.getLogger(AdminHandler.class.getName());
+
+    private final StatusSource src;
+
+    AdminHandler(StatusSource src) {
+        this.src = src;
+    }
+
+    @Override
+    protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest req) {
+        QueryStringDecoder uri = new QueryStringDecoder(req.uri());
+        FullHttpResponse resp;
+        if (!req.method().equals(HttpMethod.GET)) {
+            resp = text(HttpResponseStatus.METHOD_NOT_ALLOWED, "only GET\n", "text/plain; charset=utf-8");
+        } else if (uri.path().equals("/status")) {
+            List<String> format = uri.parameters().get("format");
+            if (format != null && format.contains("table")) {
+                resp = text(HttpResponseStatus.OK, StatusTable.render(src), "text/plain; charset=utf-8");
+            } else {
+                resp = text(HttpResponseStatus.OK, StatusJson.render(src) + "\n", "application/json");
+            }
+        } else if (uri.path().equals("/metrics")) {
+            resp = text(HttpResponseStatus.OK, PrometheusMetrics.render(src), "text/plain; version=0.0.4; charset=utf-8");
+        } else {
+            resp = text(HttpResponseStatus.NOT_FOUND, "not found; try /status, /status?format=table or /metrics\n",
+                    "text/plain; charset=utf-8");
+        }
+        boolean keepAlive = HttpUtil.isKeepAlive(req);
+        HttpUtil.setKeepAlive(resp, keepAlive);
+        var f = ctx.writeAndFlush(resp);
+        if (!keepAlive) f.addListener(ChannelFutureListener.CLOSE);
+    }
+
+    private static FullHttpResponse text(HttpResponseStatus status, String body, String contentType) {
+        FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status,
+                Unpooled.copiedBuffer(body, StandardCharsets.UTF_8));
+        r.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType);
+        HttpUtil.setContentLength(r, r.content().readableBytes());
+        return r;
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        LOG.log(Level.FINE, "admin connection failed", cause);
+        ctx.close();
+    }
+}

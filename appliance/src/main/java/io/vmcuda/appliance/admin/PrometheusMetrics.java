@@ -1,0 +1,39 @@
+package io.vmcuda.appliance.admin;
+
+import io.vmcuda.appliance.session.DaemonMetrics;
+import io.vmcuda.appliance.session.Session;
+import java.util.List;
+
+/** GET /metrics in the Prometheus text exposition format (version 0.0.4). */
+final class PrometheusMetrics {
+    private PrometheusMetrics() {}
+
+    static String render(StatusSource src) {
+        DaemonMetrics m = src.metrics();
+        List<Session> active = src.sessions();
+        long h2d = m.endedBytesH2d();
+        long d2h = m.endedBytesD2h();
+        for (Session s : active) {
+            h2d += s.bytesH2d();
+            d2h += s.bytesD2h();
+        }
+        StringBuilder out = new StringBuilder(1024);
+        metric(out, "vmcuda_sessions_total", "counter", "Sessions started since the daemon started.", m.sessionsTotal());
+        metric(out, "vmcuda_sessions_active", "gauge", "Sessions whose worker is starting or running.", active.size());
+        metric(out, "vmcuda_sessions_refused_total", "counter", "HELLOs answered with REFUSED.", m.refusedTotal());
+        metric(out, "vmcuda_bytes_h2d_total", "counter", "Bytes copied host to device, all sessions.", h2d);
+        metric(out, "vmcuda_bytes_d2h_total", "counter", "Bytes copied device to host, all sessions.", d2h);
+        metric(out, "vmcuda_gpus", "gauge", "GPUs in the appliance's inventory.", src.inventory().gpus().size());
+        out.append("# HELP vmcuda_worker_start_seconds Time from forking a worker to its connect-back.\n")
+                .append("# TYPE vmcuda_worker_start_seconds summary\n")
+                .append("vmcuda_worker_start_seconds_sum ").append(m.workerStartSeconds()).append('\n')
+                .append("vmcuda_worker_start_seconds_count ").append(m.workerStartCount()).append('\n');
+        return out.toString();
+    }
+
+    private static void metric(StringBuilder out, String name, String type, String help, long value) {
+        out.append("# HELP ").append(name).append(' ').append(help).append('\n')
+                .append("# TYPE ").append(name).append(' ').append(type).append('\n')
+                .append(name).append(' ').append(value).append('\n');
+    }
+}

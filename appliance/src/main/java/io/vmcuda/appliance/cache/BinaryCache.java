@@ -1,0 +1,161 @@
+package io.vmcuda.appliance.cache;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import io.vmcuda.rewriter.Admission;
+import io.vmcuda.rewriter.ElfRewriteException;
+import io.vmcuda.rewriter.ElfRewriter;
+import java.io.IOException;
+import java.io.Reader;
+import java.io.UncheckedIOException;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Comparator;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.logging.Logger;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * Rewritten executables by SHA-256 of the original, so a program the appliance has seen starts without
+ * upload or rewrite. Durable part: {@code <cache>/<sha256>/} holding {@code original}, {@code rewritten}
+ * and {@code meta.properties}, built in a temp directory and renamed into place so that a crash never
+ * leaves a half entry. In-memory part: a Caffeine index of entries (paths and sizes, weighted by the
+ * rewritten file's size), so hot hashes skip the disk look-up.
+ * Blocking (disk and rewriting): call off the network threads.
+ */
+public final class BinaryCache {
+    private static final Logger LOG = Logger.getLogger(BinaryCache.class.getName());
+    private static final Pattern SHA256_HEX = Pattern.compile("[0-9a-f]{64}");
+    static final String ORIGINAL = "original";
+    static final String REWRITTEN = "rewritten";
+    static final String META = "meta.properties";
+    private static final String STAGING_PREFIX = ".tmp-";
+    private static final String UPLOADS = ".uploads";
+
+    private final Path dir;
+    private final Cache<String, CachedBinary> index;
+
+    public BinaryCache(Path dir, long memoryBytes) throws IOException {
+        this.dir = dir;
+        Files.createDirectories(dir);
+        removeLeftovers();
+        this.index = Caffeine.newBuilder()
+                .maximumWeight(memoryBytes)
+                .weigher((String sha, CachedBinary b) -> (int) Math.min(Integer.MAX_VALUE, Math.max(1, b.rewrittenBytes())))
+                .build();
+    }
+
+    /** Where uploads in progress are written (same file system as the entries, so moves are renames). */
+    public Path uploadDir() {
+        return dir.resolve(UPLOADS);
+    }
+
+    public Optional<CachedBinary> lookup(String sha256) {
+        if (!SHA256_HEX.matcher(sha256).matches()) return Optional.empty();
+        CachedBinary hit = index.getIfPresent(sha256);
+        if (hit != null && Files.isRegularFile(hit.rewritten())) return Optional.of(hit);
+        Optional<CachedBinary> fromDisk = readEntry(sha256);
+        fromDisk.ifPresent(b -> index.put(sha256, b));
+        return fromDisk;
+    }
+
+    /**
+     * Admits a verified upload: checks it with the rewriter, rewrites it and stores both files.
+     * Consumes {@code uploaded} (moved into the entry or deleted).
+     */
+    public CachedBinary admit(String sha256, String name, Path uploaded) throws BinaryRefusedException, IOException {
+        Path staging = dir.resolve(STAGING_PREFIX + sha256 + "-" + UUID.randomUUID());
+        try {
+            Admission admission = ElfRewriter.check(uploaded);
+            if (!admission.ok()) throw new BinaryRefusedException(admission.reason());
+            Files.createDirectories(staging);
+            Path original = staging.resolve(ORIGINAL);
+            Files.move(uploaded, original, StandardCopyOption.ATOMIC_MOVE);
+            Path rewritten = staging.resolve(REWRITTEN);
+            try {
+                ElfRewriter.rewrite(original, rewritten);
+            } catch (ElfRewriteException e) {
+                throw new BinaryRefusedException("binary cannot be rewritten: " + e.getMessage());
+            }
+            writeMeta(staging, sha256, name, Files.size(original), Files.size(rewritten));
+            Path entry = dir.resolve(sha256);
+            try {
+                Files.move(staging, entry, StandardCopyOption.ATOMIC_MOVE);
+            } catch (FileAlreadyExistsException | DirectoryNotEmptyException e) {
+                // another connection admitted the same binary first; theirs is identical
+                LOG.fine("cache entry " + sha256 + " was admitted concurrently");
+            }
+            CachedBinary b = readEntry(sha256).orElseThrow(() -> new IOException("cache entry " + entry + " unreadable"));
+            index.put(sha256, b);
+            return b;
+        } finally {
+            Files.deleteIfExists(uploaded);
+            deleteTree(staging);
+        }
+    }
+
+    private Optional<CachedBinary> readEntry(String sha256) {
+        Path entry = dir.resolve(sha256);
+        Path meta = entry.resolve(META);
+        if (!Files.isRegularFile(meta)) return Optional.empty();
+        try (Reader r = Files.newBufferedReader(meta, StandardCharsets.UTF_8)) {
+            Properties p = new Properties();
+            p.load(r);
+            Path rewritten = entry.resolve(REWRITTEN);
+            if (!sha256.equals(p.getProperty("sha256")) || !Files.isRegularFile(rewritten)) {
+                throw new IOException("inconsistent");
+            }
+            return Optional.of(new CachedBinary(sha256, p.getProperty("name", ""), entry.resolve(ORIGINAL), rewritten,
+                    Long.parseLong(p.getProperty("original_bytes")), Long.parseLong(p.getProperty("rewritten_bytes"))));
+        } catch (IOException | RuntimeException e) {
+            // entries are renamed into place whole, so this is outside damage; drop it and rebuild on upload
+            LOG.warning("dropping damaged cache entry " + entry + ": " + e.getMessage());
+            deleteTree(entry);
+            return Optional.empty();
+        }
+    }
+
+    private static void writeMeta(Path staging, String sha256, String name, long originalBytes, long rewrittenBytes)
+            throws IOException {
+        Properties p = new Properties();
+        p.setProperty("sha256", sha256);
+        p.setProperty("name", name);
+        p.setProperty("original_bytes", Long.toString(originalBytes));
+        p.setProperty("rewritten_bytes", Long.toString(rewrittenBytes));
+        p.setProperty("created", java.time.Instant.now().toString());
+        try (Writer w = Files.newBufferedWriter(staging.resolve(META), StandardCharsets.UTF_8)) {
+            p.store(w, "vmcuda binary cache entry");
+        }
+    }
+
+    /** Staging directories and uploads of a previous run that died mid-way. */
+    private void removeLeftovers() throws IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            s.filter(p -> p.getFileName().toString().startsWith(STAGING_PREFIX)).forEach(BinaryCache::deleteTree);
+        }
+        deleteTree(uploadDir());
+    }
+
+    static void deleteTree(Path root) {
+        if (!Files.exists(root)) return;
+        try (Stream<Path> s = Files.walk(root)) {
+            s.sorted(Comparator.reverseOrder()).forEach(p -> {
+                try {
+                    Files.deleteIfExists(p);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+        } catch (IOException | UncheckedIOException e) {
+            LOG.warning("could not delete " + root + ": " + e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,87 @@
+package io.vmcuda.appliance.cache;
+
+import io.netty.buffer.ByteBuf;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/**
+ * One client's executable arriving as BINARY_CHUNK frames: each chunk goes straight to a temp file and
+ * into the running SHA-256, so a multi-GB binary never sits in the heap.
+ */
+public final class BinaryUpload implements AutoCloseable {
+    private final Path file;
+    private final FileChannel out;
+    private final MessageDigest sha256;
+    private final long expectedBytes;
+    private final byte[] expectedSha;
+    private long received;
+    private boolean kept;
+
+    public BinaryUpload(Path dir, long expectedBytes, byte[] expectedSha) throws IOException {
+        Files.createDirectories(dir);
+        this.file = Files.createTempFile(dir, "upload-", ".bin");
+        this.out = FileChannel.open(file, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+        this.expectedBytes = expectedBytes;
+        this.expectedSha = expectedSha.clone();
+        try {
+            this.sha256 = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every Java runtime has SHA-256", e);
+        }
+    }
+
+    /**
+     * Appends one chunk (without consuming the caller's buffer).
+     * @return true when all announced bytes are in
+     * @throws BinaryRefusedException when the client sends more than it announced
+     */
+    public boolean append(ByteBuf chunk) throws IOException, BinaryRefusedException {
+        int n = chunk.readableBytes();
+        if (received + n > expectedBytes) {
+            throw new BinaryRefusedException("client sent more than the " + expectedBytes
+                    + " bytes its HELLO announced");
+        }
+        for (ByteBuffer part : chunk.nioBuffers()) {
+            sha256.update(part.duplicate());
+            ByteBuffer w = part.duplicate();
+            while (w.hasRemaining()) out.write(w);
+        }
+        received += n;
+        return received == expectedBytes;
+    }
+
+    public long receivedBytes() {
+        return received;
+    }
+
+    /** Closes the file and checks the hash; the file then belongs to the caller (see {@link #file()}). */
+    public Path finish() throws IOException, BinaryRefusedException {
+        out.close();
+        byte[] got = sha256.digest();
+        if (!MessageDigest.isEqual(got, expectedSha)) {
+            HexFormat hex = HexFormat.of();
+            throw new BinaryRefusedException("uploaded binary does not match its SHA-256: HELLO said "
+                    + hex.formatHex(expectedSha) + ", the bytes hash to " + hex.formatHex(got));
+        }
+        kept = true;
+        return file;
+    }
+
+    /** Deletes the temp file unless {@link #finish()} handed it over. */
+    @Override
+    public void close() {
+        try {
+            out.close();
+            if (!kept) Files.deleteIfExists(file);
+        } catch (IOException e) {
+            // a leftover temp file is removed when the cache starts next time
+        }
+    }
+}

@@ -1,0 +1,10 @@
+package io.vmcuda.appliance.control;
+
+import io.vmcuda.appliance.cache.BinaryCache;
+import io.vmcuda.appliance.session.Refusals;
+import io.vmcuda.appliance.session.SessionManager;
+import java.util.concurrent.Executor;
+
+/** What every control connection shares. {@code blocking} runs disk work and rewriting. */
+record ControlContext(BinaryCache cache, SessionManager sessions, Refusals refusals, Executor blocking,
+                      long binaryMaxBytes) {}

@@ -1,0 +1,49 @@
+package io.vmcuda.appliance.control;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.vmcuda.appliance.cache.BinaryCache;
+import io.vmcuda.appliance.session.Refusals;
+import io.vmcuda.appliance.session.SessionManager;
+import io.vmcuda.appliance.wire.FrameDecoder;
+import java.net.InetSocketAddress;
+import java.util.concurrent.Executor;
+
+/** The client-facing TCP port (--listen): session setup per PROTOCOL.md, then hand-off to a worker. */
+public final class ControlServer implements AutoCloseable {
+    private final Channel server;
+
+    public ControlServer(InetSocketAddress listen, EventLoopGroup boss, EventLoopGroup workers, BinaryCache cache,
+                         SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes)
+            throws InterruptedException {
+        ControlContext shared = new ControlContext(cache, sessions, refusals, blocking, binaryMaxBytes);
+        this.server = new ServerBootstrap()
+                .group(boss, workers)
+                .channel(EpollServerSocketChannel.class)
+                .option(ChannelOption.SO_REUSEADDR, true)
+                // the worker inherits these settings with the socket: the data path wants them
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childHandler(new ChannelInitializer<EpollSocketChannel>() {
+                    @Override
+                    protected void initChannel(EpollSocketChannel ch) {
+                        ch.pipeline().addLast(new FrameDecoder(), new ControlHandler(shared));
+                    }
+                })
+                .bind(listen).sync().channel();
+    }
+
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) server.localAddress();
+    }
+
+    /** Stops accepting; connections already handed to workers are not the daemon's any more. */
+    @Override
+    public void close() {
+        server.close().syncUninterruptibly();
+    }
+}

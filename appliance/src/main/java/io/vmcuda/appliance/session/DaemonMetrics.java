@@ -1,0 +1,57 @@
+package io.vmcuda.appliance.session;
+
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/** Counters behind /metrics that outlive individual sessions. */
+public final class DaemonMetrics {
+    private final AtomicLong sessionsTotal = new AtomicLong();
+    private final AtomicLong refusedTotal = new AtomicLong();
+    private final LongAdder endedBytesH2d = new LongAdder();
+    private final LongAdder endedBytesD2h = new LongAdder();
+    private final LongAdder workerStartCount = new LongAdder();
+    private final LongAdder workerStartNanos = new LongAdder();
+
+    public void sessionStarted() {
+        sessionsTotal.incrementAndGet();
+    }
+
+    public void refused() {
+        refusedTotal.incrementAndGet();
+    }
+
+    void sessionEnded(Session s) {
+        endedBytesH2d.add(s.bytesH2d());
+        endedBytesD2h.add(s.bytesD2h());
+    }
+
+    void workerStarted(long nanos) {
+        workerStartCount.increment();
+        workerStartNanos.add(nanos);
+    }
+
+    public long sessionsTotal() {
+        return sessionsTotal.get();
+    }
+
+    public long refusedTotal() {
+        return refusedTotal.get();
+    }
+
+    /** Bytes of sessions that have ended; add the active sessions' running counts for a total. */
+    public long endedBytesH2d() {
+        return endedBytesH2d.sum();
+    }
+
+    public long endedBytesD2h() {
+        return endedBytesD2h.sum();
+    }
+
+    public long workerStartCount() {
+        return workerStartCount.sum();
+    }
+
+    public double workerStartSeconds() {
+        return workerStartNanos.sum() / 1e9;
+    }
+}

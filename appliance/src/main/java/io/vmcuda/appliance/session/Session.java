@@ -1,0 +1,154 @@
+package io.vmcuda.appliance.session;
+
+import io.netty.channel.Channel;
+import io.vmcuda.scheduler.GpuBinding;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * One client program's session: its worker process, its GPUs, its counters and its life cycle
+ * STARTING (worker forked, not yet connected) → ACTIVE (connected; client connections handed over) →
+ * ENDED (worker exited 0) or ABORTED (non-zero exit, killed, or never connected).
+ * Mutable state is guarded by the object's monitor; {@link SessionManager} drives the transitions.
+ */
+public final class Session {
+    public enum State { STARTING, ACTIVE, ENDED, ABORTED }
+
+    private final long id;
+    private final byte[] key;
+    private final String program;
+    private final String sha256;
+    private final GpuBinding binding;
+    private final Path dir;
+    private final Instant started = Instant.now();
+    private final SetupTimings timings;
+    final long launchNanos = System.nanoTime();
+
+    // guarded by this
+    State state = State.STARTING;
+    Process process;
+    Channel worker;
+    Channel newConnection;
+    final List<Channel> waitingForWorker = new ArrayList<>();
+    /** Hand-offs run one after another so the NEW connection reaches the worker first. */
+    CompletableFuture<Void> handoffTail = CompletableFuture.completedFuture(null);
+    String abortReason;
+
+    private volatile Instant ended;
+    private volatile long bytesH2d;
+    private volatile long bytesD2h;
+    private volatile long calls;
+    private volatile Integer exitStatus;
+    private volatile Integer byeStatus;
+    private volatile int connectionsHandedOver;
+
+    Session(long id, byte[] key, String program, String sha256, GpuBinding binding, Path dir, SetupTimings timings) {
+        this.id = id;
+        this.key = key.clone();
+        this.program = program;
+        this.sha256 = sha256;
+        this.binding = binding;
+        this.dir = dir;
+        this.timings = timings;
+    }
+
+    public long id() {
+        return id;
+    }
+
+    byte[] key() {
+        return key.clone();
+    }
+
+    String keyHex() {
+        return HexFormat.of().formatHex(key);
+    }
+
+    public String program() {
+        return program;
+    }
+
+    public String sha256() {
+        return sha256;
+    }
+
+    public GpuBinding binding() {
+        return binding;
+    }
+
+    public Path dir() {
+        return dir;
+    }
+
+    public Path logFile() {
+        return dir.resolve("worker.log");
+    }
+
+    public Instant started() {
+        return started;
+    }
+
+    public Instant ended() {
+        return ended;
+    }
+
+    public SetupTimings timings() {
+        return timings;
+    }
+
+    public synchronized State state() {
+        return state;
+    }
+
+    public synchronized String abortReason() {
+        return abortReason;
+    }
+
+    public long bytesH2d() {
+        return bytesH2d;
+    }
+
+    public long bytesD2h() {
+        return bytesD2h;
+    }
+
+    public long calls() {
+        return calls;
+    }
+
+    public Integer exitStatus() {
+        return exitStatus;
+    }
+
+    public Integer byeStatus() {
+        return byeStatus;
+    }
+
+    /** Client connections whose descriptor the worker now holds and the daemon has let go of. */
+    public int connectionsHandedOver() {
+        return connectionsHandedOver;
+    }
+
+    void stats(long h2d, long d2h, long n) {
+        bytesH2d = h2d;
+        bytesD2h = d2h;
+        calls = n;
+    }
+
+    void bye(int status) {
+        byeStatus = status;
+    }
+
+    void handedOver() {
+        connectionsHandedOver++; // only the hand-off chain of this session writes it, one at a time
+    }
+
+    void ended(int status) {
+        exitStatus = status;
+        ended = Instant.now();
+    }
+}

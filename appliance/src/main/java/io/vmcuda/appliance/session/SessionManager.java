@@ -1,0 +1,369 @@
+package io.vmcuda.appliance.session;
+
+import io.netty.channel.Channel;
+import io.vmcuda.appliance.cache.CachedBinary;
+import io.vmcuda.appliance.wire.Frames;
+import io.vmcuda.appliance.wire.HelloReply;
+import io.vmcuda.appliance.worker.FdHandoff;
+import io.vmcuda.appliance.worker.WorkerEvents;
+import io.vmcuda.appliance.worker.WorkerLauncher;
+import io.vmcuda.scheduler.GpuBinding;
+import io.vmcuda.scheduler.GpuScheduler;
+import io.vmcuda.scheduler.NoGpuAvailableException;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * Runs sessions from GPU request to reaped worker: asks the scheduler for GPUs, starts the worker,
+ * matches its connect-back to the session, hands client connections over, and on the worker's exit
+ * frees the GPUs and writes the session record. Connections are refused with one clear line whenever a
+ * step fails.
+ */
+public final class SessionManager implements WorkerEvents {
+    private static final Logger LOG = Logger.getLogger(SessionManager.class.getName());
+    /** Session ids stay below 2^53 so JSON readers that use doubles still see them exactly. */
+    private static final long ID_MASK = (1L << 53) - 1;
+    private static final long WORKER_SOCKET_DRAIN_MS = 2000;
+
+    private final GpuScheduler scheduler;
+    private final WorkerLauncher launcher;
+    private final Path sessionsDir;
+    private final SessionRecordLog records;
+    private final DaemonMetrics metrics;
+    private final Refusals refusals;
+    private final ScheduledExecutorService timer;
+    private final Executor blocking;
+    private final Duration workerStartTimeout;
+    /** Null when the appliance has GPUs; else why not, for the READY message. */
+    private final String noGpuReason;
+    private final SecureRandom random = new SecureRandom();
+    private final ConcurrentHashMap<Long, Session> active = new ConcurrentHashMap<>();
+    private volatile boolean stopping;
+
+    public SessionManager(GpuScheduler scheduler, WorkerLauncher launcher, Path sessionsDir, SessionRecordLog records,
+                          DaemonMetrics metrics, Refusals refusals, ScheduledExecutorService timer, Executor blocking,
+                          Duration workerStartTimeout, String noGpuReason) {
+        this.scheduler = scheduler;
+        this.launcher = launcher;
+        this.sessionsDir = sessionsDir;
+        this.records = records;
+        this.metrics = metrics;
+        this.refusals = refusals;
+        this.timer = timer;
+        this.blocking = blocking;
+        this.workerStartTimeout = workerStartTimeout;
+        this.noGpuReason = noGpuReason;
+    }
+
+    /** Sessions whose worker is starting or running. */
+    public Collection<Session> activeSessions() {
+        return List.copyOf(active.values());
+    }
+
+    /** A NEW connection whose binary is in the cache: get GPUs, start the worker, hand the connection over. */
+    public void openNew(Channel client, String program, CachedBinary binary, int gpusWanted, SetupTimings timings) {
+        if (stopping) {
+            refusals.refuse(client, "appliance is shutting down");
+            return;
+        }
+        CompletableFuture<GpuBinding> request = scheduler.acquire(gpusWanted);
+        // a client that hangs up while queued withdraws its request
+        client.closeFuture().addListener(f -> request.cancel(false));
+        request.whenComplete((binding, error) -> {
+            if (error != null) {
+                Throwable cause = error instanceof CompletionException ? error.getCause() : error;
+                if (cause instanceof NoGpuAvailableException) refusals.refuse(client, cause.getMessage());
+                else if (!request.isCancelled()) refusals.refuse(client, "GPU scheduling failed: " + cause);
+                return;
+            }
+            if (!client.isActive()) {
+                scheduler.release(binding);
+                return;
+            }
+            // forking can take a while on a busy host: keep it off the scheduler's and Netty's threads
+            blocking.execute(() -> launch(client, program, binary, binding, timings));
+        });
+    }
+
+    private void launch(Channel client, String program, CachedBinary binary, GpuBinding binding, SetupTimings timings) {
+        byte[] key = new byte[32];
+        random.nextBytes(key);
+        long id;
+        do {
+            id = random.nextLong() & ID_MASK;
+        } while (id == 0 || active.containsKey(id));
+        Session s = new Session(id, key, program, binary.sha256(), binding, sessionsDir.resolve(Long.toString(id)), timings);
+        synchronized (s) {
+            s.newConnection = client;
+            s.waitingForWorker.add(client);
+        }
+        active.put(id, s);
+        metrics.sessionStarted();
+        Process p;
+        try {
+            p = launcher.start(new WorkerLauncher.WorkerSpec(id, s.keyHex(),
+                    binding.isEmpty() ? null : binding.cudaVisibleDevices(), argv0(program, binary),
+                    binary.rewritten(), s.dir(), s.logFile()));
+        } catch (IOException | RuntimeException e) {
+            LOG.log(Level.WARNING, "session " + id + ": could not start the worker", e);
+            synchronized (s) {
+                s.state = Session.State.ABORTED;
+                s.abortReason = "worker could not be started: " + e.getMessage();
+                s.waitingForWorker.clear();
+            }
+            refusals.refuse(client, "worker failed to start: " + e.getMessage());
+            finish(s, -1);
+            return;
+        }
+        synchronized (s) {
+            s.process = p;
+        }
+        LOG.info("session " + id + ": started worker pid " + p.pid() + " for " + program + " (" + binary.sha256()
+                + ") on GPUs " + binding + "; log " + s.logFile());
+        p.onExit().thenAccept(exited -> workerExited(s, exited.exitValue()));
+        timer.schedule(() -> startTimedOut(s), workerStartTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        client.closeFuture().addListener(f -> newConnectionClosed(s, client));
+    }
+
+    /** argv[0]: the client's program name, made safe for a process title. */
+    private static String argv0(String program, CachedBinary binary) {
+        String n = program.replaceAll("[\\p{Cntrl}]", "?");
+        if (n.isBlank()) n = binary.name().isBlank() ? "vmcuda-worker" : binary.name();
+        return n.length() > 255 ? n.substring(0, 255) : n;
+    }
+
+    /** A JOIN connection: check id and key, then hand it to that session's worker. */
+    public void join(Channel client, long sessionId, byte[] key) {
+        Session s = active.get(sessionId);
+        if (s == null || !MessageDigest.isEqual(s.key(), key)) {
+            refusals.refuse(client, "unknown session " + sessionId + " or wrong session key");
+            return;
+        }
+        Channel worker;
+        synchronized (s) {
+            switch (s.state) {
+                case STARTING:
+                    s.waitingForWorker.add(client);
+                    client.closeFuture().addListener(f -> {
+                        synchronized (s) {
+                            s.waitingForWorker.remove(client);
+                        }
+                    });
+                    return;
+                case ACTIVE:
+                    worker = s.worker;
+                    break;
+                default:
+                    worker = null;
+            }
+        }
+        if (worker == null) refusals.refuse(client, "session " + sessionId + " has ended");
+        else handOff(s, client, worker);
+    }
+
+    @Override
+    public boolean workerConnected(long sessionId, String keyHex, Channel channel) {
+        Session s = active.get(sessionId);
+        if (s == null || !MessageDigest.isEqual(s.keyHex().getBytes(StandardCharsets.US_ASCII),
+                keyHex.toLowerCase().getBytes(StandardCharsets.US_ASCII))) {
+            return false;
+        }
+        List<Channel> waiting;
+        synchronized (s) {
+            if (s.state != Session.State.STARTING) return false;
+            s.state = Session.State.ACTIVE;
+            s.worker = channel;
+            waiting = new ArrayList<>(s.waitingForWorker);
+            s.waitingForWorker.clear();
+        }
+        long nanos = System.nanoTime() - s.launchNanos;
+        s.timings().workerStarted(TimeUnit.NANOSECONDS.toMillis(nanos));
+        metrics.workerStarted(nanos);
+        LOG.info("session " + s.id() + " ready: " + s.program() + " on GPUs " + s.binding() + "; " + s.timings());
+        for (Channel c : waiting) handOff(s, c, channel);
+        return true;
+    }
+
+    @Override
+    public void workerStats(long sessionId, long bytesH2d, long bytesD2h, long calls) {
+        Session s = active.get(sessionId);
+        if (s != null) s.stats(bytesH2d, bytesD2h, calls);
+    }
+
+    @Override
+    public void workerBye(long sessionId, int exitStatus) {
+        Session s = active.get(sessionId);
+        if (s != null) s.bye(exitStatus);
+    }
+
+    private void handOff(Session s, Channel client, Channel worker) {
+        int gpus = s.binding().gpus().size();
+        String msg = gpus == 0 && noGpuReason != null ? "appliance has no usable GPU: " + noGpuReason : "";
+        synchronized (s) {
+            s.handoffTail = s.handoffTail.handle((x, e) -> null).thenCompose(x -> {
+                if (!client.isActive()) return CompletableFuture.completedFuture(null);
+                return FdHandoff.handOff(client,
+                        Frames.helloReply(client.alloc(), HelloReply.ready(s.id(), s.key(), gpus, msg)), worker)
+                        .thenRun(s::handedOver)
+                        .exceptionally(e -> {
+                            LOG.warning("session " + s.id() + ": hand-off failed: " + e.getMessage());
+                            return null;
+                        });
+            });
+        }
+    }
+
+    private void startTimedOut(Session s) {
+        List<Channel> waiting;
+        Process p;
+        synchronized (s) {
+            if (s.state != Session.State.STARTING) return;
+            s.abortReason = "worker did not connect within " + workerStartTimeout.toSeconds() + " s";
+            waiting = new ArrayList<>(s.waitingForWorker);
+            s.waitingForWorker.clear();
+            p = s.process;
+            s.state = Session.State.ABORTED;
+        }
+        LOG.warning("session " + s.id() + ": " + s.abortReason() + "; killing it");
+        for (Channel c : waiting) refusals.refuse(c, startFailure(s));
+        p.destroyForcibly();
+    }
+
+    /** The NEW connection closed: after the hand-off that is the daemon letting go; before it, the client quit. */
+    private void newConnectionClosed(Session s, Channel client) {
+        Process p;
+        synchronized (s) {
+            if (s.state != Session.State.STARTING || s.newConnection != client) return;
+            s.state = Session.State.ABORTED;
+            s.abortReason = "client disconnected before its worker was ready";
+            s.waitingForWorker.clear();
+            p = s.process;
+        }
+        LOG.info("session " + s.id() + ": " + s.abortReason() + "; killing the worker");
+        p.destroyForcibly();
+    }
+
+    private void workerExited(Session s, int status) {
+        List<Channel> waiting;
+        Channel worker;
+        synchronized (s) {
+            waiting = new ArrayList<>(s.waitingForWorker);
+            s.waitingForWorker.clear();
+            if (s.state == Session.State.STARTING) {
+                s.abortReason = "worker exited with status " + status + " before connecting";
+                s.state = Session.State.ABORTED;
+            } else if (s.state == Session.State.ACTIVE) {
+                // a worker the daemon had to stop counts as aborted even if it exited cleanly
+                s.state = status == 0 && s.abortReason == null ? Session.State.ENDED : Session.State.ABORTED;
+                if (status != 0 && s.abortReason == null) s.abortReason = "worker exited with status " + status;
+            }
+            worker = s.worker;
+        }
+        for (Channel c : waiting) refusals.refuse(c, startFailure(s));
+        if (worker == null) {
+            finish(s, status);
+            return;
+        }
+        // The worker's last STATS and BYE lines may still be unread in its Unix socket: record the session
+        // once the daemon has read up to the socket's end. A grandchild that inherited the socket could
+        // keep it open, so stop waiting after a short grace.
+        worker.closeFuture().addListener(f -> finish(s, status));
+        timer.schedule(() -> {
+            worker.close();
+        }, WORKER_SOCKET_DRAIN_MS, TimeUnit.MILLISECONDS);
+    }
+
+    private void finish(Session s, int status) {
+        s.ended(status);
+        scheduler.release(s.binding());
+        active.remove(s.id());
+        metrics.sessionEnded(s);
+        records.append(s);
+        LOG.info("session " + s.id() + " " + s.state().name().toLowerCase() + ": " + s.program() + " exit status "
+                + status + ", " + s.calls() + " calls, " + s.bytesH2d() + " B to the GPU, " + s.bytesD2h()
+                + " B back" + (s.abortReason() == null ? "" : " (" + s.abortReason() + ")"));
+    }
+
+    private String startFailure(Session s) {
+        String last = lastLine(s.logFile());
+        return "worker failed to start; see " + s.logFile() + (last.isEmpty() ? "" : ": " + last);
+    }
+
+    /** The last non-empty line of a worker log (reads only its tail: logs can be large). */
+    static String lastLine(Path log) {
+        try (RandomAccessFile f = new RandomAccessFile(log.toFile(), "r")) {
+            long len = f.length();
+            int n = (int) Math.min(len, 4096);
+            byte[] tail = new byte[n];
+            f.seek(len - n);
+            f.readFully(tail);
+            String[] lines = new String(tail, StandardCharsets.UTF_8).split("\n");
+            for (int i = lines.length - 1; i >= 0; i--) {
+                if (!lines[i].isBlank()) return lines[i].strip();
+            }
+        } catch (IOException e) {
+            // no log yet: the worker did not get as far as writing one
+        }
+        return "";
+    }
+
+    /**
+     * Daemon shutdown: running sessions end with it. Each worker gets SIGTERM, then SIGKILL after
+     * {@code grace}, so no worker outlives the daemon holding GPU memory; every session is still recorded.
+     */
+    public void stopAll(Duration grace) {
+        stopping = true;
+        List<Session> sessions = List.copyOf(active.values());
+        List<CompletableFuture<Process>> exits = new ArrayList<>();
+        for (Session s : sessions) {
+            Process p;
+            synchronized (s) {
+                if (s.abortReason == null) s.abortReason = "appliance daemon stopped";
+                p = s.process;
+            }
+            if (p == null) continue;
+            p.destroy();
+            exits.add(p.onExit());
+        }
+        try {
+            CompletableFuture.allOf(exits.toArray(new CompletableFuture[0])).get(grace.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (Exception timedOutOrInterrupted) {
+            for (Session s : sessions) {
+                Process p;
+                synchronized (s) {
+                    p = s.process;
+                }
+                if (p != null && p.isAlive()) {
+                    LOG.warning("session " + s.id() + ": worker ignored SIGTERM for " + grace.toSeconds() + " s; killing it");
+                    p.destroyForcibly();
+                }
+            }
+        }
+        // let the exit handlers write their records before the JVM goes
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (!active.isEmpty() && System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+}

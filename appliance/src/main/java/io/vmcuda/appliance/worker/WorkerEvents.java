@@ -1,0 +1,18 @@
+package io.vmcuda.appliance.worker;
+
+import io.netty.channel.Channel;
+
+/** What a worker tells the daemon over its Unix connection (PROTOCOL.md "Worker ↔ daemon"). */
+public interface WorkerEvents {
+    /**
+     * The worker's {@code WORKER <id> <key>} line. Returns false when the id is unknown, the key is wrong
+     * or the session already has its worker; the connection is then closed.
+     */
+    boolean workerConnected(long sessionId, String keyHex, Channel channel);
+
+    /** A {@code STATS <bytes_h2d> <bytes_d2h> <calls>} line: running totals of the session. */
+    void workerStats(long sessionId, long bytesH2d, long bytesD2h, long calls);
+
+    /** A {@code BYE <exit_status>} line. */
+    void workerBye(long sessionId, int exitStatus);
+}

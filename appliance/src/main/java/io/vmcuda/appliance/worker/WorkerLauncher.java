@@ -1,0 +1,87 @@
+package io.vmcuda.appliance.worker;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Starts a rewritten binary as a session's worker process, with the environment PROTOCOL.md specifies.
+ * The environment is built from scratch (plus a few harmless variables of the daemon) so that nothing of
+ * the daemon's own setup, such as a CUDA_VISIBLE_DEVICES, leaks into a worker.
+ */
+public final class WorkerLauncher {
+    /** Daemon variables a worker may need (CUDA's JIT cache lives under HOME; PATH for popen'd tools). */
+    private static final List<String> INHERITED = List.of("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR");
+    private static final Path BASH = Path.of("/bin/bash");
+
+    private final Path workerSocket;
+    private final Path workerLibDir;
+    private final List<String> cudaLibDirs;
+    private final long blockSize;
+    private final Map<String, String> extraEnv;
+
+    public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
+                          Map<String, String> extraEnv) {
+        this.workerSocket = workerSocket;
+        this.workerLibDir = workerLibDir;
+        this.cudaLibDirs = List.copyOf(cudaLibDirs);
+        this.blockSize = blockSize;
+        this.extraEnv = Map.copyOf(extraEnv);
+    }
+
+    public Path workerLibDir() {
+        return workerLibDir;
+    }
+
+    /** What one worker needs to know; {@code cudaVisibleDevices} is null to leave the variable unset. */
+    public record WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0,
+                             Path executable, Path workDir, Path logFile) {}
+
+    public Process start(WorkerSpec spec) throws IOException {
+        Files.createDirectories(spec.workDir());
+        ProcessBuilder pb = new ProcessBuilder(command(spec.argv0(), spec.executable()))
+                .directory(spec.workDir().toFile())
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(spec.logFile().toFile()))
+                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
+        Map<String, String> env = pb.environment();
+        env.clear();
+        env.putAll(environment(spec, System.getenv()));
+        return pb.start();
+    }
+
+    /**
+     * argv[0] must be the client's program name (some programs and libraries read it), but Java cannot
+     * set it apart from the executable path; bash's {@code exec -a} can, and the exec keeps the PID, so
+     * the Process handle still is the worker itself.
+     */
+    static List<String> command(String argv0, Path executable) {
+        if (Files.isExecutable(BASH)) {
+            return List.of(BASH.toString(), "-c", "exec -a \"$0\" \"$1\"", argv0, executable.toString());
+        }
+        return List.of(executable.toString());
+    }
+
+    Map<String, String> environment(WorkerSpec spec, Map<String, String> daemonEnv) {
+        Map<String, String> env = new LinkedHashMap<>();
+        for (String name : INHERITED) {
+            String v = daemonEnv.get(name);
+            if (v != null) env.put(name, v);
+        }
+        env.put("VMCUDA_WORKER_SOCKET", workerSocket.toString());
+        env.put("VMCUDA_SESSION_ID", Long.toString(spec.sessionId()));
+        env.put("VMCUDA_WORKER_KEY", spec.keyHex());
+        if (spec.cudaVisibleDevices() != null) env.put("CUDA_VISIBLE_DEVICES", spec.cudaVisibleDevices());
+        env.put("VMCUDA_BLOCK_SIZE", Long.toString(blockSize));
+        List<String> libPath = new ArrayList<>();
+        libPath.add(workerLibDir.toString());
+        libPath.addAll(cudaLibDirs);
+        env.put("LD_LIBRARY_PATH", String.join(":", libPath));
+        env.putAll(extraEnv);
+        return env;
+    }
+}

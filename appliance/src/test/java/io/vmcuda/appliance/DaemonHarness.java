@@ -1,0 +1,54 @@
+package io.vmcuda.appliance;
+
+import io.vmcuda.scheduler.GpuInventory;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.util.Map;
+
+/** A real in-process daemon on ephemeral loopback ports, plus an HTTP getter for its admin port. */
+final class DaemonHarness implements AutoCloseable {
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+
+    final Daemon daemon;
+
+    DaemonHarness(Path stateDir, Path workerLibDir, GpuInventory inventory, Map<String, String> config)
+            throws IOException, InterruptedException {
+        InetSocketAddress any = new InetSocketAddress("127.0.0.1", 0);
+        daemon = Daemon.start(new DaemonOptions(any, any, stateDir, null, workerLibDir),
+                ApplianceConfig.defaultsOnly().with(config), inventory);
+    }
+
+    ProtocolClient connect() throws IOException {
+        return new ProtocolClient(daemon.controlAddress());
+    }
+
+    HttpResponse<String> get(String pathAndQuery) throws IOException, InterruptedException {
+        InetSocketAddress a = daemon.adminAddress();
+        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + a.getPort() + pathAndQuery)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    String body(String pathAndQuery) throws IOException, InterruptedException {
+        return get(pathAndQuery).body();
+    }
+
+    /** Re-reads an admin page until it satisfies the condition; the test's own timeout bounds the wait. */
+    String awaitBody(String pathAndQuery, java.util.function.Predicate<String> condition)
+            throws IOException, InterruptedException {
+        while (true) {
+            String b = body(pathAndQuery);
+            if (condition.test(b)) return b;
+            Thread.sleep(20);
+        }
+    }
+
+    @Override
+    public void close() {
+        daemon.close();
+    }
+}

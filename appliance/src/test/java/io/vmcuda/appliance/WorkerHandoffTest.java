@@ -1,0 +1,228 @@
+package io.vmcuda.appliance;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.vmcuda.protocol.Wire;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The socket hand-off end to end: a gcc-built fake worker is uploaded as the client's binary, rewritten by
+ * the real rewriter, started with a stub libvmcuda-worker.so, connects back, and receives the client's TCP
+ * connection as a descriptor. The client must see READY and then the worker's MANIFEST on the same
+ * connection, and keep talking to the worker after the daemon has let go of its copy.
+ */
+@Timeout(120)
+class WorkerHandoffTest {
+    private static NativeFixtures fixtures;
+    private static byte[] binary;
+
+    @TempDir
+    Path state;
+
+    @BeforeAll
+    static void build() throws Exception {
+        fixtures = NativeFixtures.get();
+        binary = Files.readAllBytes(fixtures.fakeWorker);
+    }
+
+    private DaemonHarness daemon(io.vmcuda.scheduler.GpuInventory inv, Map<String, String> config) throws Exception {
+        return new DaemonHarness(state, fixtures.workerLibDir(), inv, config);
+    }
+
+    /** NEW session up to the MANIFEST; returns the READY reply. */
+    private static ProtocolClient.Reply openSession(ProtocolClient c, String program) throws Exception {
+        c.sendNewHello(binary, program);
+        ProtocolClient.Reply r = c.readReply();
+        if (r.status() == Wire.HELLO_SEND_BINARY) {
+            c.upload(binary, 4096);
+            r = c.readReply();
+        }
+        assertEquals(Wire.HELLO_READY, r.status(), r.message());
+        assertManifest(c.readFrame());
+        return r;
+    }
+
+    private static void assertManifest(ProtocolClient.Frame m) {
+        assertTrue(m != null, "connection closed before the MANIFEST");
+        assertEquals(Wire.TYPE_MANIFEST, m.type());
+        assertArrayEquals(new byte[8], m.payload(), "0 functions, 0 variables");
+    }
+
+    private static void assertEcho(ProtocolClient c, String text) throws Exception {
+        byte[] b = text.getBytes(StandardCharsets.UTF_8);
+        c.sendRaw(b);
+        assertEquals(text, ProtocolClient.text(c.readExactly(b.length)));
+    }
+
+    @Test
+    void clientReachesTheWorkerThroughTheSameConnection() throws Exception {
+        try (DaemonHarness d = daemon(TestInventory.gpus(1), Map.of())) {
+            long id;
+            try (ProtocolClient c = d.connect()) {
+                ProtocolClient.Reply ready = openSession(c, "handoff-app");
+                id = ready.sessionId();
+                assertNotEquals(0, id);
+                assertEquals(1, ready.gpuCount());
+                assertEquals("", ready.message());
+
+                // wait until the daemon has closed its copy of the socket, then prove the connection lives on
+                String status = d.awaitBody("/status", s -> s.contains("\"connections\":1"));
+                assertTrue(status.contains("\"id\":" + id), status);
+                assertTrue(status.contains("\"program\":\"handoff-app\""), status);
+                assertTrue(status.contains("\"sessions\":1"), "GPU 0 counts the session: " + status);
+                assertTrue(status.contains("\"worker_start\":"), status);
+                assertEcho(c, "ping over the handed-off socket");
+
+                String table = d.body("/status?format=table");
+                assertTrue(table.contains("handoff-app") && table.contains("Test GPU"), table);
+
+                // a second connection JOINs the session and is handed to the same worker
+                try (ProtocolClient j = d.connect()) {
+                    j.sendJoinHello(id, ready.key());
+                    ProtocolClient.Reply joined = j.readReply();
+                    assertEquals(Wire.HELLO_READY, joined.status(), joined.message());
+                    assertEquals(id, joined.sessionId());
+                    assertManifest(j.readFrame());
+                    d.awaitBody("/status", s -> s.contains("\"connections\":2"));
+                    assertEcho(j, "joined");
+                }
+                try (ProtocolClient bad = d.connect()) {
+                    bad.sendJoinHello(id, new byte[32]);
+                    assertEquals(Wire.HELLO_REFUSED, bad.readReply().status());
+                }
+                assertEcho(c, "still here");
+            } // closing the NEW connection ends the session
+
+            String metrics = d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+            assertTrue(metrics.contains("vmcuda_sessions_total 1\n"), metrics);
+            assertTrue(metrics.contains("vmcuda_worker_start_seconds_count 1\n"), metrics);
+            assertTrue(metrics.contains("vmcuda_gpus 1\n"), metrics);
+            assertTrue(d.body("/status").contains("\"sessions\":0"), "GPU slot freed");
+
+            List<String> records = Files.readAllLines(state.resolve("sessions.jsonl"));
+            assertEquals(1, records.size());
+            String rec = records.get(0);
+            assertTrue(rec.contains("\"id\":" + id), rec);
+            assertTrue(rec.contains("\"exit_status\":0"), rec);
+            assertTrue(rec.contains("\"state\":\"ended\""), rec);
+            assertTrue(rec.contains("\"gpus\":[\"GPU-00000000-1111-2222-3333-444444444444\"]"), rec);
+            // the fake worker reports the bytes it echoed on all its connections as its STATS
+            int echoed = "ping over the handed-off socket".length() + "joined".length() + "still here".length();
+            assertTrue(rec.contains("\"bytes_h2d\":" + echoed), rec);
+
+            String log = Files.readString(state.resolve("sessions").resolve(Long.toString(id)).resolve("worker.log"));
+            assertTrue(log.contains("argv0=handoff-app "), "argv[0] is the client's program name: " + log);
+            assertTrue(log.contains("CUDA_VISIBLE_DEVICES=GPU-00000000-1111-2222-3333-444444444444"), log);
+            assertTrue(log.contains("VMCUDA_BLOCK_SIZE=4194304"), log);
+        }
+    }
+
+    @Test
+    void withoutGpusTheWorkerStillRunsAndReadySaysWhy() throws Exception {
+        try (DaemonHarness d = daemon(TestInventory.none(), Map.of());
+             ProtocolClient c = d.connect()) {
+            ProtocolClient.Reply ready = openSession(c, "no-gpu-app");
+            assertEquals(0, ready.gpuCount());
+            assertEquals("appliance has no usable GPU: " + TestInventory.NO_GPU_REASON, ready.message());
+            c.close();
+            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+            String log = Files.readString(state.resolve("sessions").resolve(Long.toString(ready.sessionId()))
+                    .resolve("worker.log"));
+            assertTrue(log.contains("CUDA_VISIBLE_DEVICES=(unset)"), log);
+        }
+    }
+
+    @Test
+    void aWorkerThatExitsBeforeConnectingIsReportedWithItsLog() throws Exception {
+        try (DaemonHarness d = daemon(TestInventory.gpus(1), Map.of());
+             ProtocolClient c = d.connect()) {
+            c.sendNewHello(binary, "crash");
+            ProtocolClient.Reply r = c.readReply();
+            if (r.status() == Wire.HELLO_SEND_BINARY) {
+                c.upload(binary, 65536);
+                r = c.readReply();
+            }
+            assertEquals(Wire.HELLO_REFUSED, r.status());
+            assertTrue(r.message().startsWith("worker failed to start; see " + state.toAbsolutePath().resolve("sessions")),
+                    r.message());
+            assertTrue(r.message().endsWith("fake worker: crashing on purpose"), r.message());
+            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+            String rec = Files.readString(state.resolve("sessions.jsonl"));
+            assertTrue(rec.contains("\"state\":\"aborted\"") && rec.contains("\"exit_status\":3"), rec);
+        }
+    }
+
+    @Test
+    void aWorkerThatNeverConnectsIsKilledAfterTheStartTimeout() throws Exception {
+        try (DaemonHarness d = daemon(TestInventory.gpus(1), Map.of("worker.start_timeout_s", "1"));
+             ProtocolClient c = d.connect()) {
+            c.sendNewHello(binary, "silent");
+            ProtocolClient.Reply r = c.readReply();
+            if (r.status() == Wire.HELLO_SEND_BINARY) {
+                c.upload(binary, 65536);
+                r = c.readReply();
+            }
+            assertEquals(Wire.HELLO_REFUSED, r.status());
+            assertTrue(r.message().startsWith("worker failed to start; see "), r.message());
+            assertTrue(r.message().endsWith("fake worker: staying silent on purpose"), r.message());
+            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+            String rec = Files.readString(state.resolve("sessions.jsonl"));
+            assertTrue(rec.contains("\"state\":\"aborted\"") && rec.contains("did not connect within 1 s"), rec);
+        }
+    }
+
+    @Test
+    void stoppingTheDaemonEndsRunningSessions() throws Exception {
+        DaemonHarness d = daemon(TestInventory.gpus(1), Map.of());
+        try (ProtocolClient c = d.connect()) {
+            openSession(c, "long-running");
+            d.close();
+            String rec = Files.readString(state.resolve("sessions.jsonl"));
+            assertTrue(rec.contains("\"state\":\"aborted\"") && rec.contains("appliance daemon stopped"), rec);
+            // the worker held the client's socket; with the worker gone the client sees the end
+            assertTrue(c.peerClosed());
+        }
+    }
+
+    @Test
+    void aQueuedSessionStartsWhenTheGpuFreesAndOneThatWaitsTooLongIsRefused() throws Exception {
+        try (DaemonHarness d = daemon(TestInventory.gpus(1),
+                Map.of("scheduler.max_sessions_per_gpu", "1", "scheduler.queue_timeout_s", "1"))) {
+            try (ProtocolClient first = d.connect()) {
+                openSession(first, "first");
+                try (ProtocolClient late = d.connect()) {
+                    late.sendNewHello(binary, "late"); // binary is cached by now: no upload
+                    ProtocolClient.Reply r = late.readReply();
+                    assertEquals(Wire.HELLO_REFUSED, r.status());
+                    assertEquals("no GPU free within 1 s: 1 GPU(s), each at its limit of 1 sessions", r.message());
+                }
+            }
+            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+        }
+        try (DaemonHarness d = new DaemonHarness(state, fixtures.workerLibDir(), TestInventory.gpus(1),
+                Map.of("scheduler.max_sessions_per_gpu", "1", "scheduler.queue_timeout_s", "3600"))) {
+            ProtocolClient waiting = d.connect();
+            try (ProtocolClient first = d.connect()) {
+                openSession(first, "first");
+                waiting.sendNewHello(binary, "waiting");
+                d.awaitBody("/status", s -> s.contains("\"sessions_queued\":1"));
+            } // the first session ends: its GPU slot goes to the queued one
+            try (waiting) {
+                ProtocolClient.Reply r = waiting.readReply();
+                assertEquals(Wire.HELLO_READY, r.status(), r.message());
+                assertManifest(waiting.readFrame());
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+#include "shim_config.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_BLOCK_SIZE (4u << 20) /* the block size the vmCUDA study chose */
+#define MIN_BLOCK_SIZE (64u << 10)
+#define MAX_BLOCK_SIZE (256u << 20)
+
+static struct vmc_client_config config;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static char *trim(char *s) {
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = 0;
+    return s;
+}
+
+static void set(const char *key, const char *value) {
+    if (strcmp(key, "appliance") == 0)
+        snprintf(config.appliance, sizeof config.appliance, "%s", value);
+    else if (strcmp(key, "token") == 0)
+        snprintf(config.token, sizeof config.token, "%s", value);
+    else if (strcmp(key, "block_size") == 0) {
+        char *end;
+        unsigned long long v = strtoull(value, &end, 10);
+        if (*end == 'k' || *end == 'K') v <<= 10;
+        else if (*end == 'm' || *end == 'M') v <<= 20;
+        if (v < MIN_BLOCK_SIZE || v > MAX_BLOCK_SIZE) {
+            fprintf(stderr, "vmcuda: block_size %s is outside %u..%u bytes; using %u\n", value,
+                    MIN_BLOCK_SIZE, MAX_BLOCK_SIZE, DEFAULT_BLOCK_SIZE);
+            v = DEFAULT_BLOCK_SIZE;
+        }
+        config.block_size = (size_t)v;
+    } else if (strcmp(key, "gpus") == 0) {
+        long v = strtol(value, NULL, 10);
+        config.gpus = v > 0 && v < 1024 ? (uint32_t)v : 1;
+    }
+    /* Other keys (e.g. transport) belong to later versions or to the vmcuda launcher: ignored. */
+}
+
+static void read_file(const char *path) {
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        char *s = trim(line);
+        if (!*s || *s == '#')
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq)
+            continue;
+        *eq = 0;
+        set(trim(s), trim(eq + 1));
+    }
+    fclose(f);
+}
+
+static void load(void) {
+    config.block_size = DEFAULT_BLOCK_SIZE;
+    config.gpus = 1;
+    const char *path = getenv("VMCUDA_CONFIG");
+    snprintf(config.config_path, sizeof config.config_path, "%s", path && *path ? path : "/etc/vmcuda/client.conf");
+    read_file(config.config_path);
+    static const char *const env_keys[][2] = {
+        {"VMCUDA_APPLIANCE", "appliance"}, {"VMCUDA_TOKEN", "token"},
+        {"VMCUDA_BLOCK_SIZE", "block_size"}, {"VMCUDA_GPUS", "gpus"}};
+    for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
+        const char *v = getenv(env_keys[i][0]);
+        if (v && *v)
+            set(env_keys[i][1], v);
+    }
+}
+
+const struct vmc_client_config *vmc_client_config(void) {
+    pthread_once(&once, load);
+    return &config;
+}

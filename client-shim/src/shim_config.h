@@ -1,0 +1,19 @@
+/* Client configuration: environment first, then the config file (VMCUDA_CONFIG or /etc/vmcuda/client.conf). */
+#ifndef SHIM_CONFIG_H
+#define SHIM_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct vmc_client_config {
+    char appliance[256];   /* HOST:PORT of the appliance daemon; empty = not configured */
+    char token[512];       /* tenant token sent in HELLO */
+    size_t block_size;     /* bulk-transfer block size in bytes */
+    uint32_t gpus;         /* GPUs wanted for the session */
+    char config_path[256]; /* the file that was (or would have been) read */
+};
+
+/* Read once, on first use. */
+const struct vmc_client_config *vmc_client_config(void);
+
+#endif

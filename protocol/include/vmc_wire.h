@@ -1,0 +1,59 @@
+/* C view of protocol/PROTOCOL.md (the Java view is io.vmcuda.protocol.Wire). Keep them in step. */
+#ifndef VMC_WIRE_H
+#define VMC_WIRE_H
+
+#include <stdint.h>
+
+#define VMC_PROTO_VERSION 1u
+#define VMC_MAGIC 0x31434D56u /* the bytes 'V' 'M' 'C' '1' read little-endian */
+
+enum vmc_frame_type {
+    VMC_HELLO = 1,
+    VMC_HELLO_REPLY = 2,
+    VMC_BINARY_CHUNK = 3,
+    VMC_MANIFEST = 4,
+    VMC_CALL = 5,
+    VMC_REPLY = 6,
+    VMC_OUTPUT = 7,
+    VMC_ERROR = 8,
+};
+
+#define VMC_FLAG_ASYNC 1u
+
+#define VMC_MAX_CONTROL_PAYLOAD (64u * 1024u)
+#define VMC_MAX_BINARY_CHUNK (4u * 1024u * 1024u)
+#define VMC_MAX_CALL_PAYLOAD (1024u * 1024u)
+
+enum vmc_role { VMC_ROLE_NEW = 0, VMC_ROLE_JOIN = 1 };
+enum vmc_hello_status { VMC_READY = 0, VMC_SEND_BINARY = 1, VMC_REFUSED = 2 };
+
+#define VMC_SHA256_BYTES 32
+#define VMC_SESSION_KEY_BYTES 32
+#define VMC_NO_INDEX 0xffffffffu
+
+/* The frame header is written and read field by field in little-endian order (see vmc_io.c);
+ * this struct is only the decoded form. */
+struct vmc_frame_header {
+    uint32_t magic;
+    uint16_t type;
+    uint16_t flags;
+    uint32_t id;
+    uint32_t len;
+};
+#define VMC_HEADER_BYTES 16
+
+/* Largest payload a frame of this type may carry; 0 for an unknown type. */
+static inline uint32_t vmc_max_payload(uint16_t type) {
+    switch (type) {
+    case VMC_HELLO: case VMC_HELLO_REPLY: case VMC_MANIFEST: case VMC_ERROR:
+        return VMC_MAX_CONTROL_PAYLOAD;
+    case VMC_BINARY_CHUNK:
+        return VMC_MAX_BINARY_CHUNK;
+    case VMC_CALL: case VMC_REPLY: case VMC_OUTPUT:
+        return VMC_MAX_CALL_PAYLOAD;
+    default:
+        return 0;
+    }
+}
+
+#endif

@@ -1,0 +1,181 @@
+#include "vmc_io.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+int vmc_read_full(int fd, void *buf, size_t n) {
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r > 0) {
+            p += r;
+            n -= (size_t)r;
+        } else if (r == 0) {
+            errno = 0;
+            return -1;
+        } else if (errno != EINTR) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int vmc_write_full(int fd, const void *buf, size_t n) {
+    const uint8_t *p = buf;
+    while (n > 0) {
+        /* MSG_NOSIGNAL: a vanished peer must become an error return, not a SIGPIPE that kills the app */
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == ENOTSOCK)
+            w = write(fd, p, n);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+        } else if (w < 0 && errno != EINTR) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n) {
+    for (int i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+void vmc_encode_header(uint8_t out[VMC_HEADER_BYTES], uint16_t type, uint16_t flags, uint32_t id, uint32_t len) {
+    put_le(out, VMC_MAGIC, 4);
+    put_le(out + 4, type, 2);
+    put_le(out + 6, flags, 2);
+    put_le(out + 8, id, 4);
+    put_le(out + 12, len, 4);
+}
+
+int vmc_read_header(int fd, struct vmc_frame_header *h, const char **why) {
+    uint8_t b[VMC_HEADER_BYTES];
+    if (vmc_read_full(fd, b, sizeof b) != 0) {
+        *why = errno == 0 ? "connection closed" : "read failed";
+        return -1;
+    }
+    h->magic = (uint32_t)get_le(b, 4);
+    h->type = (uint16_t)get_le(b + 4, 2);
+    h->flags = (uint16_t)get_le(b + 6, 2);
+    h->id = (uint32_t)get_le(b + 8, 4);
+    h->len = (uint32_t)get_le(b + 12, 4);
+    if (h->magic != VMC_MAGIC) {
+        *why = "bad frame magic";
+        return -1;
+    }
+    uint32_t max = vmc_max_payload(h->type);
+    if (max == 0) {
+        *why = "unknown frame type";
+        return -1;
+    }
+    if (h->len > max) {
+        *why = "frame length over its limit";
+        return -1;
+    }
+    return 0;
+}
+
+void vmc_out_reset(struct vmc_out *o) {
+    o->len = 0;
+    o->broken = 0;
+}
+
+void vmc_out_free(struct vmc_out *o) {
+    free(o->data);
+    o->data = NULL;
+    o->len = o->cap = 0;
+}
+
+void vmc_out_bytes(struct vmc_out *o, const void *p, size_t n) {
+    if (o->broken)
+        return;
+    if (o->len + n > o->cap) {
+        size_t cap = o->cap ? o->cap : 256;
+        while (cap < o->len + n)
+            cap *= 2;
+        uint8_t *d = realloc(o->data, cap);
+        if (!d) {
+            o->broken = 1;
+            return;
+        }
+        o->data = d;
+        o->cap = cap;
+    }
+    if (n)
+        memcpy(o->data + o->len, p, n);
+    o->len += n;
+}
+
+void vmc_out_u8(struct vmc_out *o, uint8_t v) { vmc_out_bytes(o, &v, 1); }
+void vmc_out_u16(struct vmc_out *o, uint16_t v) { uint8_t b[2]; put_le(b, v, 2); vmc_out_bytes(o, b, 2); }
+void vmc_out_u32(struct vmc_out *o, uint32_t v) { uint8_t b[4]; put_le(b, v, 4); vmc_out_bytes(o, b, 4); }
+void vmc_out_u64(struct vmc_out *o, uint64_t v) { uint8_t b[8]; put_le(b, v, 8); vmc_out_bytes(o, b, 8); }
+
+void vmc_out_begin_frame(struct vmc_out *o) {
+    uint8_t zero[VMC_HEADER_BYTES] = {0};
+    vmc_out_reset(o);
+    vmc_out_bytes(o, zero, sizeof zero);
+}
+
+void vmc_out_finish_frame(struct vmc_out *o, uint16_t type, uint16_t flags, uint32_t id) {
+    if (o->broken || o->len < VMC_HEADER_BYTES)
+        return;
+    vmc_encode_header(o->data, type, flags, id, (uint32_t)(o->len - VMC_HEADER_BYTES));
+}
+
+void vmc_in_init(struct vmc_in *in, const void *data, size_t len) {
+    in->data = data;
+    in->len = len;
+    in->pos = 0;
+    in->bad = 0;
+}
+
+const uint8_t *vmc_in_view(struct vmc_in *in, size_t n) {
+    if (in->bad || n > in->len - in->pos) {
+        in->bad = 1;
+        return NULL;
+    }
+    const uint8_t *p = in->data + in->pos;
+    in->pos += n;
+    return p;
+}
+
+void vmc_in_bytes(struct vmc_in *in, void *p, size_t n) {
+    const uint8_t *src = vmc_in_view(in, n);
+    if (src)
+        memcpy(p, src, n);
+    else
+        memset(p, 0, n);
+}
+
+uint8_t vmc_in_u8(struct vmc_in *in) { const uint8_t *p = vmc_in_view(in, 1); return p ? p[0] : 0; }
+uint16_t vmc_in_u16(struct vmc_in *in) { const uint8_t *p = vmc_in_view(in, 2); return p ? (uint16_t)get_le(p, 2) : 0; }
+uint32_t vmc_in_u32(struct vmc_in *in) { const uint8_t *p = vmc_in_view(in, 4); return p ? (uint32_t)get_le(p, 4) : 0; }
+uint64_t vmc_in_u64(struct vmc_in *in) { const uint8_t *p = vmc_in_view(in, 8); return p ? get_le(p, 8) : 0; }
+
+void vmc_send_error(int fd, uint32_t code, const char *msg) {
+    struct vmc_out o = {0};
+    size_t n = strlen(msg);
+    if (n > 1024)
+        n = 1024;
+    vmc_out_begin_frame(&o);
+    vmc_out_u32(&o, code);
+    vmc_out_u16(&o, (uint16_t)n);
+    vmc_out_bytes(&o, msg, n);
+    vmc_out_finish_frame(&o, VMC_ERROR, 0, 0);
+    if (!o.broken)
+        (void)vmc_write_full(fd, o.data, o.len);
+    vmc_out_free(&o);
+}

@@ -1,0 +1,56 @@
+/* Socket I/O and (de)serialisation shared by the client shim and the worker library. */
+#ifndef VMC_IO_H
+#define VMC_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "vmc_wire.h"
+
+/* Read/write exactly n bytes, retrying on EINTR and short transfers.
+ * Return 0 on success, -1 on error or end of stream (errno says which; 0 = clean EOF). */
+int vmc_read_full(int fd, void *buf, size_t n);
+int vmc_write_full(int fd, const void *buf, size_t n);
+
+void vmc_encode_header(uint8_t out[VMC_HEADER_BYTES], uint16_t type, uint16_t flags, uint32_t id, uint32_t len);
+/* Reads and validates a header: magic, known type, len within the type's limit.
+ * Returns 0, or -1 with *why set to a static description. */
+int vmc_read_header(int fd, struct vmc_frame_header *h, const char **why);
+
+/* A growable little-endian output buffer. Allocation failure makes it "broken" (checked once at the end). */
+struct vmc_out {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+    int broken;
+};
+void vmc_out_reset(struct vmc_out *o);
+void vmc_out_free(struct vmc_out *o);
+void vmc_out_bytes(struct vmc_out *o, const void *p, size_t n);
+void vmc_out_u8(struct vmc_out *o, uint8_t v);
+void vmc_out_u16(struct vmc_out *o, uint16_t v);
+void vmc_out_u32(struct vmc_out *o, uint32_t v);
+void vmc_out_u64(struct vmc_out *o, uint64_t v);
+/* Reserve a frame header at the start of o; vmc_out_finish_frame fills it in with the final length. */
+void vmc_out_begin_frame(struct vmc_out *o);
+void vmc_out_finish_frame(struct vmc_out *o, uint16_t type, uint16_t flags, uint32_t id);
+
+/* A bounds-checked reader over a received payload. Any overrun sets `bad` and yields zeros. */
+struct vmc_in {
+    const uint8_t *data;
+    size_t len;
+    size_t pos;
+    int bad;
+};
+void vmc_in_init(struct vmc_in *in, const void *data, size_t len);
+void vmc_in_bytes(struct vmc_in *in, void *p, size_t n);
+const uint8_t *vmc_in_view(struct vmc_in *in, size_t n); /* NULL (and bad) if fewer than n bytes remain */
+uint8_t vmc_in_u8(struct vmc_in *in);
+uint16_t vmc_in_u16(struct vmc_in *in);
+uint32_t vmc_in_u32(struct vmc_in *in);
+uint64_t vmc_in_u64(struct vmc_in *in);
+
+/* Send an ERROR frame (best effort). */
+void vmc_send_error(int fd, uint32_t code, const char *msg);
+
+#endif

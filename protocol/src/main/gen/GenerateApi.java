@@ -1,0 +1,348 @@
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Turns protocol/cuda-api.spec into the code both native halves and the daemon share:
+ * C client stubs, C worker dispatch, the linker version script, the expected export list and Java ids.
+ * Run by the build (protocol/pom.xml) as a single-file program:
+ *   java GenerateApi.java SPEC C_OUT_DIR JAVA_OUT_DIR
+ * Every output is derived from the spec; nothing it writes is edited by hand.
+ */
+public final class GenerateApi {
+
+    enum Mode { SYNC, ASYNC, SYNC_WRAPPED, ASYNC_WRAPPED, LOCAL, HAND, UNSUPPORTED, INTERNAL }
+
+    enum Kind { VALUE, OUT, IN, FUNC, SYMBOL, STR }
+
+    record Param(String type, String name, Kind kind) {
+        /** The type a pointer parameter points to, without const: storage for it in the worker. */
+        String pointee() {
+            String t = type.trim();
+            if (!t.endsWith("*")) throw new IllegalStateException("not a pointer: " + type + " " + name);
+            t = t.substring(0, t.length() - 1).trim();
+            if (t.startsWith("const ")) t = t.substring(6).trim();
+            return t;
+        }
+    }
+
+    record Api(int id, Mode mode, String returnType, String name, List<Param> params, int line) {
+        boolean forwarded() {
+            return mode == Mode.SYNC || mode == Mode.ASYNC || mode == Mode.SYNC_WRAPPED || mode == Mode.ASYNC_WRAPPED;
+        }
+        boolean async() { return mode == Mode.ASYNC || mode == Mode.ASYNC_WRAPPED; }
+        boolean wrapped() { return mode == Mode.SYNC_WRAPPED || mode == Mode.ASYNC_WRAPPED; }
+        boolean exported() { return mode != Mode.INTERNAL; }
+        boolean perThread() { return name.endsWith("_ptsz") || name.endsWith("_ptds"); }
+    }
+
+    private static final Pattern PROTOTYPE = Pattern.compile("^(.*?)\\b(\\w+)\\s*\\((.*)\\)$");
+    private static final Pattern ANNOTATION = Pattern.compile("@(\\w+)");
+    private static final Pattern TRAILING_NAME = Pattern.compile("(\\w+)$");
+
+    public static void main(String[] args) throws IOException {
+        if (args.length != 3) {
+            System.err.println("usage: GenerateApi SPEC C_OUT_DIR JAVA_OUT_DIR");
+            System.exit(2);
+        }
+        List<Api> apis;
+        try {
+            apis = parse(Path.of(args[0]));
+        } catch (IllegalArgumentException e) {
+            System.err.println("cuda-api.spec: " + e.getMessage());
+            System.exit(1);
+            return;
+        }
+        Path c = Path.of(args[1]);
+        Path java = Path.of(args[2]).resolve("io/vmcuda/protocol");
+        Files.createDirectories(c);
+        Files.createDirectories(java);
+        write(c.resolve("vmc_api.h"), apiHeader(apis));
+        write(c.resolve("vmc_api_names.c"), apiNames(apis));
+        write(c.resolve("vmc_client_stubs.c"), clientStubs(apis));
+        write(c.resolve("vmc_client_unsupported.c"), clientUnsupported(apis));
+        write(c.resolve("vmc_worker_dispatch.c"), workerDispatch(apis));
+        write(c.resolve("libcudart.map"), versionScript(apis));
+        write(c.resolve("exports.txt"), exportList(apis));
+        write(java.resolve("ApiIds.java"), javaIds(apis));
+        long forwarded = apis.stream().filter(Api::forwarded).count();
+        long unsupported = apis.stream().filter(a -> a.mode() == Mode.UNSUPPORTED).count();
+        System.out.printf("cuda-api.spec: %d entries, %d forwarded, %d unsupported%n", apis.size(), forwarded, unsupported);
+    }
+
+    // ---------------------------------------------------------------- parsing
+
+    static List<Api> parse(Path spec) throws IOException {
+        List<Api> apis = new ArrayList<>();
+        Set<Integer> ids = new HashSet<>();
+        Set<String> names = new HashSet<>();
+        List<String> lines = Files.readAllLines(spec, StandardCharsets.UTF_8);
+        for (int i = 0; i < lines.size(); i++) {
+            String raw = lines.get(i).strip();
+            if (raw.isEmpty() || raw.startsWith("#")) continue;
+            int lineNo = i + 1;
+            String[] parts = raw.split("\\s+", 3);
+            if (parts.length < 3) throw new IllegalArgumentException("line " + lineNo + ": expected ID MODE PROTOTYPE");
+            int id;
+            try {
+                id = Integer.parseInt(parts[0]);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("line " + lineNo + ": bad id '" + parts[0] + "'");
+            }
+            Mode mode;
+            try {
+                mode = Mode.valueOf(parts[1].toUpperCase(Locale.ROOT).replace('-', '_'));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("line " + lineNo + ": unknown mode '" + parts[1] + "'");
+            }
+            Api api = parsePrototype(id, mode, parts[2].strip(), lineNo);
+            if (!ids.add(id)) throw new IllegalArgumentException("line " + lineNo + ": duplicate id " + id);
+            if (!names.add(api.name())) throw new IllegalArgumentException("line " + lineNo + ": duplicate name " + api.name());
+            validate(api);
+            apis.add(api);
+        }
+        return apis;
+    }
+
+    static Api parsePrototype(int id, Mode mode, String text, int line) {
+        if (text.matches("\\w+")) {
+            // A bare name: the headers have no prototype. Only modes that need none may use it.
+            if (mode != Mode.UNSUPPORTED && mode != Mode.INTERNAL)
+                throw new IllegalArgumentException("line " + line + ": " + text + " needs a prototype for mode " + mode);
+            return new Api(id, mode, "cudaError_t", text, List.of(), line);
+        }
+        Matcher m = PROTOTYPE.matcher(text);
+        if (!m.matches()) throw new IllegalArgumentException("line " + line + ": cannot read prototype '" + text + "'");
+        String ret = m.group(1).strip();
+        String name = m.group(2);
+        String plist = m.group(3).strip();
+        List<Param> params = new ArrayList<>();
+        if (!plist.isEmpty() && !plist.equals("void")) {
+            if (plist.contains("(")) throw new IllegalArgumentException("line " + line + ": function-pointer parameters need a typedef");
+            for (String p : plist.split(",")) params.add(parseParam(p.strip(), line));
+        }
+        return new Api(id, mode, ret, name, params, line);
+    }
+
+    static Param parseParam(String p, int line) {
+        Kind kind = Kind.VALUE;
+        Matcher a = ANNOTATION.matcher(p);
+        if (a.find()) {
+            kind = switch (a.group(1)) {
+                case "out" -> Kind.OUT;
+                case "in" -> Kind.IN;
+                case "func" -> Kind.FUNC;
+                case "symbol" -> Kind.SYMBOL;
+                case "str" -> Kind.STR;
+                default -> throw new IllegalArgumentException("line " + line + ": unknown annotation @" + a.group(1));
+            };
+            p = p.substring(0, a.start()).strip();
+        }
+        Matcher n = TRAILING_NAME.matcher(p);
+        if (!n.find() || n.start() == 0) throw new IllegalArgumentException("line " + line + ": parameter without a name: '" + p + "'");
+        return new Param(p.substring(0, n.start()).strip(), n.group(1), kind);
+    }
+
+    /** Forwarded calls must say how every non-trivial pointer travels: the wire cannot guess. */
+    static void validate(Api api) {
+        if (!api.forwarded()) return;
+        if (!api.returnType().equals("cudaError_t"))
+            throw new IllegalArgumentException("line " + api.line() + ": forwarded " + api.name() + " must return cudaError_t");
+        for (Param p : api.params()) {
+            String t = p.type().replace(" ", "");
+            if (p.kind() == Kind.VALUE && t.endsWith("*") && !t.equals("void*") && !t.equals("constvoid*") && !t.equals("structCUstream_st*"))
+                throw new IllegalArgumentException("line " + api.line() + ": " + api.name() + "(" + p.name()
+                        + "): a pointer other than a device pointer needs @out/@in/@func/@symbol/@str");
+            if (api.async() && p.kind() == Kind.OUT)
+                throw new IllegalArgumentException("line " + api.line() + ": async " + api.name() + " cannot return @out values");
+            if ((p.kind() == Kind.OUT || p.kind() == Kind.IN) && !t.endsWith("*"))
+                throw new IllegalArgumentException("line " + api.line() + ": @" + p.kind() + " on a non-pointer in " + api.name());
+        }
+    }
+
+    // ---------------------------------------------------------------- C outputs
+
+    static final String BANNER = "/* Generated from protocol/cuda-api.spec by protocol/src/main/gen/GenerateApi.java. Do not edit. */\n";
+
+    static String apiHeader(List<Api> apis) {
+        StringBuilder s = new StringBuilder(BANNER);
+        s.append("#ifndef VMC_API_H\n#define VMC_API_H\n\n#include <stdint.h>\n\n");
+        for (Api a : apis) s.append("#define VMC_API_").append(a.name()).append(' ').append(a.id()).append('\n');
+        s.append("\n/* Name of a wire id, or NULL for an unknown id. */\nconst char *vmc_api_name(uint32_t id);\n\n#endif\n");
+        return s.toString();
+    }
+
+    static String apiNames(List<Api> apis) {
+        StringBuilder s = new StringBuilder(BANNER);
+        s.append("#include \"vmc_api.h\"\n\nconst char *vmc_api_name(uint32_t id) {\n    switch (id) {\n");
+        for (Api a : apis) s.append("    case ").append(a.id()).append(": return \"").append(a.name()).append("\";\n");
+        s.append("    default: return 0;\n    }\n}\n");
+        return s.toString();
+    }
+
+    static String prototype(Api a, String name) {
+        StringBuilder s = new StringBuilder(a.returnType()).append(' ').append(name).append('(');
+        if (a.params().isEmpty()) s.append("void");
+        for (int i = 0; i < a.params().size(); i++) {
+            Param p = a.params().get(i);
+            if (i > 0) s.append(", ");
+            s.append(p.type()).append(p.type().endsWith("*") ? "" : " ").append(p.name());
+        }
+        return s.append(')').toString();
+    }
+
+    /** The per-thread variants (_ptsz/_ptds) are only declared by the headers in per-thread builds. */
+    static String perThreadDeclarations(List<Api> apis, boolean forwardedOnly) {
+        StringBuilder s = new StringBuilder();
+        for (Api a : apis)
+            if (a.perThread() && (!forwardedOnly || a.forwarded()))
+                s.append("extern ").append(prototype(a, a.name())).append(";\n");
+        return s.toString();
+    }
+
+    static String clientStubs(List<Api> apis) {
+        StringBuilder s = new StringBuilder(BANNER);
+        s.append("#include <cuda_runtime_api.h>\n#include <cuda_profiler_api.h>\n#include \"vmc_api.h\"\n#include \"shim_call.h\"\n\n");
+        s.append(perThreadDeclarations(apis, true)).append('\n');
+        for (Api a : apis) {
+            if (!a.forwarded()) continue;
+            String fname = a.wrapped() ? "vmc_forward_" + a.name() : a.name();
+            if (a.wrapped()) s.append("/* wrapped: the exported ").append(a.name()).append(" is hand-written around this */\n");
+            else s.append("__attribute__((visibility(\"default\"))) ");
+            s.append(prototype(a, fname)).append(" {\n");
+            s.append("    struct vmc_call vmc_c;\n");
+            s.append("    cudaError_t vmc_st = vmc_call_begin(&vmc_c, VMC_API_").append(a.name()).append(", ")
+                    .append(a.async() ? 1 : 0).append(");\n");
+            s.append("    if (vmc_st != cudaSuccess)\n        return vmc_st;\n");
+            for (Param p : a.params()) {
+                switch (p.kind()) {
+                    case VALUE -> s.append("    vmc_arg(&vmc_c, &").append(p.name()).append(", sizeof ").append(p.name()).append(");\n");
+                    case OUT, IN -> s.append("    vmc_arg_pointee(&vmc_c, ").append(p.name()).append(", sizeof *").append(p.name()).append(");\n");
+                    case FUNC -> s.append("    vmc_arg_func(&vmc_c, ").append(p.name()).append(");\n");
+                    case SYMBOL -> s.append("    vmc_arg_symbol(&vmc_c, ").append(p.name()).append(");\n");
+                    case STR -> s.append("    vmc_arg_str(&vmc_c, ").append(p.name()).append(");\n");
+                }
+            }
+            s.append("    vmc_st = vmc_call_finish(&vmc_c);\n");
+            for (Param p : a.params())
+                if (p.kind() == Kind.OUT)
+                    s.append("    vmc_ret_pointee(&vmc_c, ").append(p.name()).append(", sizeof *").append(p.name()).append(");\n");
+            s.append("    return vmc_st;\n}\n\n");
+        }
+        return s.toString();
+    }
+
+    static String clientUnsupported(List<Api> apis) {
+        StringBuilder s = new StringBuilder(BANNER);
+        s.append("/* Deliberately without the CUDA headers: these functions ignore their arguments, so they are\n")
+         .append(" * defined without prototypes; every one returns cudaErrorNotSupported. */\n");
+        s.append("#include \"shim_unsupported.h\"\n\n");
+        for (Api a : apis) {
+            if (a.mode() != Mode.UNSUPPORTED) continue;
+            s.append("__attribute__((visibility(\"default\"))) int ").append(a.name()).append("() {\n")
+             .append("    static int vmc_told;\n")
+             .append("    return vmc_unsupported(\"").append(a.name()).append("\", &vmc_told);\n}\n");
+        }
+        return s.toString();
+    }
+
+    static String workerDispatch(List<Api> apis) {
+        StringBuilder s = new StringBuilder(BANNER);
+        s.append("#include <string.h>\n#include <cuda_runtime_api.h>\n#include <cuda_profiler_api.h>\n#include \"vmc_api.h\"\n#include \"worker_call.h\"\n\n");
+        s.append(perThreadDeclarations(apis, true)).append('\n');
+        s.append("enum vmc_w_result vmc_worker_dispatch_generated(struct vmc_wcall *vmc_wc) {\n");
+        s.append("    switch (vmc_wc->id) {\n");
+        for (Api a : apis) {
+            if (!a.forwarded()) continue;
+            s.append("    case VMC_API_").append(a.name()).append(": {\n");
+            List<String> callArgs = new ArrayList<>();
+            for (Param p : a.params()) {
+                String n = p.name();
+                switch (p.kind()) {
+                    case VALUE -> {
+                        s.append("        ").append(p.type()).append(p.type().endsWith("*") ? "" : " ").append(n).append(";\n");
+                        s.append("        vmc_w_arg(vmc_wc, &").append(n).append(", sizeof ").append(n).append(");\n");
+                        callArgs.add(n);
+                    }
+                    case OUT, IN -> {
+                        String pt = p.pointee();
+                        s.append("        ").append(pt).append(pt.endsWith("*") ? "" : " ").append(n).append("_v;\n");
+                        s.append("        memset(&").append(n).append("_v, 0, sizeof ").append(n).append("_v);\n");
+                        s.append("        ").append(pt).append(" *").append(n).append(" = vmc_w_arg_pointee(vmc_wc, &")
+                         .append(n).append("_v, sizeof ").append(n).append("_v);\n");
+                        callArgs.add(n);
+                    }
+                    case FUNC -> {
+                        s.append("        const void *").append(n).append(" = vmc_w_arg_func(vmc_wc);\n");
+                        callArgs.add(n);
+                    }
+                    case SYMBOL -> {
+                        s.append("        const void *").append(n).append(" = vmc_w_arg_symbol(vmc_wc);\n");
+                        callArgs.add(n);
+                    }
+                    case STR -> {
+                        s.append("        const char *").append(n).append(" = vmc_w_arg_str(vmc_wc);\n");
+                        callArgs.add(n);
+                    }
+                }
+            }
+            s.append("        if (!vmc_w_args_ok(vmc_wc))\n            return VMC_W_BAD_ARGS;\n");
+            s.append("        cudaError_t vmc_st = ").append(a.name()).append('(').append(String.join(", ", callArgs)).append(");\n");
+            if (a.async()) {
+                s.append("        vmc_w_async_done(vmc_wc, vmc_st);\n");
+            } else {
+                s.append("        vmc_w_reply_status(vmc_wc, vmc_st);\n");
+                for (Param p : a.params())
+                    if (p.kind() == Kind.OUT)
+                        s.append("        vmc_w_reply_pointee(vmc_wc, ").append(p.name()).append(", sizeof ").append(p.name()).append("_v);\n");
+            }
+            s.append("        return VMC_W_DONE;\n    }\n");
+        }
+        s.append("    default:\n        return VMC_W_UNKNOWN;\n    }\n}\n");
+        return s.toString();
+    }
+
+    static String versionScript(List<Api> apis) {
+        StringBuilder s = new StringBuilder("/* Generated from protocol/cuda-api.spec. Applications' references to the runtime carry\n")
+                .append(" * this version node, so the shim must define every symbol under it. */\nlibcudart.so.13 {\n  global:\n");
+        for (Api a : apis) if (a.exported()) s.append("    ").append(a.name()).append(";\n");
+        return s.append("  local:\n    *;\n};\n").toString();
+    }
+
+    static String exportList(List<Api> apis) {
+        TreeSet<String> names = new TreeSet<>();
+        for (Api a : apis) if (a.exported()) names.add(a.name());
+        return String.join("\n", names) + "\n";
+    }
+
+    // ---------------------------------------------------------------- Java output
+
+    static String javaIds(List<Api> apis) {
+        StringBuilder s = new StringBuilder("// Generated from protocol/cuda-api.spec by protocol/src/main/gen/GenerateApi.java. Do not edit.\n");
+        s.append("package io.vmcuda.protocol;\n\n/** Wire ids of the CUDA runtime surface (see cuda-api.spec). */\n");
+        s.append("public final class ApiIds {\n    private ApiIds() {}\n\n");
+        for (Api a : apis) s.append("    public static final int ").append(a.name()).append(" = ").append(a.id()).append(";\n");
+        s.append("\n    /** Name of a wire id, or null for an unknown id. */\n    public static String name(int id) {\n        switch (id) {\n");
+        for (Api a : apis) s.append("            case ").append(a.id()).append(": return \"").append(a.name()).append("\";\n");
+        s.append("            default: return null;\n        }\n    }\n\n");
+        s.append("    /** How many exported symbols the spec lists. */\n    public static final int EXPORTED_SYMBOLS = ")
+         .append(apis.stream().filter(Api::exported).count()).append(";\n}\n");
+        return s.toString();
+    }
+
+    static void write(Path p, String content) throws IOException {
+        // Rewrite only on change so that make does not rebuild everything on each Maven run.
+        byte[] bytes = content.getBytes(StandardCharsets.UTF_8);
+        if (Files.exists(p) && java.util.Arrays.equals(Files.readAllBytes(p), bytes)) return;
+        Files.write(p, bytes);
+    }
+}

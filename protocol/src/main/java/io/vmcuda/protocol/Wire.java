@@ -1,0 +1,56 @@
+package io.vmcuda.protocol;
+
+/**
+ * Java view of protocol/PROTOCOL.md: frame layout, frame types, limits and HELLO constants.
+ * The C view is protocol/include/vmc_wire.h; keep both in step with the document.
+ */
+public final class Wire {
+    private Wire() {}
+
+    public static final int PROTO_VERSION = 1;
+    /** The bytes 'V' 'M' 'C' '1' read as a little-endian u32. */
+    public static final int MAGIC = 0x31434D56;
+    public static final int HEADER_BYTES = 16;
+    /** Offset and width of the little-endian payload length inside the header. */
+    public static final int LENGTH_FIELD_OFFSET = 12;
+    public static final int LENGTH_FIELD_BYTES = 4;
+
+    public static final int TYPE_HELLO = 1;
+    public static final int TYPE_HELLO_REPLY = 2;
+    public static final int TYPE_BINARY_CHUNK = 3;
+    public static final int TYPE_MANIFEST = 4;
+    public static final int TYPE_CALL = 5;
+    public static final int TYPE_REPLY = 6;
+    public static final int TYPE_OUTPUT = 7;
+    public static final int TYPE_ERROR = 8;
+
+    public static final int FLAG_ASYNC = 1;
+
+    public static final int MAX_CONTROL_PAYLOAD = 64 * 1024;
+    public static final int MAX_BINARY_CHUNK = 4 * 1024 * 1024;
+    public static final int MAX_CALL_PAYLOAD = 1024 * 1024;
+
+    public static final int ROLE_NEW = 0;
+    public static final int ROLE_JOIN = 1;
+
+    public static final int HELLO_READY = 0;
+    public static final int HELLO_SEND_BINARY = 1;
+    public static final int HELLO_REFUSED = 2;
+
+    public static final int SHA256_BYTES = 32;
+    public static final int SESSION_KEY_BYTES = 32;
+
+    /** Largest payload a frame of this type may carry, or -1 for an unknown type. */
+    public static int maxPayload(int type) {
+        switch (type) {
+            case TYPE_HELLO: case TYPE_HELLO_REPLY: case TYPE_MANIFEST: case TYPE_ERROR:
+                return MAX_CONTROL_PAYLOAD;
+            case TYPE_BINARY_CHUNK:
+                return MAX_BINARY_CHUNK;
+            case TYPE_CALL: case TYPE_REPLY: case TYPE_OUTPUT:
+                return MAX_CALL_PAYLOAD;
+            default:
+                return -1;
+        }
+    }
+}

@@ -1,0 +1,115 @@
+package io.vmcuda.scheduler;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * nvidia-smi as a data source: live memory use and utilization (the driver API has no such query without
+ * a context), and the inventory when JCuda cannot load. Output is CSV without header or units.
+ */
+final class NvidiaSmi {
+    static final String USAGE_QUERY = "index,uuid,memory.used,utilization.gpu";
+    static final String INVENTORY_QUERY = "index,name,uuid,memory.total,compute_cap";
+    private static final long MIB = 1024L * 1024L;
+
+    private final String executable;
+
+    NvidiaSmi(String executable) {
+        this.executable = executable;
+    }
+
+    List<GpuInfo> inventory() throws GpuQueryException {
+        return parseInventory(run(INVENTORY_QUERY));
+    }
+
+    Map<String, GpuUsage> usage() throws GpuQueryException {
+        return parseUsage(run(USAGE_QUERY));
+    }
+
+    private String run(String query) throws GpuQueryException {
+        Process p;
+        try {
+            p = new ProcessBuilder(executable, "--query-gpu=" + query, "--format=csv,noheader,nounits")
+                    .redirectErrorStream(true).start();
+        } catch (IOException e) {
+            throw new GpuQueryException("nvidia-smi not found (" + e.getMessage() + ")");
+        }
+        try (InputStream in = p.getInputStream()) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            in.transferTo(out);
+            if (!p.waitFor(10, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new GpuQueryException("nvidia-smi did not finish");
+            }
+            String text = out.toString(StandardCharsets.UTF_8);
+            if (p.exitValue() != 0) {
+                throw new GpuQueryException("nvidia-smi failed: " + firstLine(text));
+            }
+            return text;
+        } catch (IOException e) {
+            throw new GpuQueryException("nvidia-smi output unreadable: " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new GpuQueryException("interrupted while running nvidia-smi");
+        }
+    }
+
+    static List<GpuInfo> parseInventory(String csv) throws GpuQueryException {
+        List<GpuInfo> gpus = new ArrayList<>();
+        for (String line : csv.split("\n")) {
+            if (line.isBlank()) continue;
+            String[] f = fields(line, 5);
+            gpus.add(new GpuInfo(parseInt(f[0], line), f[1], f[2], parseLong(f[3], line) * MIB, f[4]));
+        }
+        return gpus;
+    }
+
+    static Map<String, GpuUsage> parseUsage(String csv) throws GpuQueryException {
+        Map<String, GpuUsage> usage = new HashMap<>();
+        for (String line : csv.split("\n")) {
+            if (line.isBlank()) continue;
+            String[] f = fields(line, 4);
+            long used = parseLong(f[2], line) * MIB;
+            // utilization reads "[N/A]" on some parts (MIG, vGPU)
+            int util = f[3].matches("\\d+") ? Integer.parseInt(f[3]) : -1;
+            usage.put(f[1], new GpuUsage(used, util));
+        }
+        return usage;
+    }
+
+    private static String[] fields(String line, int n) throws GpuQueryException {
+        String[] f = line.split(",");
+        if (f.length != n) throw new GpuQueryException("unexpected nvidia-smi line: " + line.trim());
+        for (int i = 0; i < n; i++) f[i] = f[i].trim();
+        return f;
+    }
+
+    private static int parseInt(String s, String line) throws GpuQueryException {
+        try {
+            return Integer.parseInt(s);
+        } catch (NumberFormatException e) {
+            throw new GpuQueryException("unexpected nvidia-smi line: " + line.trim());
+        }
+    }
+
+    private static long parseLong(String s, String line) throws GpuQueryException {
+        try {
+            return Long.parseLong(s);
+        } catch (NumberFormatException e) {
+            throw new GpuQueryException("unexpected nvidia-smi line: " + line.trim());
+        }
+    }
+
+    private static String firstLine(String text) {
+        String t = text.strip();
+        int nl = t.indexOf('\n');
+        return nl < 0 ? t : t.substring(0, nl);
+    }
+}

@@ -1,0 +1,135 @@
+package io.vmcuda.scheduler;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.logging.Logger;
+
+/**
+ * The real host's GPUs: inventory from the driver API (JCuda), else from nvidia-smi, else none with a
+ * reason; live usage from nvidia-smi, sampled at most every {@link #USAGE_REFRESH_NANOS} and off the
+ * caller's thread so that placement decisions never wait on a subprocess.
+ */
+public final class SystemGpuInventory implements GpuInventory {
+    private static final Logger LOG = Logger.getLogger(SystemGpuInventory.class.getName());
+    static final long USAGE_REFRESH_NANOS = 3_000_000_000L;
+
+    private final List<GpuInfo> gpus;
+    private final String unavailableReason;
+    private final NvidiaSmi smi; // null when nvidia-smi is not usable
+    private final ExecutorService sampler;
+    private final AtomicBoolean sampling = new AtomicBoolean();
+    private volatile Map<String, GpuUsage> lastUsage = Map.of();
+    private volatile long lastSampleNanos;
+
+    private SystemGpuInventory(List<GpuInfo> gpus, String unavailableReason, NvidiaSmi smi) {
+        this.gpus = List.copyOf(gpus);
+        this.unavailableReason = unavailableReason;
+        this.smi = smi;
+        this.sampler = smi == null ? null : Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "gpu-usage-sampler");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** Probes the host once; logs one line saying what was found, or why there is no GPU. */
+    public static SystemGpuInventory detect() {
+        NvidiaSmi smi = new NvidiaSmi("nvidia-smi");
+        Optional<Path> libcuda = LibcudaLocator.find();
+        String jcudaProblem;
+        if (libcuda.isEmpty()) {
+            jcudaProblem = LibcudaLocator.LIBRARY + " not found (no NVIDIA driver on this host)";
+        } else {
+            try {
+                List<GpuInfo> gpus = JcudaDeviceQuery.query();
+                if (!gpus.isEmpty()) return found(gpus, "driver API via " + libcuda.get(), smiIfWorking(smi));
+                jcudaProblem = "the driver reports 0 devices";
+            } catch (GpuQueryException e) {
+                jcudaProblem = e.getMessage();
+            } catch (Throwable t) {
+                // UnsatisfiedLinkError, a failing cuInit, or anything else from the native layer:
+                // the daemon must still start, so every Throwable becomes a reason string.
+                jcudaProblem = "CUDA driver API unusable: " + oneLine(t);
+            }
+        }
+        try {
+            List<GpuInfo> gpus = smi.inventory();
+            if (!gpus.isEmpty()) {
+                return found(gpus, "nvidia-smi (driver API: " + jcudaProblem + ")", smi);
+            }
+        } catch (GpuQueryException e) {
+            // nvidia-smi is only the fallback; the driver API's reason is the one worth reporting
+        }
+        LOG.warning("no GPU: " + jcudaProblem);
+        return new SystemGpuInventory(List.of(), jcudaProblem, null);
+    }
+
+    private static SystemGpuInventory found(List<GpuInfo> gpus, String source, NvidiaSmi smi) {
+        StringBuilder line = new StringBuilder().append(gpus.size()).append(" GPU(s) from ").append(source);
+        for (GpuInfo g : gpus) {
+            line.append("; ").append(g.index()).append(": ").append(g.name()).append(' ').append(g.uuid())
+                    .append(' ').append(g.memoryTotalBytes() >> 20).append(" MiB cc ").append(g.computeCapability());
+        }
+        LOG.info(line.toString());
+        SystemGpuInventory inv = new SystemGpuInventory(gpus, null, smi);
+        inv.refreshUsageNow();
+        return inv;
+    }
+
+    private static NvidiaSmi smiIfWorking(NvidiaSmi smi) {
+        try {
+            smi.usage();
+            return smi;
+        } catch (GpuQueryException e) {
+            LOG.info("live GPU memory/utilization unavailable: " + e.getMessage());
+            return null;
+        }
+    }
+
+    @Override
+    public List<GpuInfo> gpus() {
+        return gpus;
+    }
+
+    @Override
+    public String unavailableReason() {
+        return unavailableReason;
+    }
+
+    @Override
+    public Optional<GpuUsage> usage(String uuid) {
+        if (smi != null && System.nanoTime() - lastSampleNanos > USAGE_REFRESH_NANOS
+                && sampling.compareAndSet(false, true)) {
+            sampler.execute(() -> {
+                try {
+                    refreshUsageNow();
+                } finally {
+                    sampling.set(false);
+                }
+            });
+        }
+        return Optional.ofNullable(lastUsage.get(uuid));
+    }
+
+    private void refreshUsageNow() {
+        if (smi == null) return;
+        try {
+            lastUsage = smi.usage();
+        } catch (GpuQueryException e) {
+            LOG.fine("GPU usage sample failed: " + e.getMessage());
+        }
+        lastSampleNanos = System.nanoTime();
+    }
+
+    private static String oneLine(Throwable t) {
+        String m = t.getMessage();
+        String s = t.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+        int nl = s.indexOf('\n');
+        return nl < 0 ? s : s.substring(0, nl);
+    }
+}

@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# The one script run on the lent GPU machine (Ubuntu 24.04, H200, CUDA 13.0 runtime in the image,
+# no Java, no network, root). It builds nothing: tests/gpu/prepare-carry.sh put the bundle and the
+# prebuilt test programs in .carry/ here. Device tool call:
+#     run(command="bash tests/gpu/run-on-device.sh", carry=[".carry/vmcuda-bundle.tar.gz", ".carry/cuda"])
+#
+# What it does:
+#   1. prints the GPU(s), extracts the bundle (with its own jlink'd Java) to /tmp
+#   2. starts vmcudad on loopback (setsid; log -> $OUT/daemon.log)
+#   3. every test program natively and through `vmcuda run`: exit codes, stdout diff, PASS/FAIL
+#   4. 8 runs at once through vmcuda (all must pass)
+#   5. one program again: the rewritten binary must come from the cache
+#   6. /status, /metrics and the session records (per-session setup times) to $OUT
+#   (a benchmark hook is marked below)
+#
+# $OUT gets at most 8 files back: summary.txt daemon.log status.txt metrics.txt sessions.jsonl
+# diffs.txt worker-logs.tar.gz (+ one left for the benchmark). Stdout = the summary, kept short.
+# Exit code: 0 when every correctness check passed.
+set -uo pipefail
+
+REPO="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
+CARRY="${CARRY:-$REPO/.carry}"
+OUT="${OUT:-/tmp/vmcuda-out}"
+WORK=/tmp/vmcuda-gpu
+STATE="$WORK/state"
+PORT=17070
+ADMIN=17071
+PER_PROGRAM_TIMEOUT="${VMCUDA_TEST_TIMEOUT:-120}" # seconds; a hang must not eat the whole device lease
+SUMMARY="$OUT/summary.txt"
+DIFFS="$OUT/diffs.txt"
+
+mkdir -p "$OUT"
+rm -rf "$WORK"
+mkdir -p "$WORK"/{native,vmcuda,concurrent,rerun,progs} "$STATE"
+: >"$SUMMARY"
+: >"$DIFFS"
+failures=0
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+fail() { say "FAIL: $*"; failures=$((failures + 1)); }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+# GET http://127.0.0.1:$ADMIN$1 (curl when present, else bash /dev/tcp with HTTP/1.0).
+http_get() {
+    if command -v curl >/dev/null 2>&1; then
+        curl -fsS --max-time 10 "http://127.0.0.1:$ADMIN$1"
+        return
+    fi
+    exec 3<>"/dev/tcp/127.0.0.1/$ADMIN" || return 1
+    printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$1" >&3
+    local line first=1 ok=0
+    while IFS= read -r line <&3; do
+        line="${line%$'\r'}"
+        if [ $first = 1 ]; then first=0; [[ "$line" == HTTP/*" 200"* ]] && ok=1; continue; fi
+        [ -z "$line" ] && break
+    done
+    cat <&3
+    exec 3<&-
+    [ $ok = 1 ]
+}
+
+DPID=""
+stop_daemon() {
+    [ -n "$DPID" ] || return 0
+    # setsid made the daemon a process-group leader: TERM the group (daemon + workers), then KILL.
+    kill -TERM -- "-$DPID" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL -- "-$DPID" 2>/dev/null
+    DPID=""
+}
+finish() {
+    stop_daemon
+    # keep what comes back under the tool's 16 MiB per file
+    if [ -f "$OUT/daemon.log" ] && [ "$(stat -c %s "$OUT/daemon.log")" -gt 15000000 ]; then
+        { head -c 5000000 "$OUT/daemon.log"; echo; echo "... [truncated] ..."; tail -c 5000000 "$OUT/daemon.log"; } \
+            >"$WORK/daemon.log.cut" && mv "$WORK/daemon.log.cut" "$OUT/daemon.log"
+    fi
+    [ -d "$STATE/sessions" ] && tar -czf "$OUT/worker-logs.tar.gz" -C "$STATE" sessions 2>/dev/null
+}
+trap finish EXIT
+
+# ---- 1. machine and bundle ---------------------------------------------------------------------
+say "== vmcuda GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+say "gpu: $(nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>&1 | paste -sd';')"
+say "host: $(nproc) cores, kernel $(uname -r)"
+
+# The native runs need the real libcudart.so.13 of the image.
+CUDA_LIB_DIR=""
+real_cudart="$(ldconfig -p 2>/dev/null | awk '/libcudart\.so\.13 /{print $NF; exit}')"
+[ -z "$real_cudart" ] && real_cudart="$(ls /usr/local/cuda/lib64/libcudart.so.13 /usr/local/cuda*/lib*/libcudart.so.13 2>/dev/null | head -1)"
+if [ -z "$real_cudart" ]; then
+    fail "no real libcudart.so.13 on this machine (needed for the native runs)"
+    exit 1
+fi
+CUDA_LIB_DIR="$(dirname "$(readlink -f "$real_cudart")")"
+say "real libcudart: $CUDA_LIB_DIR"
+
+if [ ! -f "$CARRY/vmcuda-bundle.tar.gz" ]; then
+    fail "no $CARRY/vmcuda-bundle.tar.gz: run tests/gpu/prepare-carry.sh here first and carry .carry"
+    exit 1
+fi
+tar -xzf "$CARRY/vmcuda-bundle.tar.gz" -C "$WORK" || { fail "cannot extract the bundle"; exit 1; }
+ROOT="$(ls -d "$WORK"/vmcuda-*/ 2>/dev/null | head -1)"
+ROOT="${ROOT%/}"
+[ -n "$ROOT" ] || { fail "the bundle has no vmcuda-*/ directory"; exit 1; }
+if [ -f "$ROOT/INCOMPLETE" ]; then
+    fail "the bundle is incomplete, missing: $(paste -sd' ' "$ROOT/INCOMPLETE")"
+fi
+say "bundle: $(basename "$ROOT"); java: $("$ROOT/jre/bin/java" -version 2>&1 | head -1)"
+say "vmcudad --version: $("$ROOT/bin/vmcudad" --version 2>&1 | head -1)"
+
+cp -p "$CARRY"/cuda/* "$WORK/progs/" 2>/dev/null
+chmod +x "$WORK"/progs/* 2>/dev/null
+mapfile -t PROGRAMS < <(find "$WORK/progs" -maxdepth 1 -type f -perm -u+x | sort)
+[ ${#PROGRAMS[@]} -gt 0 ] || { fail "no test programs in $CARRY/cuda"; exit 1; }
+
+# ---- 2. daemon ---------------------------------------------------------------------------------
+setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:$PORT" --admin "127.0.0.1:$ADMIN" --state-dir "$STATE" \
+    --worker-lib-dir "$ROOT/native" >"$OUT/daemon.log" 2>&1 </dev/null &
+DPID=$!
+up=0
+for _ in $(seq 1 300); do # up to 60 s for the JVM to come up
+    kill -0 "$DPID" 2>/dev/null || break
+    if http_get /status >/dev/null 2>&1; then up=1; break; fi
+    sleep 0.2
+done
+if [ $up != 1 ]; then
+    fail "vmcudad did not answer /status (see daemon.log); last lines:"
+    tail -5 "$OUT/daemon.log" | tee -a "$SUMMARY"
+    exit 1
+fi
+say "daemon: up on 127.0.0.1:$PORT (admin $ADMIN)"
+http_get "/status?format=table" 2>&1 | head -20 | sed 's/^/  /' | tee -a "$SUMMARY"
+
+# Runs one program natively (real libcudart) or through vmcuda; output to DIR/NAME.{out,err,rc,t}.
+run_one() { # MODE DIR PROGRAM
+    local mode="$1" dir="$2" prog="$3" name t0 rc
+    name="$(basename "$prog")"
+    t0="$(now)"
+    if [ "$mode" = native ]; then
+        (cd "$WORK" && env -u VMCUDA_APPLIANCE LD_LIBRARY_PATH="$CUDA_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+            timeout "$PER_PROGRAM_TIMEOUT" "$prog" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
+    else
+        (cd "$WORK" && LD_LIBRARY_PATH="$CUDA_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+            timeout "$PER_PROGRAM_TIMEOUT" "$ROOT/bin/vmcuda" run --appliance "127.0.0.1:$PORT" -- "$prog" \
+            >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
+    fi
+    rc=$?
+    echo "$rc" >"$dir/$name.rc"
+    secs "$t0" "$(now)" >"$dir/$name.t"
+}
+
+# Compares a vmcuda run against the native one; prints one table row; records diffs.
+judge() { # LABEL NATIVE_DIR VMCUDA_DIR NAME
+    local label="$1" nd="$2" vd="$3" name="$4" nrc vrc verdict why=""
+    nrc="$(cat "$nd/$name.rc")"
+    vrc="$(cat "$vd/$name.rc")"
+    if [ "$nrc" != 0 ]; then why="native exit $nrc"; fi
+    if [ "$vrc" = 124 ]; then why="${why:+$why; }vmcuda timed out"
+    elif [ "$vrc" != "$nrc" ]; then why="${why:+$why; }exit codes differ"; fi
+    if ! cmp -s "$nd/$name.out" "$vd/$name.out"; then why="${why:+$why; }stdout differs"; fi
+    if [ -z "$why" ]; then verdict=PASS; else verdict=FAIL; failures=$((failures + 1)); fi
+    printf '%-6s %-16s %-15s native rc=%-3s %6ss  vmcuda rc=%-3s %6ss  %s\n' "$verdict" "$name" "$label" \
+        "$nrc" "$(cat "$nd/$name.t")" "$vrc" "$(cat "$vd/$name.t")" "$why" | tee -a "$SUMMARY"
+    if [ "$verdict" = FAIL ]; then
+        {
+            echo "===== $label $name: $why"
+            if cmp -s "$nd/$name.out" "$vd/$name.out"; then
+                echo "----- stdout (identical, tail)"; tail -5 "$nd/$name.out"
+            else
+                diff -u --label "native/$name" --label "vmcuda/$name" "$nd/$name.out" "$vd/$name.out" | head -200
+            fi
+            echo "----- native stderr (tail)"; tail -20 "$nd/$name.err"
+            echo "----- vmcuda stderr (tail)"; tail -20 "$vd/$name.err"
+        } >>"$DIFFS"
+    fi
+}
+
+# ---- 3. each program: native vs vmcuda ---------------------------------------------------------
+say ""
+say "== native vs vmcuda, one at a time"
+for p in "${PROGRAMS[@]}"; do
+    run_one native "$WORK/native" "$p"
+    run_one vmcuda "$WORK/vmcuda" "$p"
+    judge sequential "$WORK/native" "$WORK/vmcuda" "$(basename "$p")"
+done
+
+# ---- 4. eight at once through vmcuda -----------------------------------------------------------
+say ""
+say "== 8 vmcuda runs at once"
+pids=()
+names=()
+for i in $(seq 0 7); do
+    p="${PROGRAMS[$((i % ${#PROGRAMS[@]}))]}"
+    d="$WORK/concurrent/$i"
+    mkdir -p "$d"
+    run_one vmcuda "$d" "$p" &
+    pids+=($!)
+    names+=("$(basename "$p")")
+done
+for i in $(seq 0 7); do
+    wait "${pids[$i]}"
+    judge "concurrent#$i" "$WORK/native" "$WORK/concurrent/$i" "${names[$i]}"
+done
+
+# ---- 5. same binary again: the daemon must serve the rewrite from its cache ---------------------
+say ""
+say "== cache hit"
+cache_evidence() { # cache-hit counts: daemon.log lines, session records, /metrics, /status
+    local n j m s
+    n=$(grep -ciE 'cache[ _-]?hit' "$OUT/daemon.log")
+    j=$(grep -cE '"cache_hit"[[:space:]]*:[[:space:]]*true' "$STATE/sessions.jsonl" 2>/dev/null)
+    m=$(http_get /metrics 2>/dev/null | grep -iE '^vmcuda_[a-z_]*cache_hit[a-z_]*(\{[^}]*\})? ' | awk '{s += $NF} END {print s + 0}')
+    s=$(http_get /status 2>/dev/null | grep -oiE '"[a-z_]*cache_hits"[[:space:]]*:[[:space:]]*[0-9]+' | grep -oE '[0-9]+$' | awk '{s += $1} END {print s + 0}')
+    echo "${n:-0} ${j:-0} $m $s"
+}
+read -r log0 rec0 met0 st0 < <(cache_evidence)
+first="${PROGRAMS[0]}"
+run_one vmcuda "$WORK/rerun" "$first"
+judge rerun "$WORK/native" "$WORK/rerun" "$(basename "$first")"
+sleep 1 # the session record is written when the session ends, just after the client exits
+read -r log1 rec1 met1 st1 < <(cache_evidence)
+say "cache-hit evidence for the rerun: daemon.log lines $log0 -> $log1, session records $rec0 -> $rec1, /metrics $met0 -> $met1, /status $st0 -> $st1"
+if [ "$log1" -gt "$log0" ] || [ "$rec1" -gt "$rec0" ] || [ "$met1" -gt "$met0" ] || [ "$st1" -gt "$st0" ]; then
+    say "cache hit: shown"
+    grep -iE 'cache[ _-]?hit' "$OUT/daemon.log" | tail -2 | cut -c1-200 | sed 's/^/  log: /' | tee -a "$SUMMARY"
+else
+    say "cache hit: NOT SHOWN (no new cache-hit log line or counter; see daemon.log)"
+fi
+
+# ---- benchmarks: native and vmcuda side by side in this same run (tests/bench) ------------------
+# One file back: $OUT/bench.txt (the device tool brings back at most 8 files).
+if [ -x "$CARRY/bench/vmcuda_bench" ]; then
+    say ""
+    say "== benchmarks (tests/bench/compare.sh; GB/s rows: ratio > 1 = vmcuda faster; us rows: ratio > 1 = vmcuda slower)"
+    {
+        echo "# vmcuda_bench, native vs vmcuda over loopback TCP, block size ${VMCUDA_BLOCK_SIZE:-4194304 (default)}"
+        timeout 300 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" "$ROOT/bin/vmcuda" "127.0.0.1:$PORT"
+    } >"$OUT/bench.txt" 2>&1 || say "benchmark run failed (see bench.txt)"
+    cat "$OUT/bench.txt"
+else
+    say "benchmarks: not carried (.carry/bench/vmcuda_bench missing)"
+fi
+
+# ---- 6. what the daemon recorded ---------------------------------------------------------------
+say ""
+say "== daemon state"
+{
+    echo "### GET /status?format=table"; http_get "/status?format=table"
+    echo; echo "### GET /status"; http_get /status
+} >"$OUT/status.txt" 2>&1
+http_get /metrics >"$OUT/metrics.txt" 2>&1
+total="$(grep -oE '"sessions_total"[[:space:]]*:[[:space:]]*[0-9]+' "$OUT/status.txt" | grep -oE '[0-9]+$')"
+expected=$((${#PROGRAMS[@]} + 8 + 1))
+say "sessions_total: ${total:-absent} (vmcuda runs made: $expected)"
+if [ -z "$total" ] || [ "$total" -lt "$expected" ]; then fail "/status sessions_total ${total:-absent} < $expected"; fi
+
+if [ -f "$STATE/sessions.jsonl" ]; then
+    cp "$STATE/sessions.jsonl" "$OUT/sessions.jsonl"
+    say "session records: $(grep -c . "$STATE/sessions.jsonl"); worker logs: $(ls "$STATE"/sessions/*/worker.log 2>/dev/null | wc -l)"
+    say "per-session setup times (from sessions.jsonl; fields named *setup*, *_ms, *_us):"
+    if command -v python3 >/dev/null; then
+        python3 - "$STATE/sessions.jsonl" <<'PY' | head -40 | tee -a "$SUMMARY"
+import json, sys
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line:
+        continue
+    try:
+        r = json.loads(line)
+    except ValueError:
+        print("  (unparsable record) " + line[:120]); continue
+    def flat(d, pre=""):
+        for k, v in d.items():
+            if isinstance(v, dict):
+                yield from flat(v, pre + k + ".")
+            else:
+                yield pre + k, v
+    f = dict(flat(r))
+    times = {k: v for k, v in f.items() if "setup" in k.lower() or k.endswith(("_ms", "_us", "Ms", "Micros"))}
+    ident = " ".join(str(f[k]) for k in ("id", "session_id", "program", "name") if k in f)
+    if "cache_hit" in f:
+        ident += " cache_hit=" + str(f["cache_hit"]).lower()
+    print("  " + ident + "  " + " ".join(f"{k}={v}" for k, v in sorted(times.items())))
+PY
+    else
+        grep -oE '"(name|[a-z_]*setup[a-z_]*|[a-z_]*_ms)"[[:space:]]*:[[:space:]]*("[^"]*"|[0-9.]+)' "$STATE/sessions.jsonl" \
+            | paste -sd' ' | fold -w 160 | head -40 | sed 's/^/  /' | tee -a "$SUMMARY"
+    fi
+else
+    fail "no $STATE/sessions.jsonl"
+fi
+
+stop_daemon
+say ""
+if [ "$failures" -eq 0 ]; then say "RESULT: PASS (all checks)"; else say "RESULT: FAIL ($failures failed checks; see diffs.txt)"; fi
+exit $((failures == 0 ? 0 : 1))
