@@ -4,8 +4,10 @@
 #   vmcuda-VERSION/
 #     bin/      vmcudad, vmcuda, vmcuda-rewrite (the launchers from the repo's bin/)
 #     lib/      the daemon jar and all its runtime dependency jars
-#     native/   libvmcuda-worker.so (the worker library, preloaded into rewritten binaries)
-#     client/   libcudart.so.13 (the client shim, for client VMs and `vmcuda run`)
+#     native/   libvmcuda-worker.so (the worker library, preloaded into rewritten binaries) and
+#               vmcuda-sandbox (the worker sandbox launcher, next to the library where the daemon looks)
+#     client/   libcudart.so.13 (the client shim, for client VMs and `vmcuda run`) and vmcuda-doctor
+#               (the program behind `vmcuda doctor`, linked against the shim)
 #     jre/      a jlink'd runtime: the GPU machines run Ubuntu 24.04 without any Java
 #
 # and packs it into OUT_DIR/vmcuda-VERSION-linux-x86_64.tar.gz.
@@ -44,7 +46,9 @@ for launcher in vmcudad vmcuda vmcuda-rewrite; do
 done
 chmod 755 "$top"/bin/* 2>/dev/null || true
 copy_required "$repo/appliance/target/native/libvmcuda-worker.so" "$top/native"
+copy_required "$repo/appliance/target/native/vmcuda-sandbox" "$top/native"
 copy_required "$repo/client-shim/target/lib/libcudart.so.13" "$top/client"
+copy_required "$repo/client-shim/target/bin/vmcuda-doctor" "$top/client"
 
 shopt -s nullglob
 jars=("$libdir"/*.jar)

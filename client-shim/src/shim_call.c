@@ -1,5 +1,6 @@
 #include "shim_call.h"
 
+#include <stdio.h>
 #include <string.h>
 #include "shim_registry.h"
 #include "shim_session.h"
@@ -60,6 +61,17 @@ static cudaError_t await_reply(struct vmc_call *c) {
     struct vmc_frame_header h;
     if (vmc_conn_read_frame(c->conn, &h) != 0)
         return vmc_session_lost(c->conn, "connection to the worker closed");
+    if (h.type == VMC_ERROR) {
+        /* The appliance ended the session and said why (idle release, a protocol error, ...). */
+        struct vmc_in in;
+        char why[600];
+        vmc_in_init(&in, c->conn->payload, h.len);
+        (void)vmc_in_u32(&in);
+        uint16_t n = vmc_in_u16(&in);
+        const uint8_t *text = vmc_in_view(&in, n);
+        snprintf(why, sizeof why, "%.*s", text ? (int)n : 0, text ? (const char *)text : "the worker sent an error");
+        return vmc_session_lost(c->conn, why);
+    }
     if (h.type != VMC_REPLY || h.id != c->id || h.len < 8)
         return vmc_session_lost(c->conn, "unexpected frame from the worker");
     vmc_in_init(&c->reply, c->conn->payload, h.len);
@@ -92,10 +104,18 @@ cudaError_t vmc_call_finish_download(struct vmc_call *c, void *dst, size_t count
     if (!c->replied || st != cudaSuccess)
         return st;
     /* The data goes straight into the application's buffer: no staging copy on the client. */
-    if (vmc_read_full(c->conn->fd, dst, count) != 0)
+    if (vmc_conn_read(c->conn, dst, count) != 0)
         return vmc_session_lost(c->conn, "connection closed during a device-to-host copy");
     return await_reply(c);
 }
+
+cudaError_t vmc_call_send(struct vmc_call *c) {
+    if (send_frame(c) != 0)
+        return vmc_session_lost(c->conn, "cannot send to the worker");
+    return cudaSuccess;
+}
+
+cudaError_t vmc_call_await(struct vmc_call *c) { return await_reply(c); }
 
 void vmc_ret_pointee(struct vmc_call *c, void *p, size_t n) {
     if (c->replied && p)

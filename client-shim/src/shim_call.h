@@ -38,6 +38,10 @@ cudaError_t vmc_call_finish_upload(struct vmc_call *c, const void *data, size_t 
 /* Sync call whose REPLY, when successful, is followed by `count` raw bytes into `dst`
  * and a trailing REPLY (device-to-host bulk). */
 cudaError_t vmc_call_finish_download(struct vmc_call *c, void *dst, size_t count);
+/* The two halves of vmc_call_finish for calls that exchange more than one message (the shared-memory
+ * fast path): send the CALL frame; later wait for a REPLY (callable more than once per call). */
+cudaError_t vmc_call_send(struct vmc_call *c);
+cudaError_t vmc_call_await(struct vmc_call *c);
 /* Copies the next n reply bytes into p (when p is not NULL and the call was answered). */
 void vmc_ret_pointee(struct vmc_call *c, void *p, size_t n);
 uint32_t vmc_ret_u32(struct vmc_call *c);

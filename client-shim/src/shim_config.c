@@ -38,11 +38,20 @@ static void set(const char *key, const char *value) {
             v = DEFAULT_BLOCK_SIZE;
         }
         config.block_size = (size_t)v;
+    } else if (strcmp(key, "transport") == 0) {
+        if (strcmp(value, "tcp") == 0)
+            config.transport = VMC_TRANSPORT_TCP;
+        else if (strcmp(value, "shm") == 0)
+            config.transport = VMC_TRANSPORT_SHM;
+        else if (strcmp(value, "auto") == 0)
+            config.transport = VMC_TRANSPORT_AUTO;
+        else
+            fprintf(stderr, "vmcuda: transport '%s' is not one of auto, tcp, shm; using auto\n", value);
     } else if (strcmp(key, "gpus") == 0) {
         long v = strtol(value, NULL, 10);
         config.gpus = v > 0 && v < 1024 ? (uint32_t)v : 1;
     }
-    /* Other keys (e.g. transport) belong to later versions or to the vmcuda launcher: ignored. */
+    /* Other keys belong to the vmcuda launcher or to later versions: ignored. */
 }
 
 static void read_file(const char *path) {
@@ -71,7 +80,7 @@ static void load(void) {
     read_file(config.config_path);
     static const char *const env_keys[][2] = {
         {"VMCUDA_APPLIANCE", "appliance"}, {"VMCUDA_TOKEN", "token"},
-        {"VMCUDA_BLOCK_SIZE", "block_size"}, {"VMCUDA_GPUS", "gpus"}};
+        {"VMCUDA_BLOCK_SIZE", "block_size"}, {"VMCUDA_GPUS", "gpus"}, {"VMCUDA_TRANSPORT", "transport"}};
     for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
         const char *v = getenv(env_keys[i][0]);
         if (v && *v)

@@ -10,6 +10,7 @@ struct vmc_client_config {
     char token[512];       /* tenant token sent in HELLO */
     size_t block_size;     /* bulk-transfer block size in bytes */
     uint32_t gpus;         /* GPUs wanted for the session */
+    enum { VMC_TRANSPORT_AUTO, VMC_TRANSPORT_TCP, VMC_TRANSPORT_SHM } transport; /* bulk data path */
     char config_path[256]; /* the file that was (or would have been) read */
 };
 

@@ -105,14 +105,10 @@ static void put_dim3(struct vmc_call *c, dim3 d) {
     vmc_arg_u32(c, d.z);
 }
 
-static void put_args(struct vmc_call *c, const struct vmc_kernel *k, void **args) {
-    vmc_arg_u32(c, k->args_bytes);
-    for (uint32_t i = 0; i < k->n_params; i++)
-        vmc_arg(c, args[i], k->param_sizes[i]);
-}
-
-static cudaError_t launch(struct vmc_kernel *k, dim3 grid, dim3 block, void **args, size_t shared_mem,
-                          cudaStream_t stream, int per_thread) {
+/* Starts a launch frame (op `id`) with the fields both launch operations share: kernel index,
+ * geometry, shared memory, stream, per-thread flag. */
+static cudaError_t begin_launch(struct vmc_call *c, uint32_t id, struct vmc_kernel *k, void **args, dim3 grid, dim3 block,
+                                size_t shared_mem, cudaStream_t stream, int per_thread) {
     if (!k)
         return cudaErrorInvalidDeviceFunction;
     cudaError_t st = ensure_layout(k);
@@ -120,18 +116,31 @@ static cudaError_t launch(struct vmc_kernel *k, dim3 grid, dim3 block, void **ar
         return st;
     if (k->n_params && !args)
         return cudaErrorInvalidValue;
-    struct vmc_call c;
-    st = vmc_call_begin(&c, VMC_API_vmc_LaunchKernel, 1);
+    st = vmc_call_begin(c, id, 1);
     if (st != cudaSuccess)
         return st;
-    vmc_arg_u32(&c, k->index);
-    put_dim3(&c, grid);
-    put_dim3(&c, block);
-    vmc_arg_u64(&c, shared_mem);
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
-    vmc_arg_u8(&c, (uint8_t)per_thread);
-    put_args(&c, k, args);
-    return vmc_call_finish(&c);
+    vmc_arg_u32(c, k->index);
+    put_dim3(c, grid);
+    put_dim3(c, block);
+    vmc_arg_u64(c, shared_mem);
+    vmc_arg_u64(c, (uint64_t)(uintptr_t)stream);
+    vmc_arg_u8(c, (uint8_t)per_thread);
+    return cudaSuccess;
+}
+
+/* The packed arguments end every launch frame. */
+static cudaError_t finish_launch(struct vmc_call *c, const struct vmc_kernel *k, void **args) {
+    vmc_arg_u32(c, k->args_bytes);
+    for (uint32_t i = 0; i < k->n_params; i++)
+        vmc_arg(c, args[i], k->param_sizes[i]);
+    return vmc_call_finish(c);
+}
+
+static cudaError_t launch(struct vmc_kernel *k, dim3 grid, dim3 block, void **args, size_t shared_mem,
+                          cudaStream_t stream, int per_thread) {
+    struct vmc_call c;
+    cudaError_t st = begin_launch(&c, VMC_API_vmc_LaunchKernel, k, args, grid, block, shared_mem, stream, per_thread);
+    return st != cudaSuccess ? st : finish_launch(&c, k, args);
 }
 
 __attribute__((visibility("default"))) cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
@@ -164,27 +173,14 @@ static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func,
     if (config->numAttrs > MAX_LAUNCH_ATTRS || (config->numAttrs && !config->attrs))
         return cudaErrorInvalidValue;
     struct vmc_kernel *k = vmc_kernel_mut(func);
-    if (!k)
-        return cudaErrorInvalidDeviceFunction;
-    cudaError_t st = ensure_layout(k);
-    if (st != cudaSuccess)
-        return st;
-    if (k->n_params && !args)
-        return cudaErrorInvalidValue;
     struct vmc_call c;
-    st = vmc_call_begin(&c, VMC_API_vmc_LaunchKernelEx, 1);
+    cudaError_t st = begin_launch(&c, VMC_API_vmc_LaunchKernelEx, k, args, config->gridDim, config->blockDim,
+                                  config->dynamicSmemBytes, config->stream, per_thread);
     if (st != cudaSuccess)
         return st;
-    vmc_arg_u32(&c, k->index);
-    put_dim3(&c, config->gridDim);
-    put_dim3(&c, config->blockDim);
-    vmc_arg_u64(&c, config->dynamicSmemBytes);
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)config->stream);
-    vmc_arg_u8(&c, (uint8_t)per_thread);
     vmc_arg_u32(&c, config->numAttrs);
     vmc_arg(&c, config->attrs, config->numAttrs * sizeof *config->attrs);
-    put_args(&c, k, args);
-    return vmc_call_finish(&c);
+    return finish_launch(&c, k, args);
 }
 
 __attribute__((visibility("default"))) cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,

@@ -8,8 +8,10 @@
 #include <cuda_runtime_api.h>
 
 #include "shim_call.h"
+#include "shim_hostmem.h"
 #include "shim_ranges.h"
 #include "shim_registry.h"
+#include "shim_shm.h"
 #include "shim_unsupported.h"
 #include "vmc_api.h"
 
@@ -84,6 +86,10 @@ static int on_device(const void *p) {
  * cudaMemcpyAsync from pageable memory. */
 static cudaError_t host_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
                                   unsigned mode) {
+    /* An async copy must return once its bytes have left the buffer, without waiting for the stream:
+     * the socket gives that; the ring would wait for the device copy. */
+    if (!(mode & COPY_ASYNC) && vmc_shm_ready(count))
+        return vmc_shm_host_to_device(symbol, dst, src, count, stream, mode);
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_MemcpyHostToDevice, (mode & COPY_ASYNC) != 0);
     if (st != cudaSuccess)
@@ -101,6 +107,8 @@ static cudaError_t host_to_device(uint32_t symbol, uint64_t dst, const void *src
  * than CUDA promises, never a weaker one. */
 static cudaError_t device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
                                   unsigned mode) {
+    if (vmc_shm_ready(count))
+        return vmc_shm_device_to_host(dst, symbol, src, count, stream, mode);
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_MemcpyDeviceToHost, 0);
     if (st != cudaSuccess)
@@ -273,7 +281,7 @@ __attribute__((visibility("default"))) cudaError_t cudaMemcpyFromSymbolAsync_pts
 
 /* The native call creates a context and fails on a machine without a usable device; asking the
  * worker to do the same keeps those errors identical. */
-static cudaError_t context_check(void) {
+cudaError_t vmc_context_check(void) {
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_ContextCheck, 0);
     if (st != cudaSuccess)
@@ -291,7 +299,7 @@ static cudaError_t host_alloc(void **pHost, size_t size, unsigned int flags) {
         *pHost = NULL;
         return cudaErrorNotSupported;
     }
-    cudaError_t st = context_check();
+    cudaError_t st = vmc_context_check();
     if (st != cudaSuccess) {
         *pHost = NULL;
         return st;
@@ -333,8 +341,12 @@ __attribute__((visibility("default"))) cudaError_t cudaFreeHost(void *ptr) {
 
 __attribute__((visibility("default"))) cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
     struct vmc_range r;
+    if (pFlags && vmc_registered_flags(pHost, pFlags))
+        return cudaSuccess;
     if (!pFlags || !vmc_ranges_find(&host_allocs, pHost, &r))
         return cudaErrorInvalidValue;
-    *pFlags = r.tag;
+    /* As natively on 64-bit systems, where unified addressing makes every page-locked allocation
+     * count as mapped (cudaHostGetDevicePointer itself is not supported: the memory is on the client). */
+    *pFlags = r.tag | cudaHostAllocMapped;
     return cudaSuccess;
 }

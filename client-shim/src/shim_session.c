@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,8 +50,11 @@ static void say(const char *fmt, ...) {
 static void close_thread_conn(void *p) {
     struct vmc_conn *c = p;
     if (c && c != primary) {
+        if (c->shm_base)
+            munmap(c->shm_base, c->shm_size);
         close(c->fd);
         vmc_out_free(&c->out);
+        free(c->in_buf);
         free(c->payload);
         free(c);
     }
@@ -161,10 +165,43 @@ static struct vmc_conn *new_conn(int fd) {
     return c;
 }
 
+#define IN_BUFFER_BYTES (64u << 10)
+
+int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n) {
+    uint8_t *out = dst;
+    size_t take = c->in_len - c->in_pos < n ? c->in_len - c->in_pos : n;
+    if (take) {
+        memcpy(out, c->in_buf + c->in_pos, take);
+        c->in_pos += take;
+        out += take;
+        n -= take;
+    }
+    if (n == 0)
+        return 0;
+    if (!c->in_buf)
+        c->in_buf = malloc(IN_BUFFER_BYTES);
+    /* Bulk data goes straight into the application's buffer; small reads refill the buffer. */
+    if (n >= IN_BUFFER_BYTES / 2 || !c->in_buf)
+        return vmc_read_full(c->fd, out, n);
+    c->in_pos = c->in_len = 0;
+    while (c->in_len < n) {
+        ssize_t r = read(c->fd, c->in_buf + c->in_len, IN_BUFFER_BYTES - c->in_len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c->in_len += (size_t)r;
+    }
+    memcpy(out, c->in_buf, n);
+    c->in_pos = n;
+    return 0;
+}
+
 int vmc_conn_read_frame(struct vmc_conn *c, struct vmc_frame_header *h) {
     for (;;) {
         const char *why;
-        if (vmc_read_header(c->fd, h, &why) != 0)
+        uint8_t raw[VMC_HEADER_BYTES];
+        if (vmc_conn_read(c, raw, sizeof raw) != 0 || vmc_parse_header(raw, h, &why) != 0)
             return -1;
         if (h->len > c->payload_cap) {
             uint8_t *p = realloc(c->payload, h->len);
@@ -173,7 +210,7 @@ int vmc_conn_read_frame(struct vmc_conn *c, struct vmc_frame_header *h) {
             c->payload = p;
             c->payload_cap = h->len;
         }
-        if (h->len && vmc_read_full(c->fd, c->payload, h->len) != 0)
+        if (h->len && vmc_conn_read(c, c->payload, h->len) != 0)
             return -1;
         if (h->type != VMC_OUTPUT)
             return 0;

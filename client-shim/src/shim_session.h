@@ -14,6 +14,13 @@ struct vmc_conn {
     struct vmc_out out;   /* the CALL frame being built */
     uint8_t *payload;     /* last received payload */
     size_t payload_cap;
+    uint8_t *in_buf;      /* buffered input: a header and its payload usually arrive in one read */
+    size_t in_pos, in_len;
+    /* Shared-memory ring for bulk copies when co-located with the appliance (shim_shm.c). */
+    int shm_state;        /* 0 = not tried, 1 = attached, -1 = not available: use the socket */
+    uint8_t *shm_base;
+    size_t shm_size, shm_slot_size;
+    uint32_t shm_slots;
 };
 
 /* The calling thread's connection, opening the session (first thread) or joining it (others).
@@ -26,6 +33,10 @@ cudaError_t vmc_session_lost(struct vmc_conn *c, const char *why);
 
 /* Configured block size for bulk transfers (VMCUDA_BLOCK_SIZE / client.conf block_size). */
 size_t vmc_block_size(void);
+
+/* Reads exactly n bytes from the connection (buffered input first). 0, or -1 on EOF/error.
+ * Every read from the connection goes through this. */
+int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n);
 
 /* Reads one frame into c->payload, writing OUTPUT frames to the process's stdout/stderr on the way.
  * Returns 0 with *h filled for a REPLY (or other non-OUTPUT frame), -1 if the connection broke. */

@@ -36,11 +36,12 @@ if [ ${#programs[@]} -eq 0 ]; then
     exit 1
 fi
 
-rm -rf "$carry/cuda" "$carry/bench" "$carry/vmcuda-bundle.tar.gz"
-mkdir -p "$carry/cuda" "$carry/bench"
+rm -rf "$carry/cuda" "$carry/bench" "$carry/isolation" "$carry/vmcuda-bundle.tar.gz"
+mkdir -p "$carry/cuda" "$carry/bench" "$carry/isolation"
 cp -p "${bundles[0]}" "$carry/vmcuda-bundle.tar.gz"
 cp -p "${programs[@]}" "$carry/cuda/"
 cp -p "$repo"/tests/target/bench/* "$carry/bench/" 2>/dev/null || echo "prepare-carry: no benchmarks in tests/target/bench" >&2
+cp -p "$repo"/tests/target/isolation/* "$carry/isolation/" 2>/dev/null || echo "prepare-carry: no isolation programs in tests/target/isolation" >&2
 
 echo "prepare-carry: $(basename "${bundles[0]}") -> .carry/vmcuda-bundle.tar.gz"
 echo "prepare-carry: ${#programs[@]} test programs -> .carry/cuda/: $(cd "$carry/cuda" && ls | tr '\n' ' ')"

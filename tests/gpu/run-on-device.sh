@@ -235,13 +235,127 @@ if [ -x "$CARRY/bench/vmcuda_bench" ]; then
     say ""
     say "== benchmarks (tests/bench/compare.sh; GB/s rows: ratio > 1 = vmcuda faster; us rows: ratio > 1 = vmcuda slower)"
     {
-        echo "# vmcuda_bench, native vs vmcuda over loopback TCP, block size ${VMCUDA_BLOCK_SIZE:-4194304 (default)}"
-        timeout 300 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" "$ROOT/bin/vmcuda" "127.0.0.1:$PORT"
+        echo "# this host's loopback TCP ceiling (tests/bench/tcp_ceiling.c)"
+        [ -x "$CARRY/bench/tcp_ceiling" ] && timeout 60 "$CARRY/bench/tcp_ceiling"
+        echo "# vmcuda_bench: native, vmcuda over TCP, vmcuda over the shared-memory ring; block size ${VMCUDA_BLOCK_SIZE:-4194304 (default)}"
+        timeout 400 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" "$ROOT/bin/vmcuda" "127.0.0.1:$PORT"
     } >"$OUT/bench.txt" 2>&1 || say "benchmark run failed (see bench.txt)"
     cat "$OUT/bench.txt"
 else
     say "benchmarks: not carried (.carry/bench/vmcuda_bench missing)"
 fi
+
+# ==== isolation and fault tolerance (tests/isolation; owned by the isolation issue) ================
+# Needs the isolation programs carried in $CARRY/isolation (tests/target/isolation after the build).
+# Results go to the summary (no extra file: the device tool returns at most 8). Checks:
+#   client SIGKILLed mid 1 GiB H2D and mid D2H: worker gone within 1 s, GPU memory back to its baseline;
+#   a kernel with an illegal address beside a healthy session; a worker SIGKILLed beside another session;
+#   the sandbox on the GPU (kernels still run, no network); the memory quota on a real GPU.
+if [ -x "$CARRY/isolation/long_runner" ]; then
+    say ""
+    say "== isolation and fault tolerance"
+    ISO="$WORK/iso"
+    mkdir -p "$ISO"
+    cp -p "$CARRY"/isolation/* "$ISO/" 2>/dev/null
+    chmod +x "$ISO"/* 2>/dev/null
+    vm() { # LOGPREFIX PROGRAM ARGS... (background-able)
+        local p="$1"; shift
+        LD_LIBRARY_PATH="$CUDA_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout "$PER_PROGRAM_TIMEOUT" \
+            "$ROOT/bin/vmcuda" run --appliance "127.0.0.1:$PORT" -- "$@" >"$p.out" 2>"$p.err" </dev/null
+    }
+    gpu_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | tr -d ' '; }
+    daemon_children() { ps -e -o pid=,sid= | awk -v s="$DPID" '$2 == s && $1 != s {print $1}'; }
+    wait_for() { # SECONDS FILE TEXT
+        local i
+        for i in $(seq 1 $(($1 * 20))); do grep -q "$3" "$2" 2>/dev/null && return 0; sleep 0.05; done
+        return 1
+    }
+    iso_kill_mid_copy() { # MODE (h2d|d2h)
+        local mode="$1" base pid t0 t1 gone=0 after
+        base="$(gpu_used)"
+        vm "$ISO/copy-$mode" "$ISO/big_copy" -1 "$mode" &
+        pid=$!
+        if ! wait_for 60 "$ISO/copy-$mode.err" "round 0 $(echo "$mode" | tr a-z A-Z)"; then
+            fail "isolation: big_copy $mode never completed a round"; kill -9 "$pid" 2>/dev/null; return
+        fi
+        sleep 0.3 # inside the second 1 GiB copy
+        local kids; kids="$(daemon_children)"
+        # the client is big_copy itself (bin/vmcuda execs it, under timeout); the worker's argv[0] is
+        # just "big_copy", so the full path names the client only
+        pkill -9 -f "^$ISO/big_copy" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        t0="$(now)"
+        for _ in $(seq 1 100); do
+            gone=1
+            for k in $kids; do kill -0 "$k" 2>/dev/null && gone=0; done
+            [ $gone = 1 ] && break
+            sleep 0.02
+        done
+        t1="$(now)"
+        sleep 2
+        after="$(gpu_used)"
+        say "client SIGKILLed mid-$mode: worker gone after $(secs "$t0" "$t1") s; GPU memory used ${base} MiB before, ${after} MiB after"
+        [ $gone = 1 ] || fail "isolation: worker still alive after the client was killed mid-$mode"
+        awk -v a="$(secs "$t0" "$t1")" 'BEGIN { exit !(a <= 1.0) }' || fail "isolation: worker took more than 1 s to exit ($mode)"
+        [ -n "$base" ] && [ -n "$after" ] && [ "$after" -gt $((base + 64)) ] && fail "isolation: GPU memory not back to baseline after mid-$mode kill"
+        grep -q '"state":"aborted"' "$STATE/sessions.jsonl" || fail "isolation: the killed session was not recorded aborted"
+    }
+    iso_kill_mid_copy h2d
+    iso_kill_mid_copy d2h
+
+    # a kernel with an illegal address beside a healthy session on the same GPU
+    vm "$ISO/healthy" "$ISO/long_runner" 30 100 &
+    hp=$!
+    vm "$ISO/illegal" "$ISO/illegal_address"
+    (cd "$WORK" && LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ISO/illegal_address" >"$ISO/illegal-native.out" 2>&1)
+    wait "$hp"
+    say "illegal address: vmcuda '$(head -1 "$ISO/illegal.out")' / native '$(head -1 "$ISO/illegal-native.out")'; beside it: $(grep -c cudaSuccess "$ISO/healthy.out")/30 calls ok"
+    cmp -s "$ISO/illegal.out" "$ISO/illegal-native.out" || fail "isolation: illegal_address output differs from native"
+    [ "$(grep -c cudaSuccess "$ISO/healthy.out")" = 30 ] || fail "isolation: the session beside the faulting kernel was disturbed"
+
+    # a worker SIGKILLed beside another session
+    vm "$ISO/victim" "$ISO/long_runner" 40 100 &
+    vp=$!
+    vm "$ISO/survivor" "$ISO/long_runner" 40 100 &
+    sp=$!
+    wait_for 60 "$ISO/victim.out" "call 2" && wait_for 60 "$ISO/survivor.out" "call 2"
+    leaf=""
+    for k in $(daemon_children); do [ -z "$(ps -o pid= --ppid "$k")" ] && leaf="$k"; done
+    [ -n "$leaf" ] && kill -9 "$leaf"
+    wait "$vp" "$sp"
+    ok_v=$(grep -c cudaSuccess "$ISO/victim.out"); ok_s=$(grep -c cudaSuccess "$ISO/survivor.out")
+    say "worker SIGKILL beside another session: successful calls $ok_v and $ok_s of 40 (one must be 40, the other less)"
+    { [ "$ok_v" = 40 ] || [ "$ok_s" = 40 ]; } && [ "$ok_v" != "$ok_s" ] || fail "isolation: worker kill hurt the other session (or nothing was killed)"
+
+    # the sandbox with a real GPU: kernels run, no network (its worker.log says why)
+    vm "$ISO/probe" "$ISO/sandbox_probe"
+    say "sandbox_probe through vmcuda: $(tr '\n' ';' <"$ISO/probe.out")"
+    grep -q "kernel result: 1 (cudaSuccess)" "$ISO/probe.out" || fail "isolation: sandboxed worker could not run a kernel"
+    grep -h "probe:" "$STATE"/sessions/*/worker.log 2>/dev/null | sort -u | head -6 | sed 's/^/  worker: /' | tee -a "$SUMMARY"
+
+    # the memory quota on a real GPU: a second daemon with a 256 MiB tenant cap
+    QSTATE="$WORK/qstate"; mkdir -p "$QSTATE"
+    QTOKEN="quota-$(date +%s%N)"
+    printf 'tenant.q.token_sha256 = %s\ntenant.q.max_memory_bytes = 268435456\n' \
+        "$(printf %s "$QTOKEN" | sha256sum | cut -d' ' -f1)" >"$WORK/quota.conf"
+    setsid "$ROOT/bin/vmcudad" --listen 127.0.0.1:17080 --admin 127.0.0.1:17081 --state-dir "$QSTATE" \
+        --config "$WORK/quota.conf" --worker-lib-dir "$ROOT/native" >"$WORK/quota-daemon.log" 2>&1 </dev/null &
+    QPID=$!
+    wait_for 60 "$WORK/quota-daemon.log" "listening on"
+    (cd "$WORK" && VMCUDA_TOKEN="$QTOKEN" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
+        --appliance 127.0.0.1:17080 -- "$ISO/quota_probe" 1024 64 >"$ISO/quota.out" 2>"$ISO/quota.err")
+    (cd "$WORK" && VMCUDA_TOKEN="wrong" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
+        --appliance 127.0.0.1:17080 -- "$ISO/quota_probe" 64 64 >"$ISO/badtoken.out" 2>"$ISO/badtoken.err")
+    kill -TERM -- "-$QPID" 2>/dev/null; sleep 1; kill -KILL -- "-$QPID" 2>/dev/null
+    say "quota 256 MiB: $(tr '\n' ';' <"$ISO/quota.out")"
+    grep -q "allocated 256 MiB, then: cudaErrorMemoryAllocation" "$ISO/quota.out" || fail "isolation: quota not enforced on the GPU"
+    grep -q "after freeing: cudaSuccess" "$ISO/quota.out" || fail "isolation: freeing did not give the quota back"
+    say "wrong token: $(head -1 "$ISO/badtoken.err")"
+    grep -q "appliance refused: bad token" "$ISO/badtoken.err" || fail "isolation: a wrong token was not refused"
+else
+    say "isolation checks: not carried ($CARRY/isolation/long_runner missing)"
+fi
+# ==== end of the isolation section ================================================================
 
 # ---- 6. what the daemon recorded ---------------------------------------------------------------
 say ""

@@ -19,9 +19,11 @@ int main(void) {
     char host[4];
     CHECK(cudaMemcpy(host, host, 4, cudaMemcpyHostToHost) == cudaSuccess, "host-to-host copies need no appliance");
 
-    cudaGraph_t g;
-    CHECK(cudaGraphCreate(&g, 0) == cudaErrorNotSupported, "unsupported function returns cudaErrorNotSupported");
-    CHECK(cudaGraphCreate(&g, 0) == cudaErrorNotSupported, "and again");
+    cudaMemPool_t pool;
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    CHECK(cudaMemPoolCreate(&pool, &props) == cudaErrorNotSupported, "unsupported function returns cudaErrorNotSupported");
+    CHECK(cudaMemPoolCreate(&pool, &props) == cudaErrorNotSupported, "and again");
 
     int v = 0;
     CHECK(cudaRuntimeGetVersion(&v) == cudaSuccess && v == CUDART_VERSION, "runtime version %d", v);

@@ -20,6 +20,8 @@ size_t vmc_w_var_size(uint32_t index);
 /* ---- one client connection (worker_serve.c) ---- */
 #define VMC_W_STAGING_BUFFERS 4
 
+struct vmc_wshm;
+
 struct vmc_wconn {
     int fd;
     int primary;
@@ -32,7 +34,15 @@ struct vmc_wconn {
     unsigned staging_epoch;        /* see vmc_w_staging_invalidate */
     void *staging[VMC_W_STAGING_BUFFERS];
     void *fallback;                /* pageable block buffer when pinned memory is unavailable */
+    struct vmc_wshm *shm;          /* the client's shared-memory ring, when attached */
+    /* Buffered input: one read() can bring many small frames (launches arrive back to back). */
+    uint8_t *in_buf;
+    size_t in_pos, in_len;
 };
+
+/* Reads exactly n bytes from the client connection (buffered input first). 0, or -1 on EOF/error.
+ * Every read from a client connection must go through this, never read() on c->fd directly. */
+int vmc_w_read_bytes(struct vmc_wconn *c, void *dst, size_t n);
 
 /* Serves one connection until the client closes it. */
 void vmc_w_serve(int fd, int primary);
@@ -46,6 +56,30 @@ enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_memcpy_on_device(struct vmc_wcall *wc);
 /* Every staging buffer died with its context (cudaDeviceReset): allocate new ones before the next copy. */
 void vmc_w_staging_invalidate(void);
+unsigned vmc_w_staging_epoch(void);
+
+/* Bulk-copy building blocks shared by the socket path (worker_memcpy.c) and the shared-memory ring
+ * (worker_shm.c). `mode` bits of the copy calls: */
+#define COPY_ASYNC 1u
+#define COPY_PER_THREAD 2u
+/* The device end of a copy: a plain device pointer, or a registered variable plus an offset. */
+struct vmc_device_side {
+    const void *symbol; /* host shadow of the variable, or NULL for a plain pointer */
+    int is_symbol;
+    char *ptr;          /* plain pointer, or the offset within the variable */
+};
+struct vmc_device_side vmc_w_device_side(uint32_t symbol, uint64_t addr_or_offset);
+/* Copies n bytes between host memory and the device side at byte `at`: asynchronously on `stream`
+ * when `pinned`, synchronously otherwise. */
+cudaError_t vmc_w_copy_block(const struct vmc_device_side *d, size_t at, void *host, size_t n, int to_device, int pinned,
+                             cudaStream_t stream, unsigned mode);
+cudaStream_t vmc_w_copy_stream(uint64_t stream, unsigned mode);
+
+/* The shared-memory ring (worker_shm.c). */
+enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_shm_host_to_device(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_shm_device_to_host(struct vmc_wcall *wc);
+void vmc_w_shm_release(struct vmc_wconn *c);
 enum vmc_w_result vmc_w_kernel_param_layout(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_launch_kernel(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_launch_kernel_ex(struct vmc_wcall *wc);
@@ -66,5 +100,38 @@ void vmc_w_count_d2h(uint64_t bytes);
 
 /* ---- diagnostics go to the session log (the worker's original stderr), never to the client ---- */
 void vmc_w_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- tenant isolation and fault handling (worker_quota.c, worker_idle.c, worker_daemon.c) ---- */
+/* Device-memory quota (VMCUDA_MEMORY_QUOTA bytes, set by the daemon per tenant). For the calls that
+ * allocate or free device memory it serves the call itself and returns 1 with *r set; otherwise 0. */
+int vmc_w_quota_intercept(struct vmc_wcall *wc, enum vmc_w_result *r);
+void vmc_w_quota_reset(void);                 /* cudaDeviceReset freed every allocation */
+/* A call starts / ends (the idle-release watchdog counts from the last one). */
+void vmc_w_activity_begin(void);
+void vmc_w_activity_end(void);
+/* Client connections being served: session release writes an ERROR frame on each. */
+void vmc_w_conn_opened(int fd);
+void vmc_w_conn_closing(int fd);
+/* The session ends abnormally (client lost mid-frame, idle release...): told to the daemon before BYE. */
+void vmc_w_note_abort(const char *why);
+const char *vmc_w_abort_reason(void);
+void vmc_w_idle_start(void);                  /* watchdog, when VMCUDA_IDLE_RELEASE_MINUTES > 0 */
+/* Writes ERROR(code, msg) on every client connection, reports to the daemon and exits. */
+void vmc_w_release_session(uint32_t code, const char *msg, int exit_status) __attribute__((noreturn));
+#define VMC_W_ERR_IDLE_RELEASED 16            /* ERROR code: session released after idle time */
+#define VMC_W_ERR_DAEMON_GONE 17              /* ERROR code: the appliance daemon went away */
+/* ---- end of tenant isolation section ---- */
+
+/* ---- fidelity features (worker_fidelity.c, worker_callback.c, worker_box.c) ---- */
+/* Handles the call when it is one of these operations (or a bulk copy refused during stream capture):
+ * returns 1 with *result set, else 0 and dispatch() goes on. */
+int vmc_w_fidelity_dispatch(struct vmc_wcall *wc, enum vmc_w_result *result);
+enum vmc_w_result vmc_w_callback_channel(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_enqueue_host_callback(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_memcpy_box_host(struct vmc_wcall *wc);
+/* 1 when the client's stream (0 + per_thread = the per-thread default stream) is being captured. */
+int vmc_w_stream_capturing(uint64_t stream, int per_thread);
+void vmc_w_capture_refusal_note(void);
+/* ---- end of fidelity features ---- */
 
 #endif

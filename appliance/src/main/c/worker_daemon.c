@@ -37,16 +37,35 @@ int vmc_w_daemon_connect(void) {
         vmc_w_log("not started by vmcudad (VMCUDA_WORKER_SOCKET, VMCUDA_SESSION_ID or VMCUDA_WORKER_KEY unset)");
         return -1;
     }
+    /* Sandboxed (vmcuda-sandbox): the launcher connected as root before dropping privileges and
+     * entering the worker's namespaces, and hands the connected socket down. */
+    const char *inherited = getenv("VMCUDA_WORKER_FD");
+    if (inherited && *inherited) {
+        char *end;
+        long v = strtol(inherited, &end, 10);
+        int type = 0;
+        socklen_t tl = sizeof type;
+        if (*end != 0 || v < 3 || v > 65535 || getsockopt((int)v, SOL_SOCKET, SO_TYPE, &type, &tl) != 0) {
+            vmc_w_log("VMCUDA_WORKER_FD='%s' is not a socket of this process", inherited);
+            return -1;
+        }
+        daemon_fd = (int)v;
+        fcntl(daemon_fd, F_SETFD, FD_CLOEXEC);
+        unsetenv("VMCUDA_WORKER_FD");
+    }
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof addr.sun_path) {
+    if (daemon_fd >= 0) {
+        /* already connected */
+    } else if (strlen(path) >= sizeof addr.sun_path) {
         vmc_w_log("worker socket path too long: %s", path);
         return -1;
-    }
-    strcpy(addr.sun_path, path);
-    daemon_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (daemon_fd < 0 || connect(daemon_fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        vmc_w_log("cannot connect to the daemon at %s: %s", path, strerror(errno));
-        return -1;
+    } else {
+        strcpy(addr.sun_path, path);
+        daemon_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (daemon_fd < 0 || connect(daemon_fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+            vmc_w_log("cannot connect to the daemon at %s: %s", path, strerror(errno));
+            return -1;
+        }
     }
     char line[256];
     snprintf(line, sizeof line, "WORKER %s %s\n", id, key);
@@ -110,8 +129,11 @@ static void *listen_for_joins(void *arg) {
     (void)arg;
     for (;;) {
         int fd = vmc_w_daemon_receive_client();
-        if (fd < 0)
-            return NULL;
+        if (fd < 0) {
+            /* The daemon closed the link: it stopped or was killed. Sessions do not outlive their
+             * daemon (CONFIG.md "Stopping"): no worker is left holding GPU memory unsupervised. */
+            vmc_w_release_session(VMC_W_ERR_DAEMON_GONE, "the appliance daemon stopped; this session ended", 5);
+        }
         pthread_t t;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
@@ -154,12 +176,19 @@ void vmc_w_daemon_start_threads(void) {
         vmc_w_log("cannot start the join listener; other client threads cannot join");
     if (pthread_create(&t, NULL, stats_reporter, NULL) == 0)
         pthread_detach(t);
+    vmc_w_idle_start();
 }
 
 void vmc_w_daemon_bye(int status) {
     if (daemon_fd < 0)
         return;
     report_stats();
+    const char *why = vmc_w_abort_reason();
+    if (why) {
+        char abort_line[300];
+        snprintf(abort_line, sizeof abort_line, "ABORT %s\n", why);
+        send_line(abort_line);
+    }
     char line[32];
     snprintf(line, sizeof line, "BYE %d\n", status);
     send_line(line);

@@ -225,46 +225,29 @@ static int lay_out_args(struct vmc_wcall *wc, const struct layout *l, struct lai
     return unpack_args(wc, l, a->storage, a->argv) == 0 ? cudaSuccess : -1;
 }
 
-enum vmc_w_result vmc_w_launch_kernel(struct vmc_wcall *wc) {
+/* Both launch operations: cudaLaunchKernelEx's only adds its attributes after the common fields. */
+static enum vmc_w_result serve_launch(struct vmc_wcall *wc, int with_attrs) {
     struct launch_common lc;
     cudaError_t st = cudaSuccess;
     if (read_common(wc, &lc, &st) != VMC_W_DONE)
         return VMC_W_BAD_ARGS;
-    if (st != cudaSuccess) {
-        finish(wc, st);
-        return VMC_W_DONE;
-    }
-    struct laid_out_args a;
-    int rc = lay_out_args(wc, lc.layout, &a);
-    if (rc == cudaSuccess)
-        st = lc.per_thread ? cudaLaunchKernel_ptsz(lc.func, lc.grid, lc.block, a.argv, lc.shared_mem, lc.stream)
-                           : cudaLaunchKernel(lc.func, lc.grid, lc.block, a.argv, lc.shared_mem, lc.stream);
-    release_args(&a);
-    if (rc < 0)
-        return VMC_W_BAD_ARGS;
-    finish(wc, rc == cudaSuccess ? st : (cudaError_t)rc);
-    return VMC_W_DONE;
-}
-
-enum vmc_w_result vmc_w_launch_kernel_ex(struct vmc_wcall *wc) {
-    struct launch_common lc;
-    cudaError_t st = cudaSuccess;
-    if (read_common(wc, &lc, &st) != VMC_W_DONE)
-        return VMC_W_BAD_ARGS;
-    uint32_t n_attrs = vmc_in_u32(&wc->in);
-    if (n_attrs > MAX_ATTRS)
-        return VMC_W_BAD_ARGS;
+    uint32_t n_attrs = 0;
     cudaLaunchAttribute attrs[MAX_ATTRS];
-    vmc_in_bytes(&wc->in, attrs, n_attrs * sizeof attrs[0]);
-    if (wc->in.bad)
-        return VMC_W_BAD_ARGS;
+    if (with_attrs) {
+        n_attrs = vmc_in_u32(&wc->in);
+        if (n_attrs > MAX_ATTRS)
+            return VMC_W_BAD_ARGS;
+        vmc_in_bytes(&wc->in, attrs, n_attrs * sizeof attrs[0]);
+        if (wc->in.bad)
+            return VMC_W_BAD_ARGS;
+    }
     if (st != cudaSuccess) {
         finish(wc, st);
         return VMC_W_DONE;
     }
     struct laid_out_args a;
     int rc = lay_out_args(wc, lc.layout, &a);
-    if (rc == cudaSuccess) {
+    if (rc == cudaSuccess && with_attrs) {
         cudaLaunchConfig_t config = {0};
         config.gridDim = lc.grid;
         config.blockDim = lc.block;
@@ -273,6 +256,9 @@ enum vmc_w_result vmc_w_launch_kernel_ex(struct vmc_wcall *wc) {
         config.attrs = n_attrs ? attrs : NULL;
         config.numAttrs = n_attrs;
         st = lc.per_thread ? cudaLaunchKernelExC_ptsz(&config, lc.func, a.argv) : cudaLaunchKernelExC(&config, lc.func, a.argv);
+    } else if (rc == cudaSuccess) {
+        st = lc.per_thread ? cudaLaunchKernel_ptsz(lc.func, lc.grid, lc.block, a.argv, lc.shared_mem, lc.stream)
+                           : cudaLaunchKernel(lc.func, lc.grid, lc.block, a.argv, lc.shared_mem, lc.stream);
     }
     release_args(&a);
     if (rc < 0)
@@ -280,3 +266,7 @@ enum vmc_w_result vmc_w_launch_kernel_ex(struct vmc_wcall *wc) {
     finish(wc, rc == cudaSuccess ? st : (cudaError_t)rc);
     return VMC_W_DONE;
 }
+
+enum vmc_w_result vmc_w_launch_kernel(struct vmc_wcall *wc) { return serve_launch(wc, 0); }
+
+enum vmc_w_result vmc_w_launch_kernel_ex(struct vmc_wcall *wc) { return serve_launch(wc, 1); }

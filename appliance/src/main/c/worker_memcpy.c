@@ -8,8 +8,6 @@
 #include "vmc_api.h"
 #include "worker.h"
 
-#define COPY_ASYNC 1u
-#define COPY_PER_THREAD 2u
 #define BUFFERS 2
 
 extern cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
@@ -49,6 +47,7 @@ static void *allocate_staging(void *arg) {
 static unsigned staging_epoch;
 
 void vmc_w_staging_invalidate(void) { __atomic_add_fetch(&staging_epoch, 1, __ATOMIC_ACQ_REL); }
+unsigned vmc_w_staging_epoch(void) { return __atomic_load_n(&staging_epoch, __ATOMIC_ACQUIRE); }
 
 /* Returns 1 with pinned buffers in c->staging, or 0 with a pageable c->fallback (-1: out of memory). */
 static int staging(struct vmc_wconn *c) {
@@ -78,7 +77,7 @@ static int staging(struct vmc_wconn *c) {
     return c->fallback ? 0 : -1;
 }
 
-static cudaStream_t stream_for(uint64_t stream, unsigned mode) {
+cudaStream_t vmc_w_copy_stream(uint64_t stream, unsigned mode) {
     if (stream == 0 && (mode & COPY_PER_THREAD))
         return cudaStreamPerThread;
     return (cudaStream_t)(uintptr_t)stream;
@@ -88,14 +87,8 @@ static cudaStream_t stream_for(uint64_t stream, unsigned mode) {
  * plus an offset. Variables go through the runtime's own symbol copies, block by block, so that
  * every check (unknown symbol, offset or size out of range) is the runtime's and lands in this
  * thread's last-error state exactly as natively. */
-struct device_side {
-    const void *symbol; /* host shadow of the variable, or NULL for a plain pointer */
-    int is_symbol;
-    char *ptr;          /* plain pointer, or the offset within the variable */
-};
-
-static struct device_side device_side(uint32_t symbol, uint64_t addr_or_offset) {
-    struct device_side d = {NULL, symbol != VMC_NO_INDEX, (char *)(uintptr_t)addr_or_offset};
+struct vmc_device_side vmc_w_device_side(uint32_t symbol, uint64_t addr_or_offset) {
+    struct vmc_device_side d = {NULL, symbol != VMC_NO_INDEX, (char *)(uintptr_t)addr_or_offset};
     if (d.is_symbol)
         d.symbol = vmc_w_var_host_var(symbol); /* NULL for an unknown index: the runtime rejects it */
     return d;
@@ -103,8 +96,8 @@ static struct device_side device_side(uint32_t symbol, uint64_t addr_or_offset) 
 
 /* Copies one block between host memory `host` and the device side at byte `at`. Pinned staging
  * makes the copy asynchronous on `stream`; pageable memory makes it synchronous. */
-static cudaError_t copy_block(const struct device_side *d, size_t at, void *host, size_t n, int to_device, int pinned,
-                              cudaStream_t stream, unsigned mode) {
+cudaError_t vmc_w_copy_block(const struct vmc_device_side *d, size_t at, void *host, size_t n, int to_device, int pinned,
+                             cudaStream_t stream, unsigned mode) {
     int per_thread = (mode & COPY_PER_THREAD) != 0;
     enum cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     size_t offset = (size_t)(uintptr_t)d->ptr + at;
@@ -126,10 +119,10 @@ static cudaError_t copy_block(const struct device_side *d, size_t at, void *host
 }
 
 /* Receives and discards n bytes (an error occurred, but the client's stream must be consumed). */
-static int discard(int fd, void *buf, size_t block, size_t n) {
+static int discard(struct vmc_wconn *c, void *buf, size_t block, size_t n) {
     while (n) {
         size_t take = n < block ? n : block;
-        if (vmc_read_full(fd, buf, take) != 0)
+        if (vmc_w_read_bytes(c, buf, take) != 0)
             return -1;
         n -= take;
     }
@@ -149,8 +142,8 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
     int pinned = staging(c);
     if (pinned < 0)
         return VMC_W_FATAL;
-    cudaStream_t stream = stream_for(stream_arg, mode);
-    struct device_side dst = device_side(symbol, dst_arg);
+    cudaStream_t stream = vmc_w_copy_stream(stream_arg, mode);
+    struct vmc_device_side dst = vmc_w_device_side(symbol, dst_arg);
     cudaError_t st = cudaSuccess;
     size_t done = 0, block = c->block_size;
     int k = 0;
@@ -158,16 +151,16 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
         size_t n = count - done < block ? (size_t)(count - done) : block;
         void *buf = pinned ? c->staging[k % BUFFERS] : c->fallback;
         /* Block k arrives while block k-1 is still being copied to the device from the other buffer. */
-        if (vmc_read_full(c->fd, buf, n) != 0)
+        if (vmc_w_read_bytes(c, buf, n) != 0)
             return VMC_W_FATAL;
         /* Before block k's copy is issued, block k-1's must be done: that frees its buffer for block k+1. */
         if (pinned && k >= 1 && st == cudaSuccess)
             st = cudaStreamSynchronize(stream);
         if (st == cudaSuccess)
-            st = copy_block(&dst, done, buf, n, 1, pinned, stream, mode);
+            st = vmc_w_copy_block(&dst, done, buf, n, 1, pinned, stream, mode);
         done += n;
         k++;
-        if (st != cudaSuccess && discard(c->fd, buf, block, (size_t)(count - done)) != 0)
+        if (st != cudaSuccess && discard(c, buf, block, (size_t)(count - done)) != 0)
             return VMC_W_FATAL;
         if (st != cudaSuccess)
             break;
@@ -195,14 +188,14 @@ enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc) {
     int pinned = staging(c);
     if (pinned < 0)
         return VMC_W_FATAL;
-    cudaStream_t stream = stream_for(stream_arg, mode);
-    struct device_side src = device_side(symbol, src_arg);
+    cudaStream_t stream = vmc_w_copy_stream(stream_arg, mode);
+    struct vmc_device_side src = vmc_w_device_side(symbol, src_arg);
     size_t block = c->block_size;
     /* The first block is fetched before answering, so that an invalid source is reported as the
      * call's error with no data, as natively. */
     size_t first = count < block ? (size_t)count : block;
     void *buf0 = pinned ? c->staging[0] : c->fallback;
-    cudaError_t st = copy_block(&src, 0, buf0, first, 0, pinned, stream, mode);
+    cudaError_t st = vmc_w_copy_block(&src, 0, buf0, first, 0, pinned, stream, mode);
     if (st == cudaSuccess && pinned)
         st = cudaStreamSynchronize(stream);
     vmc_w_reply_status(wc, st);
@@ -222,13 +215,13 @@ enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc) {
         size_t next_n = count - next_off < block ? (size_t)(count - next_off) : block;
         /* Start fetching block k+1 into the other buffer while block k goes out on the wire. */
         if (pinned && next_off < count && late == cudaSuccess)
-            late = copy_block(&src, next_off, c->staging[(k + 1) % BUFFERS], next_n, 0, 1, stream, mode);
+            late = vmc_w_copy_block(&src, next_off, c->staging[(k + 1) % BUFFERS], next_n, 0, 1, stream, mode);
         if (late != cudaSuccess && k > 0)
             memset(buf, 0, n);
         if (vmc_write_full(c->fd, buf, n) != 0)
             return VMC_W_FATAL;
         if (next_off < count && late == cudaSuccess)
-            late = pinned ? cudaStreamSynchronize(stream) : copy_block(&src, next_off, c->fallback, next_n, 0, 0, stream, mode);
+            late = pinned ? cudaStreamSynchronize(stream) : vmc_w_copy_block(&src, next_off, c->fallback, next_n, 0, 0, stream, mode);
         done = next_off;
         k++;
     }

@@ -122,9 +122,14 @@ int vmc_w_output_flush(int fd) {
      * in the pipes: after this, everything written before the REPLY is in memory. */
     fflush(stdout);
     fflush(stderr);
+    /* One poll tells whether either pipe holds anything: most replies then cost no read at all. */
+    struct pollfd p[2] = {{streams[0].read_fd, POLLIN, 0}, {streams[1].read_fd, POLLIN, 0}};
+    int ready = poll(p, 2, 0);
     pthread_mutex_lock(&lock);
-    drain(&streams[0]);
-    drain(&streams[1]);
+    if (ready > 0 && (p[0].revents & POLLIN))
+        drain(&streams[0]);
+    if (ready > 0 && (p[1].revents & POLLIN))
+        drain(&streams[1]);
     int rc = 0;
     if (streams[0].len || streams[0].dropped)
         rc |= send_output(fd, &streams[0]);

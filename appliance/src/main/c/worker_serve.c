@@ -121,7 +121,22 @@ static enum vmc_w_result context_check(struct vmc_wcall *wc) {
     return VMC_W_DONE;
 }
 
+static enum vmc_w_result dispatch_call(struct vmc_wcall *wc);
+
+/* isolation hooks (worker_quota.c, worker_idle.c): the memory quota, and activity for idle release */
 static enum vmc_w_result dispatch(struct vmc_wcall *wc) {
+    enum vmc_w_result r;
+    vmc_w_activity_begin();
+    if (!vmc_w_quota_intercept(wc, &r))
+        r = dispatch_call(wc);
+    vmc_w_activity_end();
+    return r;
+}
+
+static enum vmc_w_result dispatch_call(struct vmc_wcall *wc) {
+    enum vmc_w_result fidelity; /* host callbacks, box copies, capture guard (worker_fidelity.c) */
+    if (vmc_w_fidelity_dispatch(wc, &fidelity))
+        return fidelity;
     switch (wc->id) {
     case VMC_API_vmc_MemcpyHostToDevice: return vmc_w_memcpy_host_to_device(wc);
     case VMC_API_vmc_MemcpyDeviceToHost: return vmc_w_memcpy_device_to_host(wc);
@@ -130,22 +145,61 @@ static enum vmc_w_result dispatch(struct vmc_wcall *wc) {
     case VMC_API_vmc_LaunchKernel: return vmc_w_launch_kernel(wc);
     case VMC_API_vmc_LaunchKernelEx: return vmc_w_launch_kernel_ex(wc);
     case VMC_API_vmc_ContextCheck: return context_check(wc);
+    case VMC_API_vmc_ShmAttach: return vmc_w_shm_attach(wc);
+    case VMC_API_vmc_MemcpyHostToDeviceShm: return vmc_w_shm_host_to_device(wc);
+    case VMC_API_vmc_MemcpyDeviceToHostShm: return vmc_w_shm_device_to_host(wc);
     case VMC_API_cudaDeviceReset: {
         enum vmc_w_result r = vmc_worker_dispatch_generated(wc);
         vmc_w_staging_invalidate();
+        vmc_w_quota_reset(); /* isolation hook */
         return r;
     }
     default: return vmc_worker_dispatch_generated(wc);
     }
 }
 
+#define IN_BUFFER_BYTES (256u << 10)
+
+int vmc_w_read_bytes(struct vmc_wconn *c, void *dst, size_t n) {
+    uint8_t *out = dst;
+    size_t have = c->in_len - c->in_pos;
+    size_t take = have < n ? have : n;
+    memcpy(out, c->in_buf + c->in_pos, take);
+    c->in_pos += take;
+    out += take;
+    n -= take;
+    if (n == 0)
+        return 0;
+    /* Large reads (bulk data) go straight to their destination; small ones refill the buffer. */
+    if (n >= IN_BUFFER_BYTES / 2)
+        return vmc_read_full(c->fd, out, n);
+    c->in_pos = c->in_len = 0;
+    while (c->in_len < n) {
+        ssize_t r = read(c->fd, c->in_buf + c->in_len, IN_BUFFER_BYTES - c->in_len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r == 0)
+                errno = 0;
+            return -1;
+        }
+        c->in_len += (size_t)r;
+    }
+    memcpy(out, c->in_buf, n);
+    c->in_pos = n;
+    return 0;
+}
+
 void vmc_w_release_conn(struct vmc_wconn *c) {
     for (int i = 0; i < VMC_W_STAGING_BUFFERS; i++)
         if (c->staging[i] && c->staging_state == 1)
             cudaFreeHost(c->staging[i]);
+    vmc_w_shm_release(c);
     free(c->fallback);
+    free(c->in_buf);
     free(c->payload);
     vmc_out_free(&c->reply);
+    vmc_w_conn_closing(c->fd); /* isolation hook */
     close(c->fd);
 }
 
@@ -161,21 +215,30 @@ void vmc_w_serve(int fd, int primary) {
     c.primary = primary;
     c.block_size = configured_block_size();
     c.payload = malloc(VMC_MAX_CALL_PAYLOAD);
+    c.in_buf = malloc(IN_BUFFER_BYTES);
     int one = 1, buf = 8 << 20;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    if (!c.payload || send_manifest(&c) != 0) {
+    if (!c.payload || !c.in_buf || send_manifest(&c) != 0) {
+        vmc_w_conn_opened(fd); /* isolation hook: release_conn unregisters it */
         vmc_w_log("cannot start serving a connection");
         vmc_w_release_conn(&c);
         return;
     }
+    vmc_w_conn_opened(fd); /* isolation hook */
     for (;;) {
         struct vmc_frame_header h;
-        const char *why;
-        if (vmc_read_header(fd, &h, &why) != 0) {
+        const char *why = "connection closed";
+        uint8_t raw[VMC_HEADER_BYTES];
+        int rc = vmc_w_read_bytes(&c, raw, sizeof raw);
+        if (rc != 0 && errno != 0)
+            why = "read failed";
+        if (rc != 0 || vmc_parse_header(raw, &h, &why) != 0) {
             if (errno != 0 || strcmp(why, "connection closed") != 0)
                 vmc_w_log("closing a client connection: %s", why);
+            if (strcmp(why, "connection closed") != 0)
+                vmc_w_note_abort(why); /* isolation hook */
             if (strcmp(why, "connection closed") != 0 && strcmp(why, "read failed") != 0)
                 vmc_send_error(fd, 2, why);
             break;
@@ -185,8 +248,9 @@ void vmc_w_serve(int fd, int primary) {
             vmc_send_error(fd, 2, "only CALL frames are accepted by the worker");
             break;
         }
-        if (h.len && vmc_read_full(fd, c.payload, h.len) != 0) {
+        if (h.len && vmc_w_read_bytes(&c, c.payload, h.len) != 0) {
             vmc_w_log("client connection closed inside a frame");
+            vmc_w_note_abort("client connection lost inside a frame"); /* isolation hook */
             break;
         }
         struct vmc_wcall wc = {0};
@@ -198,8 +262,10 @@ void vmc_w_serve(int fd, int primary) {
         enum vmc_w_result r = dispatch(&wc);
         for (int i = 0; i < wc.n_strings; i++)
             free(wc.strings[i]);
-        if (r == VMC_W_FATAL)
+        if (r == VMC_W_FATAL) {
+            vmc_w_note_abort("client connection lost during a call"); /* isolation hook */
             break;
+        }
         if (r == VMC_W_BAD_ARGS || r == VMC_W_UNKNOWN) {
             const char *name = vmc_api_name(h.id);
             vmc_w_log("%s call %u (%s)", r == VMC_W_UNKNOWN ? "unsupported" : "malformed", h.id, name ? name : "unknown id");

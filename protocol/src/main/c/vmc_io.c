@@ -60,12 +60,7 @@ void vmc_encode_header(uint8_t out[VMC_HEADER_BYTES], uint16_t type, uint16_t fl
     put_le(out + 12, len, 4);
 }
 
-int vmc_read_header(int fd, struct vmc_frame_header *h, const char **why) {
-    uint8_t b[VMC_HEADER_BYTES];
-    if (vmc_read_full(fd, b, sizeof b) != 0) {
-        *why = errno == 0 ? "connection closed" : "read failed";
-        return -1;
-    }
+int vmc_parse_header(const uint8_t b[VMC_HEADER_BYTES], struct vmc_frame_header *h, const char **why) {
     h->magic = (uint32_t)get_le(b, 4);
     h->type = (uint16_t)get_le(b + 4, 2);
     h->flags = (uint16_t)get_le(b + 6, 2);
@@ -85,6 +80,15 @@ int vmc_read_header(int fd, struct vmc_frame_header *h, const char **why) {
         return -1;
     }
     return 0;
+}
+
+int vmc_read_header(int fd, struct vmc_frame_header *h, const char **why) {
+    uint8_t b[VMC_HEADER_BYTES];
+    if (vmc_read_full(fd, b, sizeof b) != 0) {
+        *why = errno == 0 ? "connection closed" : "read failed";
+        return -1;
+    }
+    return vmc_parse_header(b, h, why);
 }
 
 void vmc_out_reset(struct vmc_out *o) {

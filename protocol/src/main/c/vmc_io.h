@@ -16,6 +16,8 @@ void vmc_encode_header(uint8_t out[VMC_HEADER_BYTES], uint16_t type, uint16_t fl
 /* Reads and validates a header: magic, known type, len within the type's limit.
  * Returns 0, or -1 with *why set to a static description. */
 int vmc_read_header(int fd, struct vmc_frame_header *h, const char **why);
+/* The same checks on a header already in memory. */
+int vmc_parse_header(const uint8_t b[VMC_HEADER_BYTES], struct vmc_frame_header *h, const char **why);
 
 /* A growable little-endian output buffer. Allocation failure makes it "broken" (checked once at the end). */
 struct vmc_out {

@@ -22,7 +22,10 @@ public final class GenerateApi {
 
     enum Mode { SYNC, ASYNC, SYNC_WRAPPED, ASYNC_WRAPPED, LOCAL, HAND, UNSUPPORTED, INTERNAL }
 
-    enum Kind { VALUE, OUT, IN, FUNC, SYMBOL, STR }
+    /** D2D: a cudaMemcpyKind the worker accepts only as cudaMemcpyDeviceToDevice (the client turns
+     *  cudaMemcpyDefault into it); IN_D2D: an @in struct whose `kind` member is held to the same rule.
+     *  Both keep client-given host addresses from ever being read or written by the worker. */
+    enum Kind { VALUE, OUT, IN, FUNC, SYMBOL, STR, D2D, IN_D2D }
 
     record Param(String type, String name, Kind kind) {
         /** The type a pointer parameter points to, without const: storage for it in the worker. */
@@ -143,6 +146,8 @@ public final class GenerateApi {
                 case "func" -> Kind.FUNC;
                 case "symbol" -> Kind.SYMBOL;
                 case "str" -> Kind.STR;
+                case "d2d" -> Kind.D2D;
+                case "in_d2d" -> Kind.IN_D2D;
                 default -> throw new IllegalArgumentException("line " + line + ": unknown annotation @" + a.group(1));
             };
             p = p.substring(0, a.start()).strip();
@@ -164,7 +169,9 @@ public final class GenerateApi {
                         + "): a pointer other than a device pointer needs @out/@in/@func/@symbol/@str");
             if (api.async() && p.kind() == Kind.OUT)
                 throw new IllegalArgumentException("line " + api.line() + ": async " + api.name() + " cannot return @out values");
-            if ((p.kind() == Kind.OUT || p.kind() == Kind.IN) && !t.endsWith("*"))
+            if (p.kind() == Kind.D2D && t.endsWith("*"))
+                throw new IllegalArgumentException("line " + api.line() + ": @d2d on a pointer in " + api.name());
+            if ((p.kind() == Kind.OUT || p.kind() == Kind.IN || p.kind() == Kind.IN_D2D) && !t.endsWith("*"))
                 throw new IllegalArgumentException("line " + api.line() + ": @" + p.kind() + " on a non-pointer in " + api.name());
         }
     }
@@ -226,7 +233,9 @@ public final class GenerateApi {
             for (Param p : a.params()) {
                 switch (p.kind()) {
                     case VALUE -> s.append("    vmc_arg(&vmc_c, &").append(p.name()).append(", sizeof ").append(p.name()).append(");\n");
-                    case OUT, IN -> s.append("    vmc_arg_pointee(&vmc_c, ").append(p.name()).append(", sizeof *").append(p.name()).append(");\n");
+                    case D2D -> s.append("    if (").append(p.name()).append(" == cudaMemcpyDefault)\n        ").append(p.name())
+                            .append(" = cudaMemcpyDeviceToDevice;\n    vmc_arg(&vmc_c, &").append(p.name()).append(", sizeof ").append(p.name()).append(");\n");
+                    case OUT, IN, IN_D2D -> s.append("    vmc_arg_pointee(&vmc_c, ").append(p.name()).append(", sizeof *").append(p.name()).append(");\n");
                     case FUNC -> s.append("    vmc_arg_func(&vmc_c, ").append(p.name()).append(");\n");
                     case SYMBOL -> s.append("    vmc_arg_symbol(&vmc_c, ").append(p.name()).append(");\n");
                     case STR -> s.append("    vmc_arg_str(&vmc_c, ").append(p.name()).append(");\n");
@@ -258,6 +267,8 @@ public final class GenerateApi {
     static String workerDispatch(List<Api> apis) {
         StringBuilder s = new StringBuilder(BANNER);
         s.append("#include <string.h>\n#include <cuda_runtime_api.h>\n#include <cuda_profiler_api.h>\n#include \"vmc_api.h\"\n#include \"worker_call.h\"\n\n");
+        s.append("/* Deprecated entry points (cudaMemcpyToArray...) are still exported and forwarded. */\n")
+         .append("#pragma GCC diagnostic ignored \"-Wdeprecated-declarations\"\n\n");
         s.append(perThreadDeclarations(apis, true)).append('\n');
         s.append("enum vmc_w_result vmc_worker_dispatch_generated(struct vmc_wcall *vmc_wc) {\n");
         s.append("    switch (vmc_wc->id) {\n");
@@ -268,12 +279,12 @@ public final class GenerateApi {
             for (Param p : a.params()) {
                 String n = p.name();
                 switch (p.kind()) {
-                    case VALUE -> {
+                    case VALUE, D2D -> {
                         s.append("        ").append(p.type()).append(p.type().endsWith("*") ? "" : " ").append(n).append(";\n");
                         s.append("        vmc_w_arg(vmc_wc, &").append(n).append(", sizeof ").append(n).append(");\n");
                         callArgs.add(n);
                     }
-                    case OUT, IN -> {
+                    case OUT, IN, IN_D2D -> {
                         String pt = p.pointee();
                         s.append("        ").append(pt).append(pt.endsWith("*") ? "" : " ").append(n).append("_v;\n");
                         s.append("        memset(&").append(n).append("_v, 0, sizeof ").append(n).append("_v);\n");
@@ -296,6 +307,13 @@ public final class GenerateApi {
                 }
             }
             s.append("        if (!vmc_w_args_ok(vmc_wc))\n            return VMC_W_BAD_ARGS;\n");
+            for (Param p : a.params()) {
+                if (p.kind() == Kind.D2D)
+                    s.append("        if (").append(p.name()).append(" != cudaMemcpyDeviceToDevice)\n            return VMC_W_BAD_ARGS;\n");
+                if (p.kind() == Kind.IN_D2D)
+                    s.append("        if (!").append(p.name()).append(" || ").append(p.name())
+                     .append("->kind != cudaMemcpyDeviceToDevice)\n            return VMC_W_BAD_ARGS;\n");
+            }
             s.append("        cudaError_t vmc_st = ").append(a.name()).append('(').append(String.join(", ", callArgs)).append(");\n");
             if (a.async()) {
                 s.append("        vmc_w_async_done(vmc_wc, vmc_st);\n");

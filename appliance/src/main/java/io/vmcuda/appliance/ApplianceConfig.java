@@ -22,6 +22,10 @@ import java.util.Properties;
  */
 public final class ApplianceConfig {
     static final String DEFAULTS_RESOURCE = "vmcudad-defaults.properties";
+    static final String TENANT_PREFIX = "tenant.";
+    private static final java.util.regex.Pattern TENANT_KEY =
+            java.util.regex.Pattern.compile("tenant\\.([A-Za-z0-9_-]{1,64})\\.(token_sha256|max_sessions|max_gpus|max_memory_bytes)");
+    private static final java.util.regex.Pattern SHA256_HEX = java.util.regex.Pattern.compile("[0-9a-fA-F]{64}");
 
     private final Properties props;
 
@@ -35,6 +39,14 @@ public final class ApplianceConfig {
         workerExtraEnv();
         workerStartTimeout();
         workerStopGrace();
+        tenants();
+        handshakeTimeout();
+        idleReleaseMinutes();
+        workerSandbox();
+        workerUser();
+        workerMaxProcesses();
+        workerMaxOpenFiles();
+        workerTmpSize();
     }
 
     public static ApplianceConfig load(Path file) throws IOException {
@@ -45,7 +57,7 @@ public final class ApplianceConfig {
                 overrides.load(r);
             }
             for (String key : overrides.stringPropertyNames()) {
-                if (!p.containsKey(key)) throw new IllegalArgumentException("unknown config key '" + key + "' in " + file);
+                if (!p.containsKey(key) && !key.startsWith(TENANT_PREFIX)) throw new IllegalArgumentException("unknown config key '" + key + "' in " + file);
                 p.setProperty(key, overrides.getProperty(key));
             }
         }
@@ -126,6 +138,113 @@ public final class ApplianceConfig {
 
     public Duration workerStopGrace() {
         return Duration.ofSeconds(longValue("worker.stop_grace_s", 0, 3600));
+    }
+
+    /**
+     * {@code tenant.NAME.token_sha256} (required per tenant) and the optional caps
+     * {@code tenant.NAME.max_sessions}, {@code .max_gpus}, {@code .max_memory_bytes} (0 = no limit).
+     */
+    public List<io.vmcuda.appliance.auth.Tenant> tenants() {
+        Map<String, Map<String, String>> byName = new java.util.TreeMap<>();
+        for (String key : props.stringPropertyNames()) {
+            if (!key.startsWith(TENANT_PREFIX)) continue;
+            java.util.regex.Matcher m = TENANT_KEY.matcher(key);
+            if (!m.matches()) {
+                throw new IllegalArgumentException("config key '" + key + "' is not tenant.NAME.{token_sha256,"
+                        + "max_sessions,max_gpus,max_memory_bytes} (NAME: letters, digits, _ and -)");
+            }
+            byName.computeIfAbsent(m.group(1), n -> new java.util.HashMap<>()).put(m.group(2), props.getProperty(key).strip());
+        }
+        List<io.vmcuda.appliance.auth.Tenant> out = new ArrayList<>();
+        java.util.Set<String> hashes = new java.util.HashSet<>();
+        for (Map.Entry<String, Map<String, String>> e : byName.entrySet()) {
+            String name = e.getKey();
+            Map<String, String> f = e.getValue();
+            String hash = f.get("token_sha256");
+            if (hash == null || !SHA256_HEX.matcher(hash).matches()) {
+                throw new IllegalArgumentException("config key 'tenant." + name + ".token_sha256' must be 64 hex digits "
+                        + "(make one with: vmcudad --hash-token)");
+            }
+            if (!hashes.add(hash.toLowerCase())) {
+                throw new IllegalArgumentException("tenant '" + name + "' has the same token as another tenant");
+            }
+            out.add(new io.vmcuda.appliance.auth.Tenant(name, java.util.HexFormat.of().parseHex(hash.toLowerCase()),
+                    (int) tenantLong(name, f, "max_sessions", 1_000_000),
+                    (int) tenantLong(name, f, "max_gpus", 1024),
+                    tenantLong(name, f, "max_memory_bytes", Long.MAX_VALUE)));
+        }
+        return out;
+    }
+
+    private static long tenantLong(String tenant, Map<String, String> f, String field, long max) {
+        String v = f.get(field);
+        if (v == null || v.isEmpty()) return 0;
+        try {
+            long n = Long.parseLong(v);
+            if (n < 0 || n > max) throw new NumberFormatException();
+            return n;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("config key 'tenant." + tenant + "." + field + "' = '" + v
+                    + "' must be a whole number from 0 (no limit) to " + max);
+        }
+    }
+
+    /** How long a client may take to send its HELLO, and at most between two BINARY_CHUNKs. */
+    public Duration handshakeTimeout() {
+        return Duration.ofSeconds(longValue("control.handshake_timeout_s", 1, 3600));
+    }
+
+    /** {@code session.idle_release_minutes} as written (may be fractional); "0" = off. */
+    public String idleReleaseMinutes() {
+        String v = string("session.idle_release_minutes");
+        double d;
+        try {
+            d = Double.parseDouble(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("config key 'session.idle_release_minutes' = '" + v + "' is not a number");
+        }
+        if (!(d >= 0 && d <= 525_600) || v.contains("e") || v.contains("E")) {
+            throw new IllegalArgumentException("config key 'session.idle_release_minutes' = '" + v
+                    + "' must be a plain number of minutes from 0 (off) to 525600");
+        }
+        return d == 0 ? "0" : v;
+    }
+
+    /** {@code worker.sandbox}: "auto" (on when the daemon runs as root), "true" or "false". */
+    public String workerSandbox() {
+        String v = string("worker.sandbox").toLowerCase();
+        if (!v.equals("auto") && !v.equals("true") && !v.equals("false")) {
+            throw new IllegalArgumentException("config key 'worker.sandbox' = '" + v + "' must be auto, true or false");
+        }
+        return v;
+    }
+
+    public String workerSandboxLauncher() {
+        return string("worker.sandbox_launcher");
+    }
+
+    public String workerUser() {
+        String v = string("worker.user");
+        if (!v.matches("[A-Za-z0-9_.][A-Za-z0-9_.-]{0,62}")) {
+            throw new IllegalArgumentException("config key 'worker.user' = '" + v + "' is not a user name");
+        }
+        return v;
+    }
+
+    public long workerMaxProcesses() {
+        return longValue("worker.max_processes", 16, 1L << 22);
+    }
+
+    public long workerMaxOpenFiles() {
+        return longValue("worker.max_open_files", 64, 1L << 20);
+    }
+
+    public String workerTmpSize() {
+        String v = string("worker.tmp_size");
+        if (!v.matches("[0-9]{1,15}[kmgKMG]?")) {
+            throw new IllegalArgumentException("config key 'worker.tmp_size' = '" + v + "' must be a size such as 512m");
+        }
+        return v;
     }
 
     private String string(String key) {

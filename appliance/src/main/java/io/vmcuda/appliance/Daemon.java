@@ -13,6 +13,8 @@ import io.vmcuda.appliance.session.Refusals;
 import io.vmcuda.appliance.session.SessionManager;
 import io.vmcuda.appliance.session.SessionRecordLog;
 import io.vmcuda.appliance.worker.WorkerLauncher;
+import io.vmcuda.appliance.auth.Authenticator;
+import io.vmcuda.appliance.worker.Sandbox;
 import io.vmcuda.appliance.worker.WorkerSocketServer;
 import io.vmcuda.scheduler.GpuInventory;
 import io.vmcuda.scheduler.GpuScheduler;
@@ -56,6 +58,20 @@ public final class Daemon implements AutoCloseable {
         }
         this.config = config;
         this.stateDir = options.stateDir().toAbsolutePath();
+        Authenticator auth = new Authenticator(config.tenants());
+        InetSocketAddress listen = options.listen();
+        boolean loopback = listen.getAddress() != null && listen.getAddress().isLoopbackAddress();
+        if (!auth.required() && !loopback && !options.insecure()) {
+            throw new IllegalStateException("refusing to listen on " + listen + " without tenant tokens: anyone who "
+                    + "reaches it could run code on the GPUs. Configure tenant.NAME.token_sha256 (vmcudad --new-token), "
+                    + "listen on loopback, or pass --insecure");
+        }
+        if (auth.required()) {
+            LOG.info("authentication on: " + auth.tenants().size() + " tenant(s)");
+        } else {
+            LOG.warning("no tenants configured: every client that reaches " + listen + " is accepted without a token"
+                    + (loopback ? " (loopback only)" : " (--insecure)"));
+        }
         Path sessionsDir = stateDir.resolve("sessions");
         Files.createDirectories(sessionsDir);
         Path workerLibDir = WorkerLibDir.resolve(options.workerLibDir(), System.getenv("VMCUDA_WORKER_LIB_DIR"),
@@ -63,6 +79,7 @@ public final class Daemon implements AutoCloseable {
         if (!Files.isRegularFile(workerLibDir.resolve(WorkerLibDir.LIBRARY))) {
             LOG.warning(WorkerLibDir.LIBRARY + " not found in " + workerLibDir + ": workers will fail to start");
         }
+        Sandbox sandbox = Sandbox.resolve(config, workerLibDir);
 
         boss = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         io = new MultiThreadIoEventLoopGroup(0, EpollIoHandler.newFactory());
@@ -75,14 +92,14 @@ public final class Daemon implements AutoCloseable {
         BinaryCache cache = new BinaryCache(stateDir.resolve("cache"), config.cacheMemoryBytes());
         Path socketPath = stateDir.resolve("run").resolve("worker.sock");
         WorkerLauncher launcher = new WorkerLauncher(socketPath, workerLibDir, config.workerCudaLibDirs(),
-                config.workerBlockSize(), config.workerExtraEnv());
+                config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes());
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl")), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);
         try {
             workerSocket = new WorkerSocketServer(socketPath, io, sessions);
             control = new ControlServer(options.listen(), boss, io, cache, sessions, refusals, blocking,
-                    config.binaryMaxBytes());
+                    config.binaryMaxBytes(), auth, config.handshakeTimeout());
             admin = new AdminServer(options.admin(), io,
                     new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions));
         } catch (IOException | InterruptedException | RuntimeException e) {
@@ -92,6 +109,7 @@ public final class Daemon implements AutoCloseable {
         LOG.info("vmcudad " + Version.get() + " listening on " + control.localAddress() + ", admin on http://"
                 + hostPort(admin.localAddress()) + "/status, state in " + stateDir + ", worker library from "
                 + workerLibDir + ", " + inventory.gpus().size() + " GPU(s)"
+                + (sandbox == null ? ", workers unsandboxed" : ", workers sandboxed as " + sandbox.user())
                 + (inventory.gpus().isEmpty() ? " (" + inventory.unavailableReason() + ")" : ""));
     }
 

@@ -8,16 +8,26 @@ import java.nio.file.Path;
  * {@link WorkerLibDir#resolve}); {@code configFile} is null for the built-in defaults.
  */
 public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, Path stateDir, Path configFile,
-                            Path workerLibDir) {
+                            Path workerLibDir, boolean insecure) {
+    public DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, Path stateDir, Path configFile,
+                         Path workerLibDir) {
+        this(listen, admin, stateDir, configFile, workerLibDir, false);
+    }
+
     public static final String USAGE = String.join("\n",
             "usage: vmcudad [--listen HOST:PORT] [--admin HOST:PORT] [--state-dir DIR] [--config FILE]",
-            "               [--worker-lib-dir DIR] | --version | --help",
+            "               [--worker-lib-dir DIR] [--insecure]",
+            "       vmcudad --hash-token [TOKEN] | --new-token | --version | --help",
             "  --listen          client port (default 127.0.0.1:7070)",
             "  --admin           HTTP status/metrics port (default 127.0.0.1:7071)",
             "  --state-dir       binary cache, session logs, worker socket (default ./vmcuda-state)",
             "  --config          properties file; keys in appliance/CONFIG.md",
             "  --worker-lib-dir  directory of libvmcuda-worker.so (default: $VMCUDA_WORKER_LIB_DIR,",
             "                    worker.lib_dir, appliance/target/native in a checkout, <bundle>/native)",
+            "  --insecure        allow a non-loopback --listen without tenant tokens (anyone who can reach",
+            "                    the port may run code on the GPUs)",
+            "  --hash-token      print the tenant.NAME.token_sha256 value of TOKEN (or of the line on stdin)",
+            "  --new-token       print a new random token and its tenant.NAME.token_sha256 line",
             "Running sessions end when the daemon stops: on SIGTERM it stops accepting, sends its workers",
             "SIGTERM, and SIGKILL to those still alive after worker.stop_grace_s.");
 
@@ -31,6 +41,10 @@ public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, P
         DaemonOptions o = defaults();
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
+            if (a.equals("--insecure")) {
+                o = new DaemonOptions(o.listen, o.admin, o.stateDir, o.configFile, o.workerLibDir, true);
+                continue;
+            }
             String v;
             int eq = a.indexOf('=');
             if (a.startsWith("--") && eq > 0) {
@@ -42,19 +56,19 @@ public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, P
             }
             switch (a) {
                 case "--listen":
-                    o = new DaemonOptions(hostPort(v), o.admin, o.stateDir, o.configFile, o.workerLibDir);
+                    o = new DaemonOptions(hostPort(v), o.admin, o.stateDir, o.configFile, o.workerLibDir, o.insecure);
                     break;
                 case "--admin":
-                    o = new DaemonOptions(o.listen, hostPort(v), o.stateDir, o.configFile, o.workerLibDir);
+                    o = new DaemonOptions(o.listen, hostPort(v), o.stateDir, o.configFile, o.workerLibDir, o.insecure);
                     break;
                 case "--state-dir":
-                    o = new DaemonOptions(o.listen, o.admin, Path.of(v), o.configFile, o.workerLibDir);
+                    o = new DaemonOptions(o.listen, o.admin, Path.of(v), o.configFile, o.workerLibDir, o.insecure);
                     break;
                 case "--config":
-                    o = new DaemonOptions(o.listen, o.admin, o.stateDir, Path.of(v), o.workerLibDir);
+                    o = new DaemonOptions(o.listen, o.admin, o.stateDir, Path.of(v), o.workerLibDir, o.insecure);
                     break;
                 case "--worker-lib-dir":
-                    o = new DaemonOptions(o.listen, o.admin, o.stateDir, o.configFile, Path.of(v));
+                    o = new DaemonOptions(o.listen, o.admin, o.stateDir, o.configFile, Path.of(v), o.insecure);
                     break;
                 default:
                     throw new IllegalArgumentException("unknown option " + a);

@@ -13,6 +13,30 @@ public final class Vmcudad {
     private Vmcudad() {}
 
     public static void main(String[] args) throws Exception {
+        if (args.length >= 1 && args[0].equals("--hash-token")) {
+            String token;
+            if (args.length >= 2) {
+                token = args[1];
+            } else {
+                java.io.BufferedReader in = new java.io.BufferedReader(
+                        new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8));
+                token = in.readLine();
+            }
+            if (token == null || token.strip().isEmpty()) {
+                System.err.println("vmcudad: --hash-token: no token given (argument or one line on stdin)");
+                System.exit(2);
+            }
+            System.out.println(io.vmcuda.appliance.auth.Authenticator.hashToken(token.strip()));
+            return;
+        }
+        if (args.length >= 1 && args[0].equals("--new-token")) {
+            String token = io.vmcuda.appliance.auth.Authenticator.generateToken();
+            System.out.println("token (give it to the tenant's clients: VMCUDA_TOKEN or 'token =' in client.conf):");
+            System.out.println("  " + token);
+            System.out.println("daemon config line (replace NAME):");
+            System.out.println("  tenant.NAME.token_sha256 = " + io.vmcuda.appliance.auth.Authenticator.hashToken(token));
+            return;
+        }
         for (String a : args) {
             if (a.equals("--version")) {
                 System.out.println("vmcudad " + Version.get());

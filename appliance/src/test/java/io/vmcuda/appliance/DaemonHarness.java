@@ -19,8 +19,11 @@ final class DaemonHarness implements AutoCloseable {
     DaemonHarness(Path stateDir, Path workerLibDir, GpuInventory inventory, Map<String, String> config)
             throws IOException, InterruptedException {
         InetSocketAddress any = new InetSocketAddress("127.0.0.1", 0);
+        // the fixtures' fake workers run unsandboxed unless a test asks for the sandbox
+        Map<String, String> c = new java.util.HashMap<>(Map.of("worker.sandbox", "false"));
+        c.putAll(config);
         daemon = Daemon.start(new DaemonOptions(any, any, stateDir, null, workerLibDir),
-                ApplianceConfig.defaultsOnly().with(config), inventory);
+                ApplianceConfig.defaultsOnly().with(c), inventory);
     }
 
     ProtocolClient connect() throws IOException {

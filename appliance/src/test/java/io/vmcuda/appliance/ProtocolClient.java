@@ -41,8 +41,12 @@ final class ProtocolClient implements AutoCloseable {
     }
 
     static byte[] hello(int version, int role, long size, byte[] sha, int gpus, long sessionId, byte[] key, String name) {
+        return hello(version, role, size, sha, gpus, sessionId, key, name, "unused-token".getBytes(StandardCharsets.UTF_8));
+    }
+
+    static byte[] hello(int version, int role, long size, byte[] sha, int gpus, long sessionId, byte[] key, String name,
+                        byte[] token) {
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
-        byte[] token = "unused-token".getBytes(StandardCharsets.UTF_8);
         ByteBuffer b = ByteBuffer.allocate(4 + 4 + 8 + 32 + 4 + 8 + 32 + 2 + token.length + 2 + n.length)
                 .order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(version).putInt(role).putLong(size).put(sha).putInt(gpus).putLong(sessionId).put(key)
@@ -53,6 +57,16 @@ final class ProtocolClient implements AutoCloseable {
     void sendNewHello(byte[] binary, String name) throws Exception {
         sendFrame(Wire.TYPE_HELLO, hello(Wire.PROTO_VERSION, Wire.ROLE_NEW, binary.length, sha256(binary), 1, 0,
                 new byte[32], name));
+    }
+
+    void sendNewHello(byte[] binary, String name, String token, int gpus) throws Exception {
+        sendFrame(Wire.TYPE_HELLO, hello(Wire.PROTO_VERSION, Wire.ROLE_NEW, binary.length, sha256(binary), gpus, 0,
+                new byte[32], name, token.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    void sendJoinHello(long sessionId, byte[] key, String token) throws IOException {
+        sendFrame(Wire.TYPE_HELLO, hello(Wire.PROTO_VERSION, Wire.ROLE_JOIN, 0, new byte[32], 0, sessionId, key, "join",
+                token.getBytes(StandardCharsets.UTF_8)));
     }
 
     void sendJoinHello(long sessionId, byte[] key) throws IOException {

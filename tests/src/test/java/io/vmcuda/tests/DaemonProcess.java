@@ -22,10 +22,13 @@ final class DaemonProcess implements AutoCloseable {
     final int adminPort;
     final Path stateDir;
     final Path log;
-    private final Process process;
+    /** The tenant token the daemon accepts (its config holds only the SHA-256): give it to clients as VMCUDA_TOKEN. */
+    final String token;
+    final Process process;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-    private DaemonProcess(Process process, int port, int adminPort, Path stateDir, Path log) {
+    private DaemonProcess(Process process, int port, int adminPort, Path stateDir, Path log, String token) {
+        this.token = token;
         this.process = process;
         this.port = port;
         this.adminPort = adminPort;
@@ -34,13 +37,33 @@ final class DaemonProcess implements AutoCloseable {
     }
 
     static DaemonProcess start(Path repoRoot, Path workDir) throws IOException, InterruptedException {
-        Path stateDir = Files.createTempDirectory(workDir, "state-");
-        Path log = workDir.resolve("daemon.log");
+        return start(repoRoot, workDir, java.util.Map.of(), null, "daemon.log");
+    }
+
+    /**
+     * @param config   extra daemon settings (written to a --config file with a generated tenant token)
+     * @param stateDir null for a new one (a restart passes the previous daemon's)
+     */
+    static DaemonProcess start(Path repoRoot, Path workDir, java.util.Map<String, String> config, Path stateDir,
+                               String logName) throws IOException, InterruptedException {
+        if (stateDir == null) {
+            stateDir = Files.createTempDirectory(workDir, "state-");
+            // a sandboxed worker (the unprivileged worker.user) must reach its session directory and binary
+            Files.setPosixFilePermissions(stateDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        }
+        Path log = workDir.resolve(logName);
+        byte[] raw = new byte[32];
+        new java.security.SecureRandom().nextBytes(raw);
+        String token = java.util.HexFormat.of().formatHex(raw);
+        StringBuilder conf = new StringBuilder("tenant.e2e.token_sha256 = " + sha256Hex(token) + "\n");
+        config.forEach((k, v) -> conf.append(k).append(" = ").append(v).append('\n'));
+        Path confFile = stateDir.resolveSibling(stateDir.getFileName() + ".conf");
+        Files.writeString(confFile, conf);
         int port = freePort();
         int adminPort = freePort();
         List<String> cmd = new java.util.ArrayList<>(List.of(repoRoot.resolve("bin/vmcudad").toString(),
                 "--listen", "127.0.0.1:" + port, "--admin", "127.0.0.1:" + adminPort,
-                "--state-dir", stateDir.toString()));
+                "--state-dir", stateDir.toString(), "--config", confFile.toString()));
         Path workerLibDir = repoRoot.resolve("appliance/target/native");
         if (Files.isDirectory(workerLibDir)) {
             cmd.add("--worker-lib-dir");
@@ -48,7 +71,7 @@ final class DaemonProcess implements AutoCloseable {
         }
         Process p = new ProcessBuilder(cmd).directory(workDir.toFile())
                 .redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        DaemonProcess d = new DaemonProcess(p, port, adminPort, stateDir, log);
+        DaemonProcess d = new DaemonProcess(p, port, adminPort, stateDir, log, token);
         d.awaitAdmin();
         return d;
     }
@@ -89,6 +112,15 @@ final class DaemonProcess implements AutoCloseable {
         process.destroy();
         if (!process.waitFor(15, TimeUnit.SECONDS)) process.destroyForcibly().waitFor();
         children.forEach(ProcessHandle::destroyForcibly);
+    }
+
+    static String sha256Hex(String s) {
+        try {
+            return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(s.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private static int freePort() throws IOException {

@@ -83,20 +83,26 @@ class EndToEndTest {
         env.put("LD_LIBRARY_PATH", joinPath(cudaLib.toString(), System.getenv("LD_LIBRARY_PATH")));
         env.put("VMCUDA_APPLIANCE", null); // the native run must not see any vmcuda setting
         env.put("VMCUDA_GPUS", null);
+        env.put("VMCUDA_TOKEN", daemon.token); // the daemon's tenant token (ignored by the native run)
+        env.put("VMCUDA_TRANSPORT", null);
 
         ProgramRunner.Result nat = ProgramRunner.run(List.of(program.toString()), env,
                 program.getParent(), work.resolve("native").resolve(name));
-        ProgramRunner.Result vm = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run",
-                "--appliance", "127.0.0.1:" + daemon.port, "--", program.toString()), env,
-                program.getParent(), work.resolve("vmcuda").resolve(name));
-        runThroughVmcuda.add(name);
-
-        String both = "\n=== native ===\n" + nat.describe() + "=== vmcuda ===\n" + vm.describe();
-        assertFalse(nat.timedOut() || vm.timedOut(), name + ": a run timed out" + both);
         assertTrue(PROGRAM_EXIT_CODES.contains(nat.exitCode()),
-                name + ": the native run did not reach the program's own checks" + both);
-        assertEquals(nat.exitCode(), vm.exitCode(), name + ": exit codes differ" + both);
-        assertEquals(nat.stdout(), vm.stdout(), name + ": stdout differs" + both);
+                name + ": the native run did not reach the program's own checks\n" + nat.describe());
+        // Both bulk-data paths: the socket, and the shared-memory ring of a co-located client.
+        for (String transport : List.of("tcp", "shm")) {
+            env.put("VMCUDA_TRANSPORT", transport);
+            ProgramRunner.Result vm = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run",
+                    "--appliance", "127.0.0.1:" + daemon.port, "--", program.toString()), env,
+                    program.getParent(), work.resolve("vmcuda-" + transport).resolve(name));
+            String both = "\n=== native ===\n" + nat.describe() + "=== vmcuda (" + transport + ") ===\n" + vm.describe();
+            assertFalse(nat.timedOut() || vm.timedOut(), name + ": a run timed out" + both);
+            assertEquals(nat.exitCode(), vm.exitCode(), name + " over " + transport + ": exit codes differ" + both);
+            assertEquals(nat.stdout(), vm.stdout(), name + " over " + transport + ": stdout differs" + both);
+        }
+        env.remove("VMCUDA_TRANSPORT");
+        runThroughVmcuda.add(name);
     }
 
     private void checkSessionsRecorded() throws Exception {

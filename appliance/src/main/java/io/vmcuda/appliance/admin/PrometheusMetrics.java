@@ -21,6 +21,11 @@ final class PrometheusMetrics {
         metric(out, "vmcuda_sessions_total", "counter", "Sessions started since the daemon started.", m.sessionsTotal());
         metric(out, "vmcuda_sessions_active", "gauge", "Sessions whose worker is starting or running.", active.size());
         metric(out, "vmcuda_sessions_refused_total", "counter", "HELLOs answered with REFUSED.", m.refusedTotal());
+        metric(out, "vmcuda_auth_failures_total", "counter", "HELLOs refused for a missing or wrong token.", m.authFailures());
+        metric(out, "vmcuda_handshake_timeouts_total", "counter",
+                "Connections closed for not completing HELLO/upload in time.", m.handshakeTimeouts());
+        metric(out, "vmcuda_protocol_errors_total", "counter", "Control connections closed for a protocol error.",
+                m.protocolErrors());
         metric(out, "vmcuda_bytes_h2d_total", "counter", "Bytes copied host to device, all sessions.", h2d);
         metric(out, "vmcuda_bytes_d2h_total", "counter", "Bytes copied device to host, all sessions.", d2h);
         metric(out, "vmcuda_gpus", "gauge", "GPUs in the appliance's inventory.", src.inventory().gpus().size());

@@ -92,6 +92,10 @@ public final class BinaryCache {
             } catch (FileAlreadyExistsException | DirectoryNotEmptyException e) {
                 // another connection admitted the same binary first; theirs is identical
                 LOG.fine("cache entry " + sha256 + " was admitted concurrently");
+            } catch (java.nio.file.FileSystemException e) {
+                // rename(2) onto a non-empty directory is ENOTEMPTY, which Java reports without a subclass
+                if (!Files.isDirectory(entry)) throw e;
+                LOG.fine("cache entry " + sha256 + " was admitted concurrently");
             }
             CachedBinary b = readEntry(sha256).orElseThrow(() -> new IOException("cache entry " + entry + " unreadable"));
             index.put(sha256, b);

@@ -7,4 +7,5 @@ import java.util.concurrent.Executor;
 
 /** What every control connection shares. {@code blocking} runs disk work and rewriting. */
 record ControlContext(BinaryCache cache, SessionManager sessions, Refusals refusals, Executor blocking,
-                      long binaryMaxBytes) {}
+                      long binaryMaxBytes, io.vmcuda.appliance.auth.Authenticator auth,
+                      java.time.Duration handshakeTimeout) {}

@@ -18,6 +18,8 @@ import io.vmcuda.protocol.Wire;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Optional;
+import java.util.concurrent.ScheduledFuture;
+import io.vmcuda.appliance.auth.Tenant;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -37,11 +39,51 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private final ControlContext ctxShared;
     private Phase phase = Phase.AWAIT_HELLO;
     private Hello hello;
+    private Tenant tenant;
+    /** When the current handshake phase last made progress (connect, then each BINARY_CHUNK). */
+    private long progressNanos = System.nanoTime();
+    private ScheduledFuture<?> timeoutCheck;
     private BinaryUpload upload;
     private long uploadStartNanos;
 
     ControlHandler(ControlContext shared) {
         this.ctxShared = shared;
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) throws Exception {
+        progressNanos = System.nanoTime();
+        scheduleTimeoutCheck(ctx, ctxShared.handshakeTimeout().toNanos());
+        super.channelActive(ctx);
+    }
+
+    /**
+     * Slow or silent clients: HELLO must arrive within control.handshake_timeout_s of connecting, and
+     * during an upload each BINARY_CHUNK within that time of the previous one. While the daemon itself
+     * works (cache, rewrite, GPU queue, worker start) the client is expected to be silent: no timeout.
+     */
+    private void scheduleTimeoutCheck(ChannelHandlerContext ctx, long delayNanos) {
+        timeoutCheck = ctx.executor().schedule(() -> checkTimeout(ctx), Math.max(delayNanos, 1_000_000),
+                TimeUnit.NANOSECONDS);
+    }
+
+    private void checkTimeout(ChannelHandlerContext ctx) {
+        if (!ctx.channel().isActive() || (phase != Phase.AWAIT_HELLO && phase != Phase.UPLOADING)) return;
+        long limit = ctxShared.handshakeTimeout().toNanos();
+        long idle = System.nanoTime() - progressNanos;
+        if (idle < limit) {
+            scheduleTimeoutCheck(ctx, limit - idle);
+            return;
+        }
+        String what = phase == Phase.AWAIT_HELLO ? "no HELLO" : "no BINARY_CHUNK";
+        String msg = what + " within " + ctxShared.handshakeTimeout().toSeconds()
+                + " s (appliance setting control.handshake_timeout_s)";
+        LOG.info("closing " + ctx.channel().remoteAddress() + ": " + msg);
+        ctxShared.refusals().metrics().handshakeTimeout();
+        phase = Phase.BUSY;
+        closeUpload();
+        ctx.channel().config().setAutoRead(false);
+        ctx.writeAndFlush(Frames.error(ctx.alloc(), ProtocolException.TIMEOUT, msg)).addListener(ChannelFutureListener.CLOSE);
     }
 
     @Override
@@ -74,9 +116,18 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
             refuse(ctx, "protocol version " + h.protoVersion() + ", appliance speaks " + Wire.PROTO_VERSION);
             return;
         }
-        // token: parsed above and not checked yet (authentication comes with its own issue)
+        tenant = ctxShared.auth().authenticate(h.token());
+        if (tenant == null) {
+            ctxShared.refusals().metrics().authFailure();
+            LOG.warning("authentication failure from " + ctx.channel().remoteAddress() + ": "
+                    + (h.token().length == 0 ? "no token" : "unknown token") + " (program '"
+                    + h.name().replaceAll("\\p{Cntrl}", "?") + "')");
+            refuse(ctx, "bad token");
+            return;
+        }
         if (h.role() == Wire.ROLE_JOIN) {
-            ctxShared.sessions().join(ctx.channel(), h.sessionId(), h.sessionKey());
+            ctxShared.sessions().join(ctx.channel(), h.sessionId(), h.sessionKey(),
+                    ctxShared.auth().required() ? tenant : null);
             return;
         }
         if (h.role() != Wire.ROLE_NEW) {
@@ -87,6 +138,17 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         if (h.binarySize() <= 0 || h.binarySize() > max) {
             refuse(ctx, "binary size " + Long.toUnsignedString(h.binarySize()) + " bytes outside 1.." + max
                     + " (appliance setting binary.max_bytes)");
+            return;
+        }
+        long wanted = h.gpusWanted() == 0 ? 1 : h.gpusWanted();
+        if (tenant.maxGpus() > 0 && wanted > tenant.maxGpus()) {
+            refuse(ctx, "tenant '" + tenant.name() + "' may use at most " + tenant.maxGpus()
+                    + " GPU(s) per session; the program asked for " + wanted + " (appliance setting tenant."
+                    + tenant.name() + ".max_gpus)");
+            return;
+        }
+        if (tenant.maxSessions() > 0 && ctxShared.sessions().tenantSessions(tenant) >= tenant.maxSessions()) {
+            refuse(ctx, SessionManager.sessionCapMessage(tenant));
             return;
         }
         String sha = h.sha256Hex();
@@ -111,18 +173,28 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         }
         phase = Phase.UPLOADING;
         uploadStartNanos = System.nanoTime();
+        progressNanos = uploadStartNanos;
+        if (timeoutCheck == null || timeoutCheck.isDone()) {
+            scheduleTimeoutCheck(ctx, ctxShared.handshakeTimeout().toNanos());
+        }
         ctx.writeAndFlush(Frames.helloReply(ctx.alloc(), HelloReply.sendBinary()));
     }
 
     private void onChunk(ChannelHandlerContext ctx, Frame frame) throws IOException {
         boolean complete;
         Path file;
+        progressNanos = System.nanoTime();
         try {
             complete = upload.append(frame.payload());
             if (!complete) return;
             file = upload.finish();
         } catch (BinaryRefusedException e) {
             refuse(ctx, e.getMessage());
+            return;
+        } catch (IOException e) {
+            // e.g. the state directory's file system is full: the upload file is deleted, the cache untouched
+            LOG.warning("storing the upload of " + hello.sha256Hex() + " failed: " + e);
+            refuse(ctx, "appliance cannot store the binary: " + describe(e));
             return;
         }
         phase = Phase.BUSY;
@@ -137,7 +209,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
                 ctx.executor().execute(() -> openSession(ctx, b, new SetupTimings(false, uploadMs, rewriteMs)));
             } catch (BinaryRefusedException e) {
                 ctx.executor().execute(() -> refuse(ctx, e.getMessage()));
-            } catch (IOException | RuntimeException e) {
+            } catch (IOException e) {
+                LOG.log(Level.WARNING, "admitting " + sha + " failed", e);
+                ctx.executor().execute(() -> refuse(ctx, "appliance cannot store the binary: " + describe(e)));
+            } catch (RuntimeException e) {
                 LOG.log(Level.WARNING, "admitting " + sha + " failed", e);
                 ctx.executor().execute(() -> refuse(ctx, "appliance could not rewrite the binary: " + e));
             }
@@ -147,7 +222,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private void openSession(ChannelHandlerContext ctx, CachedBinary binary, SetupTimings timings) {
         if (!ctx.channel().isActive()) return;
         long wanted = hello.gpusWanted() == 0 ? 1 : hello.gpusWanted(); // 0 means "the default", one GPU
-        ctxShared.sessions().openNew(ctx.channel(), hello.name(), binary, (int) Math.min(wanted, Integer.MAX_VALUE), timings);
+        ctxShared.sessions().openNew(ctx.channel(), hello.name(), binary, (int) Math.min(wanted, Integer.MAX_VALUE), timings,
+                tenant);
     }
 
     private void refuse(ChannelHandlerContext ctx, String why) {
@@ -163,6 +239,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         if (c instanceof ProtocolException) {
             ProtocolException pe = (ProtocolException) c;
             LOG.info("protocol error from " + ctx.channel().remoteAddress() + ": " + pe.getMessage());
+            ctxShared.refusals().metrics().protocolError();
             phase = Phase.BUSY;
             ctx.channel().config().setAutoRead(false); // nothing more from this peer is worth reading
             ctx.writeAndFlush(Frames.error(ctx.alloc(), pe.code(), pe.getMessage()))
@@ -177,8 +254,17 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         ctx.close();
     }
 
+    /** An I/O failure in words an operator acts on ("No space left on device" rather than a class name). */
+    static String describe(IOException e) {
+        String m = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        if (e instanceof java.nio.file.FileSystemException fse && fse.getReason() != null) m = fse.getReason();
+        if (m.contains("No space left")) return "its disk is full (" + m + ")";
+        return m;
+    }
+
     @Override
     public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+        if (timeoutCheck != null) timeoutCheck.cancel(false);
         closeUpload();
         super.channelInactive(ctx);
     }

@@ -21,7 +21,16 @@ public final class ControlServer implements AutoCloseable {
     public ControlServer(InetSocketAddress listen, EventLoopGroup boss, EventLoopGroup workers, BinaryCache cache,
                          SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes)
             throws InterruptedException {
-        ControlContext shared = new ControlContext(cache, sessions, refusals, blocking, binaryMaxBytes);
+        this(listen, boss, workers, cache, sessions, refusals, blocking, binaryMaxBytes,
+                new io.vmcuda.appliance.auth.Authenticator(java.util.List.of()), java.time.Duration.ofSeconds(30));
+    }
+
+    public ControlServer(InetSocketAddress listen, EventLoopGroup boss, EventLoopGroup workers, BinaryCache cache,
+                         SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes,
+                         io.vmcuda.appliance.auth.Authenticator auth, java.time.Duration handshakeTimeout)
+            throws InterruptedException {
+        ControlContext shared = new ControlContext(cache, sessions, refusals, blocking, binaryMaxBytes, auth,
+                handshakeTimeout);
         this.server = new ServerBootstrap()
                 .group(boss, workers)
                 .channel(EpollServerSocketChannel.class)

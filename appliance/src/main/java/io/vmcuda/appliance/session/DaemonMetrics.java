@@ -7,6 +7,9 @@ import java.util.concurrent.atomic.LongAdder;
 public final class DaemonMetrics {
     private final AtomicLong sessionsTotal = new AtomicLong();
     private final AtomicLong refusedTotal = new AtomicLong();
+    private final AtomicLong authFailures = new AtomicLong();
+    private final AtomicLong handshakeTimeouts = new AtomicLong();
+    private final AtomicLong protocolErrors = new AtomicLong();
     private final LongAdder endedBytesH2d = new LongAdder();
     private final LongAdder endedBytesD2h = new LongAdder();
     private final LongAdder workerStartCount = new LongAdder();
@@ -28,6 +31,30 @@ public final class DaemonMetrics {
     void workerStarted(long nanos) {
         workerStartCount.increment();
         workerStartNanos.add(nanos);
+    }
+
+    public void authFailure() {
+        authFailures.incrementAndGet();
+    }
+
+    public void handshakeTimeout() {
+        handshakeTimeouts.incrementAndGet();
+    }
+
+    public void protocolError() {
+        protocolErrors.incrementAndGet();
+    }
+
+    public long authFailures() {
+        return authFailures.get();
+    }
+
+    public long handshakeTimeouts() {
+        return handshakeTimeouts.get();
+    }
+
+    public long protocolErrors() {
+        return protocolErrors.get();
     }
 
     public long sessionsTotal() {

@@ -16,6 +16,10 @@ public final class Refusals {
         this.metrics = metrics;
     }
 
+    public DaemonMetrics metrics() {
+        return metrics;
+    }
+
     public void refuse(Channel ch, String why) {
         metrics.refused();
         LOG.info("refused " + ch.remoteAddress() + ": " + why);

@@ -26,6 +26,7 @@ public final class Session {
     private final Path dir;
     private final Instant started = Instant.now();
     private final SetupTimings timings;
+    private final io.vmcuda.appliance.auth.Tenant tenant;
     final long launchNanos = System.nanoTime();
 
     // guarded by this
@@ -46,7 +47,9 @@ public final class Session {
     private volatile Integer byeStatus;
     private volatile int connectionsHandedOver;
 
-    Session(long id, byte[] key, String program, String sha256, GpuBinding binding, Path dir, SetupTimings timings) {
+    Session(long id, byte[] key, String program, String sha256, GpuBinding binding, Path dir, SetupTimings timings,
+            io.vmcuda.appliance.auth.Tenant tenant) {
+        this.tenant = tenant;
         this.id = id;
         this.key = key.clone();
         this.program = program;
@@ -66,6 +69,10 @@ public final class Session {
 
     String keyHex() {
         return HexFormat.of().formatHex(key);
+    }
+
+    public io.vmcuda.appliance.auth.Tenant tenant() {
+        return tenant;
     }
 
     public String program() {

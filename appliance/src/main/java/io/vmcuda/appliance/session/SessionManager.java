@@ -1,6 +1,7 @@
 package io.vmcuda.appliance.session;
 
 import io.netty.channel.Channel;
+import io.vmcuda.appliance.auth.Tenant;
 import io.vmcuda.appliance.cache.CachedBinary;
 import io.vmcuda.appliance.wire.Frames;
 import io.vmcuda.appliance.wire.HelloReply;
@@ -54,6 +55,8 @@ public final class SessionManager implements WorkerEvents {
     private final String noGpuReason;
     private final SecureRandom random = new SecureRandom();
     private final ConcurrentHashMap<Long, Session> active = new ConcurrentHashMap<>();
+    /** Sessions per tenant from GPU request to record: what tenant.NAME.max_sessions caps. */
+    private final ConcurrentHashMap<String, Integer> perTenant = new ConcurrentHashMap<>();
     private volatile boolean stopping;
 
     public SessionManager(GpuScheduler scheduler, WorkerLauncher launcher, Path sessionsDir, SessionRecordLog records,
@@ -78,8 +81,45 @@ public final class SessionManager implements WorkerEvents {
 
     /** A NEW connection whose binary is in the cache: get GPUs, start the worker, hand the connection over. */
     public void openNew(Channel client, String program, CachedBinary binary, int gpusWanted, SetupTimings timings) {
+        openNew(client, program, binary, gpusWanted, timings, Tenant.ANONYMOUS);
+    }
+
+    /** Sessions of this tenant that are queued, starting or running. */
+    public int tenantSessions(Tenant tenant) {
+        return perTenant.getOrDefault(tenant.name(), 0);
+    }
+
+    /** The refusal message when the tenant is at its session cap, else null. */
+    public static String sessionCapMessage(Tenant tenant) {
+        return "tenant '" + tenant.name() + "' has reached its limit of " + tenant.maxSessions()
+                + " concurrent session(s) (appliance setting tenant." + tenant.name() + ".max_sessions)";
+    }
+
+    private boolean reserveTenantSlot(Tenant tenant) {
+        boolean[] ok = {true};
+        perTenant.compute(tenant.name(), (k, n) -> {
+            int now = n == null ? 0 : n;
+            if (tenant.maxSessions() > 0 && now >= tenant.maxSessions()) {
+                ok[0] = false;
+                return n;
+            }
+            return now + 1;
+        });
+        return ok[0];
+    }
+
+    private void releaseTenantSlot(Tenant tenant) {
+        perTenant.computeIfPresent(tenant.name(), (k, n) -> n <= 1 ? null : n - 1);
+    }
+
+    public void openNew(Channel client, String program, CachedBinary binary, int gpusWanted, SetupTimings timings,
+                        Tenant tenant) {
         if (stopping) {
             refusals.refuse(client, "appliance is shutting down");
+            return;
+        }
+        if (!reserveTenantSlot(tenant)) {
+            refusals.refuse(client, sessionCapMessage(tenant));
             return;
         }
         CompletableFuture<GpuBinding> request = scheduler.acquire(gpusWanted);
@@ -87,6 +127,7 @@ public final class SessionManager implements WorkerEvents {
         client.closeFuture().addListener(f -> request.cancel(false));
         request.whenComplete((binding, error) -> {
             if (error != null) {
+                releaseTenantSlot(tenant);
                 Throwable cause = error instanceof CompletionException ? error.getCause() : error;
                 if (cause instanceof NoGpuAvailableException) refusals.refuse(client, cause.getMessage());
                 else if (!request.isCancelled()) refusals.refuse(client, "GPU scheduling failed: " + cause);
@@ -94,21 +135,24 @@ public final class SessionManager implements WorkerEvents {
             }
             if (!client.isActive()) {
                 scheduler.release(binding);
+                releaseTenantSlot(tenant);
                 return;
             }
             // forking can take a while on a busy host: keep it off the scheduler's and Netty's threads
-            blocking.execute(() -> launch(client, program, binary, binding, timings));
+            blocking.execute(() -> launch(client, program, binary, binding, timings, tenant));
         });
     }
 
-    private void launch(Channel client, String program, CachedBinary binary, GpuBinding binding, SetupTimings timings) {
+    private void launch(Channel client, String program, CachedBinary binary, GpuBinding binding, SetupTimings timings,
+                        Tenant tenant) {
         byte[] key = new byte[32];
         random.nextBytes(key);
         long id;
         do {
             id = random.nextLong() & ID_MASK;
         } while (id == 0 || active.containsKey(id));
-        Session s = new Session(id, key, program, binary.sha256(), binding, sessionsDir.resolve(Long.toString(id)), timings);
+        Session s = new Session(id, key, program, binary.sha256(), binding, sessionsDir.resolve(Long.toString(id)), timings,
+                tenant);
         synchronized (s) {
             s.newConnection = client;
             s.waitingForWorker.add(client);
@@ -119,7 +163,7 @@ public final class SessionManager implements WorkerEvents {
         try {
             p = launcher.start(new WorkerLauncher.WorkerSpec(id, s.keyHex(),
                     binding.isEmpty() ? null : binding.cudaVisibleDevices(), argv0(program, binary),
-                    binary.rewritten(), s.dir(), s.logFile()));
+                    binary.rewritten(), s.dir(), s.logFile(), tenant.maxMemoryBytes()));
         } catch (IOException | RuntimeException e) {
             LOG.log(Level.WARNING, "session " + id + ": could not start the worker", e);
             synchronized (s) {
@@ -150,8 +194,14 @@ public final class SessionManager implements WorkerEvents {
 
     /** A JOIN connection: check id and key, then hand it to that session's worker. */
     public void join(Channel client, long sessionId, byte[] key) {
+        join(client, sessionId, key, null);
+    }
+
+    /** As above; a non-null tenant must be the session's own (a token of another tenant cannot join). */
+    public void join(Channel client, long sessionId, byte[] key, Tenant tenant) {
         Session s = active.get(sessionId);
-        if (s == null || !MessageDigest.isEqual(s.key(), key)) {
+        if (s == null || !MessageDigest.isEqual(s.key(), key)
+                || (tenant != null && !tenant.name().equals(s.tenant().name()))) {
             refusals.refuse(client, "unknown session " + sessionId + " or wrong session key");
             return;
         }
@@ -204,6 +254,16 @@ public final class SessionManager implements WorkerEvents {
     public void workerStats(long sessionId, long bytesH2d, long bytesD2h, long calls) {
         Session s = active.get(sessionId);
         if (s != null) s.stats(bytesH2d, bytesD2h, calls);
+    }
+
+    @Override
+    public void workerAbort(long sessionId, String reason) {
+        Session s = active.get(sessionId);
+        if (s == null) return;
+        synchronized (s) {
+            if (s.abortReason == null) s.abortReason = reason;
+        }
+        LOG.info("session " + sessionId + ": worker reports: " + reason);
     }
 
     @Override
@@ -268,11 +328,8 @@ public final class SessionManager implements WorkerEvents {
             if (s.state == Session.State.STARTING) {
                 s.abortReason = "worker exited with status " + status + " before connecting";
                 s.state = Session.State.ABORTED;
-            } else if (s.state == Session.State.ACTIVE) {
-                // a worker the daemon had to stop counts as aborted even if it exited cleanly
-                s.state = status == 0 && s.abortReason == null ? Session.State.ENDED : Session.State.ABORTED;
-                if (status != 0 && s.abortReason == null) s.abortReason = "worker exited with status " + status;
             }
+            // ACTIVE: ended or aborted is decided in finish(), after the worker's last lines (ABORT) are read
             worker = s.worker;
         }
         for (Channel c : waiting) refusals.refuse(c, startFailure(s));
@@ -290,8 +347,19 @@ public final class SessionManager implements WorkerEvents {
     }
 
     private void finish(Session s, int status) {
+        synchronized (s) {
+            if (s.state == Session.State.ACTIVE) {
+                // a worker the daemon had to stop, or one that reported ABORT, counts as aborted even if it exited 0
+                s.state = status == 0 && s.abortReason == null ? Session.State.ENDED : Session.State.ABORTED;
+                if (status != 0 && s.abortReason == null) {
+                    s.abortReason = status > 128 && status < 160 ? "worker killed by signal " + (status - 128)
+                            : "worker exited with status " + status;
+                }
+            }
+        }
         s.ended(status);
         scheduler.release(s.binding());
+        releaseTenantSlot(s.tenant());
         active.remove(s.id());
         metrics.sessionEnded(s);
         records.append(s);

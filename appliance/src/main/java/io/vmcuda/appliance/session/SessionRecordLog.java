@@ -37,6 +37,7 @@ public final class SessionRecordLog {
         JsonWriter w = new JsonWriter().beginObject()
                 .field("id", s.id())
                 .field("program", s.program())
+                .field("tenant", s.tenant().name())
                 .field("sha256", s.sha256())
                 .name("gpus").beginArray();
         for (GpuInfo g : s.binding().gpus()) w.value(g.uuid());

@@ -11,6 +11,8 @@ public class ProtocolException extends RuntimeException {
     public static final int TOO_LONG = 3;
     public static final int MALFORMED = 4;
     public static final int UNEXPECTED = 5;
+    /** The client did not send its HELLO (or its next BINARY_CHUNK) within control.handshake_timeout_s. */
+    public static final int TIMEOUT = 6;
 
     private final int code;
 

@@ -15,4 +15,7 @@ public interface WorkerEvents {
 
     /** A {@code BYE <exit_status>} line. */
     void workerBye(long sessionId, int exitStatus);
+
+    /** An {@code ABORT <reason>} line: the session ends abnormally (client lost mid-call, idle release...). */
+    default void workerAbort(long sessionId, String reason) {}
 }

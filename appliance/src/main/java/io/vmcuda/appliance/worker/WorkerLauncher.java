@@ -23,9 +23,22 @@ public final class WorkerLauncher {
     private final List<String> cudaLibDirs;
     private final long blockSize;
     private final Map<String, String> extraEnv;
+    private final Sandbox sandbox;
+    private final String idleReleaseMinutes;
 
     public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
                           Map<String, String> extraEnv) {
+        this(workerSocket, workerLibDir, cudaLibDirs, blockSize, extraEnv, null, "0");
+    }
+
+    /**
+     * @param sandbox            null to run workers unsandboxed
+     * @param idleReleaseMinutes {@code session.idle_release_minutes} as configured, "0" = off
+     */
+    public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
+                          Map<String, String> extraEnv, Sandbox sandbox, String idleReleaseMinutes) {
+        this.sandbox = sandbox;
+        this.idleReleaseMinutes = idleReleaseMinutes;
         this.workerSocket = workerSocket;
         this.workerLibDir = workerLibDir;
         this.cudaLibDirs = List.copyOf(cudaLibDirs);
@@ -39,11 +52,32 @@ public final class WorkerLauncher {
 
     /** What one worker needs to know; {@code cudaVisibleDevices} is null to leave the variable unset. */
     public record WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0,
-                             Path executable, Path workDir, Path logFile) {}
+                             Path executable, Path workDir, Path logFile, long memoryQuotaBytes) {
+        public WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0, Path executable,
+                          Path workDir, Path logFile) {
+            this(sessionId, keyHex, cudaVisibleDevices, argv0, executable, workDir, logFile, 0);
+        }
+    }
+
+    public boolean sandboxed() {
+        return sandbox != null;
+    }
 
     public Process start(WorkerSpec spec) throws IOException {
         Files.createDirectories(spec.workDir());
-        ProcessBuilder pb = new ProcessBuilder(command(spec.argv0(), spec.executable()))
+        List<String> cmd;
+        if (sandbox != null) {
+            // what must stay visible inside the sandbox (re-bound when below the private /tmp)
+            List<Path> keep = new ArrayList<>();
+            keep.add(workerLibDir);
+            for (String d : cudaLibDirs) {
+                if (Files.isDirectory(Path.of(d))) keep.add(Path.of(d));
+            }
+            cmd = sandbox.command(spec.workDir(), keep, spec.executable(), spec.argv0());
+        } else {
+            cmd = command(spec.argv0(), spec.executable());
+        }
+        ProcessBuilder pb = new ProcessBuilder(cmd)
                 .directory(spec.workDir().toFile())
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(spec.logFile().toFile()))
@@ -81,6 +115,8 @@ public final class WorkerLauncher {
         libPath.add(workerLibDir.toString());
         libPath.addAll(cudaLibDirs);
         env.put("LD_LIBRARY_PATH", String.join(":", libPath));
+        if (spec.memoryQuotaBytes() > 0) env.put("VMCUDA_MEMORY_QUOTA", Long.toString(spec.memoryQuotaBytes()));
+        if (!"0".equals(idleReleaseMinutes)) env.put("VMCUDA_IDLE_RELEASE_MINUTES", idleReleaseMinutes);
         env.putAll(extraEnv);
         return env;
     }

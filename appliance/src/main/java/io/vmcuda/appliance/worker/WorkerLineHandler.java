@@ -39,6 +39,9 @@ final class WorkerLineHandler extends SimpleChannelInboundHandler<String> {
                 events.workerStats(sessionId, h2d, d2h, calls);
                 return;
             }
+        } else if (f.length >= 2 && f[0].equals("ABORT")) {
+            events.workerAbort(sessionId, abbreviate(line.strip().substring("ABORT ".length()).strip()));
+            return;
         } else if (f.length == 2 && f[0].equals("BYE")) {
             Long status = parseLong(f[1]);
             if (status != null) {
@@ -66,6 +69,6 @@ final class WorkerLineHandler extends SimpleChannelInboundHandler<String> {
 
     private static String abbreviate(String s) {
         String t = s.replaceAll("\\p{Cntrl}", "?");
-        return t.length() <= 80 ? t : t.substring(0, 80) + "...";
+        return t.length() <= 240 ? t : t.substring(0, 240) + "...";
     }
 }

@@ -1,0 +1,31 @@
+/* vmcuda-sandbox: the launcher vmcudad puts in front of every worker when worker.sandbox is on.
+ * Argument handling lives in sandbox_args.c (unit-tested under ASan/UBSan); sandbox_main.c does the work. */
+#ifndef VMCUDA_SANDBOX_H
+#define VMCUDA_SANDBOX_H
+
+#include <stddef.h>
+
+#define SANDBOX_MAX_KEEP 32
+
+struct sandbox_opts {
+    const char *user;            /* --user NAME (default nobody); must not resolve to uid 0 */
+    const char *workdir;         /* --workdir DIR: the session directory, the only writable path */
+    const char *keep[SANDBOX_MAX_KEEP]; /* --keep PATH: must stay visible (re-bound read-only if under /tmp) */
+    int n_keep;
+    unsigned long nproc;         /* --nproc N: RLIMIT_NPROC (per user, threads included) */
+    unsigned long nofile;        /* --nofile N: RLIMIT_NOFILE */
+    const char *tmp_size;        /* --tmp-size SIZE: size of the private /tmp (tmpfs), e.g. 512m */
+    int probe;                   /* --probe: check that namespaces, mounts and the user work, then exit */
+    const char *exe;             /* EXECUTABLE after -- */
+    char **argv;                 /* ARGV0 [ARGS...] after EXECUTABLE (NULL-terminated, points into argv) */
+};
+
+/* Parses argv; returns 0, or -1 with a one-line reason in err. Never allocates. */
+int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size_t err_len);
+
+#define SANDBOX_USAGE \
+    "usage: vmcuda-sandbox [--user NAME] --workdir DIR [--keep PATH]... [--nproc N] [--nofile N]\n" \
+    "                      [--tmp-size SIZE] -- EXECUTABLE ARGV0 [ARGS...]\n" \
+    "       vmcuda-sandbox --probe [--user NAME]\n"
+
+#endif

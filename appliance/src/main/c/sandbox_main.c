@@ -1,0 +1,386 @@
+/* vmcuda-sandbox: runs one worker in a sandbox (appliance/CONFIG.md "Worker sandbox").
+ * Started by vmcudad (as root) in front of the rewritten executable:
+ *   1. connects to the daemon's worker socket ($VMCUDA_WORKER_SOCKET) while still root and hands the
+ *      connected socket down as $VMCUDA_WORKER_FD (the socket's directory is root-only);
+ *   2. opens the executable, the session directory and every --keep path (O_PATH) before any mount hides them;
+ *   3. unshare(mount, network, IPC, PID namespaces) and forks: the worker is PID 1 of its PID namespace;
+ *      this process stays outside as its parent, turns SIGTERM/SIGINT/SIGHUP into SIGKILL for it and exits
+ *      with its status (128 + signal when killed), so the daemon's process handle behaves as the worker's;
+ *   4. in the worker: all mounts private; every mount except /proc and /dev remounted read-only; a fresh
+ *      tmpfs on /tmp; --keep paths below /tmp bound back read-only; the session directory bound writable;
+ *      a new /proc for the PID namespace; /dev (with /dev/nvidia* and the shared /dev/shm) untouched;
+ *   5. RLIMIT_NPROC / RLIMIT_NOFILE (address space is not capped: CUDA reserves huge virtual ranges),
+ *      no core dumps, setgroups/setgid/setuid to --user, PR_SET_NO_NEW_PRIVS, parent-death SIGKILL;
+ *   6. execveat(the executable's descriptor) with argv[0] = ARGV0.
+ * The new network namespace has only a loopback interface that is down: the worker keeps the client
+ * connections it is handed (descriptors work across namespaces) and can open no other. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+extern char **environ;
+
+static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void die(const char *fmt, ...) {
+    int e = errno;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "vmcuda-sandbox: %s%s%s\n", msg, e ? ": " : "", e ? strerror(e) : "");
+    _exit(126);
+}
+
+static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn(const char *fmt, ...) {
+    int e = errno;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "vmcuda-sandbox: warning: %s: %s\n", msg, strerror(e));
+}
+
+static int under(const char *path, const char *dir) {
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+static void mkdir_p(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            die("mkdir %s", buf);
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        die("mkdir %s", buf);
+}
+
+/* mountinfo escapes blanks, tabs, newlines and backslashes as \ooo */
+static void unescape(char *s) {
+    char *o = s;
+    for (char *i = s; *i; i++) {
+        if (i[0] == '\\' && i[1] >= '0' && i[1] <= '3' && i[2] >= '0' && i[2] <= '7' && i[3] >= '0' && i[3] <= '7') {
+            *o++ = (char)((i[1] - '0') * 64 + (i[2] - '0') * 8 + (i[3] - '0'));
+            i += 3;
+        } else {
+            *o++ = *i;
+        }
+    }
+    *o = 0;
+}
+
+static unsigned long mount_flags(const char *opts) {
+    unsigned long f = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", opts);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "nosuid")) f |= MS_NOSUID;
+        else if (!strcmp(t, "nodev")) f |= MS_NODEV;
+        else if (!strcmp(t, "noexec")) f |= MS_NOEXEC;
+        else if (!strcmp(t, "noatime")) f |= MS_NOATIME;
+        else if (!strcmp(t, "nodiratime")) f |= MS_NODIRATIME;
+        else if (!strcmp(t, "relatime")) f |= MS_RELATIME;
+    }
+    return f;
+}
+
+/* Every mount of this (new, private) namespace read-only, except /proc and /dev. */
+static void remount_read_only(void) {
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        die("open /proc/self/mountinfo");
+    char line[8192];
+    while (fgets(line, sizeof line, f)) {
+        /* id parent major:minor root mount_point options ... */
+        char *field[6] = {0};
+        char *save = NULL;
+        int n = 0;
+        for (char *t = strtok_r(line, " ", &save); t && n < 6; t = strtok_r(NULL, " ", &save))
+            field[n++] = t;
+        if (n < 6)
+            continue;
+        char *mp = field[4];
+        unescape(mp);
+        if (under(mp, "/proc") || under(mp, "/dev"))
+            continue;
+        unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY | mount_flags(field[5]);
+        if (mount(NULL, mp, NULL, flags, NULL) != 0) {
+            if (strcmp(mp, "/") == 0)
+                die("remount / read-only");
+            if (errno != ENOENT && errno != EACCES)
+                warn("remount %s read-only", mp);
+        }
+    }
+    fclose(f);
+}
+
+/* Mounts what `fd` (an O_PATH descriptor opened before /tmp was replaced) names onto `path`. */
+static void bind_fd(int fd, const char *path, int writable) {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        die("stat %s", path);
+    if (S_ISDIR(st.st_mode)) {
+        mkdir_p(path);
+    } else {
+        char parent[4096];
+        snprintf(parent, sizeof parent, "%s", path);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = 0;
+            mkdir_p(parent);
+        }
+        int t = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (t < 0 && errno != EEXIST && errno != EISDIR && errno != EROFS && errno != EACCES)
+            die("create mount point %s", path);
+        if (t >= 0)
+            close(t);
+    }
+    char src[64];
+    snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
+    if (mount(src, path, NULL, MS_BIND | MS_REC, NULL) != 0)
+        die("bind %s", path);
+    unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (writable ? 0 : MS_RDONLY);
+    if (mount(NULL, path, NULL, flags, NULL) != 0)
+        die("remount %s %s", path, writable ? "writable" : "read-only");
+}
+
+static int open_path(const char *p) {
+    int fd = open(p, O_PATH | O_CLOEXEC);
+    if (fd < 0)
+        die("open %s", p);
+    return fd;
+}
+
+static void drop_privileges(const struct sandbox_opts *o, const struct passwd *pw) {
+    struct rlimit nproc = {o->nproc, o->nproc}, nofile = {o->nofile, o->nofile}, core = {0, 0};
+    if (setrlimit(RLIMIT_NPROC, &nproc) != 0)
+        die("setrlimit(RLIMIT_NPROC, %lu)", o->nproc);
+    if (setrlimit(RLIMIT_NOFILE, &nofile) != 0)
+        die("setrlimit(RLIMIT_NOFILE, %lu)", o->nofile);
+    setrlimit(RLIMIT_CORE, &core);
+    if (setgroups(0, NULL) != 0)
+        die("setgroups");
+    if (setgid(pw->pw_gid) != 0)
+        die("setgid(%u)", (unsigned)pw->pw_gid);
+    if (setuid(pw->pw_uid) != 0)
+        die("setuid(%u)", (unsigned)pw->pw_uid);
+    if (setuid(0) == 0 || getuid() != pw->pw_uid || geteuid() != pw->pw_uid)
+        die("privileges could not be dropped");
+    errno = 0;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        die("prctl(PR_SET_NO_NEW_PRIVS)");
+    /* set after setuid, which clears it: the worker dies with this launcher */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+        die("prctl(PR_SET_PDEATHSIG)");
+}
+
+static void mount_common(void) {
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        die("make mounts private");
+    remount_read_only();
+}
+
+static void mount_tmp(const struct sandbox_opts *o) {
+    char data[64];
+    snprintf(data, sizeof data, "size=%s,mode=1777", o->tmp_size);
+    if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, data) != 0)
+        die("mount a private tmpfs on /tmp");
+}
+
+static void mount_proc(void) {
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+        die("mount /proc for the PID namespace");
+}
+
+static pid_t child;
+
+static void forward(int sig) {
+    (void)sig;
+    /* PID 1 of a namespace ignores signals it has no handler for; the worker has no clean way to stop
+     * anyway (its client connections are its life), so a stop request becomes SIGKILL. */
+    if (child > 0)
+        kill(child, SIGKILL);
+}
+
+static int wait_child(void) {
+    int st;
+    for (;;) {
+        pid_t r = waitpid(child, &st, 0);
+        if (r == child)
+            break;
+        if (r < 0 && errno != EINTR)
+            die("waitpid");
+    }
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return 125;
+}
+
+/* Forks into the new namespaces; returns in the child (PID 1), exits in the parent with its status. */
+static void enter_namespaces(int *close_in_parent, int n_close) {
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID) != 0)
+        die("unshare(mount, network, IPC, PID namespaces)");
+    child = fork();
+    if (child < 0)
+        die("fork");
+    if (child == 0) {
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        for (int s = 1; s < NSIG; s++)
+            sigaction(s, &dfl, NULL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return;
+    }
+    for (int i = 0; i < n_close; i++)
+        if (close_in_parent[i] >= 0)
+            close(close_in_parent[i]);
+    struct sigaction sa = {.sa_handler = forward};
+    sigemptyset(&sa.sa_mask);
+    int stops[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++)
+        sigaction(stops[i], &sa, NULL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    _exit(wait_child());
+}
+
+static const struct passwd *worker_user(const struct sandbox_opts *o) {
+    errno = 0;
+    const struct passwd *pw = getpwnam(o->user);
+    if (!pw)
+        die("worker user '%s' does not exist (appliance setting worker.user)", o->user);
+    if (pw->pw_uid == 0 || pw->pw_gid == 0)
+        die("worker user '%s' is root; workers must run unprivileged (worker.user)", o->user);
+    return pw;
+}
+
+static int probe(const struct sandbox_opts *o) {
+    const struct passwd *pw = worker_user(o);
+    if (geteuid() != 0) {
+        errno = 0;
+        die("must run as root to build the sandbox (it runs as uid %u)", (unsigned)geteuid());
+    }
+    enter_namespaces(NULL, 0);
+    mount_common();
+    mount_tmp(o);
+    mount_proc();
+    drop_privileges(o, pw);
+    /* the sandbox must hold: nothing writable outside /tmp, no network */
+    if (access("/etc", W_OK) == 0 || (errno != EROFS && errno != EACCES)) {
+        errno = 0;
+        die("probe: /etc is writable inside the sandbox");
+    }
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53), .sin_addr.s_addr = htonl(0x01010101)};
+    if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0) {
+        errno = 0;
+        die("probe: the sandbox reached the network");
+    }
+    printf("vmcuda-sandbox: probe ok: user %s (uid %u), private mount/network/IPC/PID namespaces\n", o->user,
+           (unsigned)pw->pw_uid);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    struct sandbox_opts o;
+    char err[256];
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        fputs(SANDBOX_USAGE, stdout);
+        return 0;
+    }
+    if (sandbox_parse(argc, argv, &o, err, sizeof err) != 0) {
+        fprintf(stderr, "vmcuda-sandbox: %s\n%s", err, SANDBOX_USAGE);
+        return 2;
+    }
+    if (o.probe)
+        return probe(&o);
+    const struct passwd *pw = worker_user(&o);
+    if (geteuid() != 0) {
+        errno = 0;
+        die("must run as root to build the sandbox (it runs as uid %u); set worker.sandbox = false to run "
+            "workers without it", (unsigned)geteuid());
+    }
+
+    /* 1. the daemon link, connected while still root */
+    const char *sock = getenv("VMCUDA_WORKER_SOCKET");
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (!sock || strlen(sock) >= sizeof addr.sun_path) {
+        errno = 0;
+        die("VMCUDA_WORKER_SOCKET missing or too long");
+    }
+    strcpy(addr.sun_path, sock);
+    int dfd = socket(AF_UNIX, SOCK_STREAM, 0); /* no CLOEXEC: the worker inherits it */
+    if (dfd < 0 || connect(dfd, (struct sockaddr *)&addr, sizeof addr) != 0)
+        die("connect to the daemon at %s", sock);
+    char num[16];
+    snprintf(num, sizeof num, "%d", dfd);
+    setenv("VMCUDA_WORKER_FD", num, 1);
+
+    /* 2. everything the worker needs, opened before mounts can hide it */
+    if (chown(o.workdir, pw->pw_uid, pw->pw_gid) != 0)
+        die("chown %s to %s", o.workdir, o.user);
+    int exe_fd = open_path(o.exe);
+    int close_in_parent[] = {dfd, exe_fd};
+
+    /* 3. namespaces; from here on this is the worker, PID 1 */
+    enter_namespaces(close_in_parent, 2);
+
+    /* 4. the file system view. Bind sources must be mounts of this namespace: open them here, before
+     * the new /tmp hides what lies below the old one. */
+    mount_common();
+    int work_fd = open_path(o.workdir);
+    int keep_fd[SANDBOX_MAX_KEEP];
+    for (int i = 0; i < o.n_keep; i++) {
+        keep_fd[i] = open(o.keep[i], O_PATH | O_CLOEXEC);
+        if (keep_fd[i] < 0 && errno != ENOENT)
+            die("open %s", o.keep[i]);
+    }
+    mount_tmp(&o);
+    for (int i = 0; i < o.n_keep; i++)
+        if (keep_fd[i] >= 0 && under(o.keep[i], "/tmp"))
+            bind_fd(keep_fd[i], o.keep[i], 0);
+    bind_fd(work_fd, o.workdir, 1);
+    mount_proc();
+    if (chdir(o.workdir) != 0)
+        die("chdir %s", o.workdir);
+
+    /* 5. limits and identity */
+    drop_privileges(&o, pw);
+    setenv("HOME", o.workdir, 1);
+    setenv("TMPDIR", "/tmp", 1);
+
+    /* 6. the worker */
+    syscall(SYS_execveat, exe_fd, "", o.argv, environ, AT_EMPTY_PATH);
+    die("execute %s", o.exe);
+}

@@ -1,0 +1,311 @@
+/* 2-D, 3-D and array copies whose other side is the client's host memory (vmc_MemcpyBoxHost,
+ * PROTOCOL.md "Box copies"). The client packs its rows densely (width bytes each, height rows per slice,
+ * depth slices) and streams them after the CALL (to the device) or receives them after the REPLY (from
+ * the device). The worker moves them through one pageable buffer of at most its block size, a chunk at a
+ * time: whole slices, whole rows of one slice, or one piece of one row (when a row is wider than the
+ * block). Each chunk is one real 2-D/3-D/array copy on the client's stream, so every check (bad handle,
+ * pitch, offset, extent) is the runtime's own. No client-given length sizes an allocation here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmc_api.h"
+#include "worker.h"
+
+#define BOX_ASYNC 1u
+#define BOX_PER_THREAD 2u
+
+enum dev_kind {
+    DEV_PITCHED = 0,   /* device pointer + pitch (+ rows per slice) */
+    DEV_ARRAY_2D = 1,  /* CUDA array through the 2-D API: x in bytes, z = 0, one slice */
+    DEV_LINEAR = 2,    /* CUDA array through cudaMemcpyToArray/FromArray: a byte run from (x, y), wrapping rows */
+    DEV_ARRAY_3D = 3,  /* CUDA array through the 3-D API: x in bytes (converted to elements here) */
+};
+
+struct box {
+    unsigned to_device, mode, dev_kind;
+    cudaStream_t stream;
+    uint64_t handle, pitch, slice_rows, x, y, z, w, h, d;
+    size_t elem;      /* element bytes of the array (DEV_ARRAY_3D, DEV_LINEAR) */
+    uint64_t row_bytes; /* bytes per array row (DEV_LINEAR) */
+};
+
+int vmc_w_stream_capturing(uint64_t stream, int per_thread) {
+    if (stream == 0 && !per_thread)
+        return 0; /* the legacy stream is never captured; asking could disturb another stream's capture */
+    cudaStream_t s = stream == 0 ? cudaStreamPerThread : (cudaStream_t)(uintptr_t)stream;
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &cs) != cudaSuccess)
+        return 0; /* an invalid stream: the copy itself reports it */
+    return cs != cudaStreamCaptureStatusNone;
+}
+
+void vmc_w_capture_refusal_note(void) {
+    static int told;
+    if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED)) {
+        fputs("vmcuda: a copy between client host memory and the device cannot be captured into a CUDA graph "
+              "(the graph lives on the appliance, the memory in this process); it returns "
+              "cudaErrorStreamCaptureUnsupported\n", stderr);
+        fflush(stderr);
+    }
+}
+
+static cudaError_t array_geometry(struct box *b) {
+    struct cudaChannelFormatDesc desc;
+    struct cudaExtent extent;
+    unsigned flags = 0;
+    memset(&desc, 0, sizeof desc);
+    memset(&extent, 0, sizeof extent);
+    cudaError_t st = cudaArrayGetInfo(&desc, &extent, &flags, (cudaArray_t)(uintptr_t)b->handle);
+    if (st != cudaSuccess)
+        return st;
+    int bits = desc.x + desc.y + desc.z + desc.w;
+    b->elem = bits >= 8 ? (size_t)bits / 8 : 1;
+    b->row_bytes = (uint64_t)extent.width * b->elem;
+    return cudaSuccess;
+}
+
+static struct cudaPitchedPtr pitched(void *ptr, size_t pitch, size_t xsize, size_t ysize) {
+    struct cudaPitchedPtr p = {ptr, pitch, xsize, ysize};
+    return p;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+/* One chunk: slices [z0, z0+nz), rows [y0, y0+ny), bytes [b0, b0+nb) of each row, packed in buf. */
+static cudaError_t copy_chunk(const struct box *b, void *buf, uint64_t z0, uint64_t nz, uint64_t y0, uint64_t ny,
+                              uint64_t b0, uint64_t nb) {
+    enum cudaMemcpyKind kind = b->to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    switch (b->dev_kind) {
+    case DEV_PITCHED:
+        if (nz == 1) {
+            char *dev = (char *)(uintptr_t)b->handle + ((b->z + z0) * b->slice_rows + b->y + y0) * b->pitch + b->x + b0;
+            return b->to_device ? cudaMemcpy2DAsync(dev, b->pitch, buf, nb, nb, ny, kind, b->stream)
+                                : cudaMemcpy2DAsync(buf, nb, dev, b->pitch, nb, ny, kind, b->stream);
+        }
+        /* several slices at once: the 3-D copy below */
+        __attribute__((fallthrough));
+    case DEV_ARRAY_3D: {
+        struct cudaMemcpy3DParms p;
+        memset(&p, 0, sizeof p);
+        struct cudaPitchedPtr host = pitched(buf, nb, nb, ny);
+        size_t unit = b->dev_kind == DEV_ARRAY_3D ? b->elem : 1;
+        struct cudaPos pos = {(size_t)((b->x + b0) / unit), (size_t)(b->y + y0), (size_t)(b->z + z0)};
+        if (b->dev_kind == DEV_ARRAY_3D) {
+            if (b->to_device)
+                p.dstArray = (cudaArray_t)(uintptr_t)b->handle;
+            else
+                p.srcArray = (cudaArray_t)(uintptr_t)b->handle;
+        } else {
+            struct cudaPitchedPtr dev = pitched((void *)(uintptr_t)b->handle, b->pitch, b->pitch, b->slice_rows);
+            if (b->to_device)
+                p.dstPtr = dev;
+            else
+                p.srcPtr = dev;
+        }
+        if (b->to_device) {
+            p.srcPtr = host;
+            p.dstPos = pos;
+        } else {
+            p.dstPtr = host;
+            p.srcPos = pos;
+        }
+        p.extent.width = nb / unit;
+        p.extent.height = ny;
+        p.extent.depth = nz;
+        p.kind = kind;
+        return cudaMemcpy3DAsync(&p, b->stream);
+    }
+    case DEV_ARRAY_2D: {
+        cudaArray_t a = (cudaArray_t)(uintptr_t)b->handle;
+        return b->to_device ? cudaMemcpy2DToArrayAsync(a, b->x + b0, b->y + y0, buf, nb, nb, ny, kind, b->stream)
+                            : cudaMemcpy2DFromArrayAsync(buf, nb, a, b->x + b0, b->y + y0, nb, ny, kind, b->stream);
+    }
+    default: { /* DEV_LINEAR: one run of nb bytes starting b0 bytes after (x, y) */
+        cudaArray_t a = (cudaArray_t)(uintptr_t)b->handle;
+        uint64_t row = b->row_bytes ? b->row_bytes : 1;
+        uint64_t at = b->y * row + b->x + b0;
+        return b->to_device ? cudaMemcpyToArrayAsync(a, at % row, at / row, buf, nb, kind, b->stream)
+                            : cudaMemcpyFromArrayAsync(buf, a, at % row, at / row, nb, kind, b->stream);
+    }
+    }
+}
+#pragma GCC diagnostic pop
+
+/* The chunk plan: every chunk is at most `cap` bytes. */
+struct plan {
+    uint64_t slices_per, rows_per, piece;
+};
+
+static struct plan make_plan(const struct box *b, uint64_t cap) {
+    struct plan p = {1, 1, b->w};
+    if (b->dev_kind == DEV_LINEAR) {
+        p.piece = cap;
+    } else if (b->w > cap) {
+        p.piece = cap;
+    } else {
+        p.rows_per = cap / b->w;
+        if (p.rows_per >= b->h && b->dev_kind != DEV_ARRAY_2D) {
+            p.slices_per = p.rows_per / b->h;
+            p.rows_per = b->h;
+        } else if (p.rows_per > b->h) {
+            p.rows_per = b->h;
+        }
+    }
+    return p;
+}
+
+struct cursor {
+    uint64_t z, y, b;
+};
+
+/* Next chunk from the cursor; returns its byte count (0 = finished). */
+static uint64_t next_chunk(const struct box *b, const struct plan *p, struct cursor *c, uint64_t *z0, uint64_t *nz,
+                           uint64_t *y0, uint64_t *ny, uint64_t *b0, uint64_t *nb) {
+    if (c->z >= b->d)
+        return 0;
+    *z0 = c->z;
+    *y0 = c->y;
+    *b0 = c->b;
+    if (p->slices_per > 1 || (p->rows_per == b->h && c->y == 0 && p->piece == b->w)) {
+        *nz = b->d - c->z < p->slices_per ? b->d - c->z : p->slices_per;
+        *ny = b->h;
+        *nb = b->w;
+        c->z += *nz;
+        return *nz * *ny * *nb;
+    }
+    *nz = 1;
+    if (p->piece < b->w) {
+        *ny = 1;
+        *nb = b->w - c->b < p->piece ? b->w - c->b : p->piece;
+        c->b += *nb;
+        if (c->b >= b->w) {
+            c->b = 0;
+            c->y++;
+        }
+    } else {
+        *ny = b->h - c->y < p->rows_per ? b->h - c->y : p->rows_per;
+        *nb = b->w;
+        c->y += *ny;
+    }
+    if (c->y >= b->h) {
+        c->y = 0;
+        c->z++;
+    }
+    return *nz * *ny * *nb;
+}
+
+static int discard(struct vmc_wconn *c, void *buf, uint64_t cap, uint64_t n) {
+    while (n) {
+        size_t take = n < cap ? (size_t)n : (size_t)cap;
+        if (vmc_w_read_bytes(c, buf, take) != 0)
+            return -1;
+        n -= take;
+    }
+    return 0;
+}
+
+enum vmc_w_result vmc_w_memcpy_box_host(struct vmc_wcall *wc) {
+    struct vmc_wconn *c = wc->conn;
+    struct box b;
+    memset(&b, 0, sizeof b);
+    b.to_device = vmc_in_u8(&wc->in);
+    b.mode = vmc_in_u8(&wc->in);
+    uint64_t stream_arg = vmc_in_u64(&wc->in);
+    b.dev_kind = vmc_in_u8(&wc->in);
+    b.handle = vmc_in_u64(&wc->in);
+    b.pitch = vmc_in_u64(&wc->in);
+    b.slice_rows = vmc_in_u64(&wc->in);
+    b.x = vmc_in_u64(&wc->in);
+    b.y = vmc_in_u64(&wc->in);
+    b.z = vmc_in_u64(&wc->in);
+    b.w = vmc_in_u64(&wc->in);
+    b.h = vmc_in_u64(&wc->in);
+    b.d = vmc_in_u64(&wc->in);
+    uint64_t total = 0;
+    int sizes_ok = !__builtin_mul_overflow(b.w, b.h, &total) && !__builtin_mul_overflow(total, b.d, &total);
+    /* Without a trustworthy byte count the stream cannot be resynchronised: close the connection. */
+    if (!vmc_w_args_ok(wc) || !sizes_ok || b.to_device > 1 || b.mode > 3 || b.dev_kind > DEV_ARRAY_3D ||
+        (b.dev_kind == DEV_LINEAR && (b.h > 1 || b.d > 1)) || (b.dev_kind == DEV_ARRAY_2D && (b.z || b.d > 1)))
+        return b.to_device ? VMC_W_FATAL : VMC_W_BAD_ARGS;
+    if (!b.to_device && wc->async)
+        return VMC_W_BAD_ARGS;
+    b.stream = stream_arg == 0 && (b.mode & BOX_PER_THREAD) ? cudaStreamPerThread : (cudaStream_t)(uintptr_t)stream_arg;
+    if (total == 0) {
+        b.w = b.h = b.d = 0;
+    }
+    uint64_t cap = c->block_size & ~(uint64_t)15;
+    if (cap < 16)
+        cap = 16;
+    void *buf = malloc(total < cap ? (total ? (size_t)total : 1) : (size_t)cap);
+    if (!buf)
+        return VMC_W_FATAL;
+    cudaError_t st = cudaSuccess;
+    if (vmc_w_stream_capturing(stream_arg, (b.mode & BOX_PER_THREAD) != 0)) {
+        vmc_w_capture_refusal_note();
+        st = cudaErrorStreamCaptureUnsupported;
+    } else if (total && (b.dev_kind == DEV_ARRAY_3D || b.dev_kind == DEV_LINEAR)) {
+        st = array_geometry(&b);
+    }
+    struct plan plan = make_plan(&b, cap);
+    struct cursor cur = {0, 0, 0};
+    uint64_t z0, nz, y0, ny, b0, nb, n;
+    enum vmc_w_result result = VMC_W_DONE;
+    if (b.to_device) {
+        uint64_t received = 0;
+        while (st == cudaSuccess && (n = next_chunk(&b, &plan, &cur, &z0, &nz, &y0, &ny, &b0, &nb)) != 0) {
+            if (vmc_w_read_bytes(c, buf, (size_t)n) != 0) {
+                free(buf);
+                return VMC_W_FATAL;
+            }
+            received += n;
+            st = copy_chunk(&b, buf, z0, nz, y0, ny, b0, nb);
+        }
+        if (discard(c, buf, cap, total - received) != 0) {
+            free(buf);
+            return VMC_W_FATAL;
+        }
+        vmc_w_count_h2d(total);
+        if (wc->async)
+            vmc_w_async_done(wc, st);
+        else
+            vmc_w_reply_status(wc, st);
+        free(buf);
+        return VMC_W_DONE;
+    }
+    /* From the device: the first chunk decides the call's status, as natively (no data on an error). */
+    n = st == cudaSuccess ? next_chunk(&b, &plan, &cur, &z0, &nz, &y0, &ny, &b0, &nb) : 0;
+    if (n)
+        st = copy_chunk(&b, buf, z0, nz, y0, ny, b0, nb);
+    vmc_w_reply_status(wc, st);
+    if (vmc_w_send_reply(c, wc->id) != 0) {
+        free(buf);
+        return VMC_W_FATAL;
+    }
+    if (st != cudaSuccess) {
+        wc->replied = 0; /* that REPLY was the whole answer */
+        free(buf);
+        return VMC_W_DONE;
+    }
+    cudaError_t late = cudaSuccess;
+    uint64_t sent = 0;
+    while (n) {
+        if (vmc_write_full(c->fd, buf, (size_t)n) != 0) {
+            result = VMC_W_FATAL;
+            break;
+        }
+        sent += n;
+        n = next_chunk(&b, &plan, &cur, &z0, &nz, &y0, &ny, &b0, &nb);
+        if (n && late == cudaSuccess)
+            late = copy_chunk(&b, buf, z0, nz, y0, ny, b0, nb);
+        if (n && late != cudaSuccess)
+            memset(buf, 0, (size_t)n);
+    }
+    free(buf);
+    if (result == VMC_W_FATAL)
+        return result;
+    (void)sent;
+    vmc_w_count_d2h(total);
+    vmc_w_reply_status(wc, late); /* the trailing REPLY */
+    return VMC_W_DONE;
+}

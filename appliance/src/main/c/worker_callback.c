@@ -1,0 +1,192 @@
+/* Host callbacks run in the client process, in stream order (PROTOCOL.md "Host callbacks").
+ * vmc_EnqueueHostCallback puts a host function of the worker's own on the stream (the real
+ * cudaLaunchHostFunc / cudaStreamAddCallback). When the stream reaches it, that function queues a request
+ * and blocks the stream until the client's callback thread, which waits in vmc_CallbackChannel on a
+ * connection of its own, has run the callback and acknowledged it with its next vmc_CallbackChannel.
+ * Nothing the client sends is dereferenced: its callback id travels back opaque, acknowledgements are
+ * matched against tokens the worker made. */
+#define _GNU_SOURCE 1 /* POLLRDHUP */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "vmc_api.h"
+#include "worker.h"
+
+extern cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData);
+extern cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback, void *userData,
+                                              unsigned int flags);
+
+enum state { QUEUED, SENT, DONE };
+
+struct request {
+    uint64_t token;       /* the worker's name for it (acknowledgements must quote it) */
+    uint64_t client_id;   /* opaque: the client's callback table index */
+    uint32_t status;      /* the stream's status, for cudaStreamAddCallback */
+    enum state state;
+    const struct vmc_wconn *channel; /* the channel it was sent on */
+    struct request *next; /* in `requests` */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+static struct request *requests; /* QUEUED and SENT ones, oldest first */
+static uint64_t next_token = 1;
+static int live_channels;
+
+static void unlink_request(struct request *r) {
+    for (struct request **p = &requests; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            return;
+        }
+}
+
+/* On CUDA's callback thread: hand the request to a channel, wait until the client ran it. */
+static void run_in_client(struct request *r) {
+    pthread_mutex_lock(&lock);
+    r->token = next_token++;
+    r->state = QUEUED;
+    struct request **tail = &requests;
+    while (*tail)
+        tail = &(*tail)->next;
+    r->next = NULL;
+    *tail = r;
+    pthread_cond_broadcast(&changed);
+    while (r->state != DONE)
+        pthread_cond_wait(&changed, &lock);
+    pthread_mutex_unlock(&lock);
+    free(r);
+}
+
+static void CUDART_CB host_function(void *arg) { run_in_client(arg); }
+
+static void CUDART_CB stream_callback(cudaStream_t stream, cudaError_t status, void *arg) {
+    (void)stream;
+    struct request *r = arg;
+    r->status = (uint32_t)status;
+    run_in_client(r);
+}
+
+static void print_once(int *told, const char *text) {
+    if (!__atomic_exchange_n(told, 1, __ATOMIC_RELAXED)) {
+        fputs(text, stderr); /* the worker's stderr reaches the client's */
+        fflush(stderr);
+    }
+}
+
+enum vmc_w_result vmc_w_enqueue_host_callback(struct vmc_wcall *wc) {
+    uint64_t stream_arg = vmc_in_u64(&wc->in);
+    uint64_t client_id = vmc_in_u64(&wc->in);
+    unsigned kind = vmc_in_u8(&wc->in);
+    uint32_t flags = vmc_in_u32(&wc->in);
+    unsigned per_thread = vmc_in_u8(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async || kind > 1 || per_thread > 1)
+        return VMC_W_BAD_ARGS;
+    cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
+    if (vmc_w_stream_capturing(stream_arg, per_thread)) {
+        /* The request record lives for one execution; a graph would run it many times. */
+        static int told;
+        print_once(&told, "vmcuda: host callbacks cannot be captured into a CUDA graph (the graph lives on the "
+                          "appliance, the callback in this process); it returns cudaErrorStreamCaptureUnsupported\n");
+        vmc_w_reply_status(wc, cudaErrorStreamCaptureUnsupported);
+        return VMC_W_DONE;
+    }
+    struct request *r = calloc(1, sizeof *r);
+    if (!r) {
+        vmc_w_reply_status(wc, cudaErrorMemoryAllocation);
+        return VMC_W_DONE;
+    }
+    r->client_id = client_id;
+    cudaError_t st;
+    if (kind == 0)
+        st = per_thread ? cudaLaunchHostFunc_ptsz(stream, host_function, r) : cudaLaunchHostFunc(stream, host_function, r);
+    else
+        st = per_thread ? cudaStreamAddCallback_ptsz(stream, stream_callback, r, flags)
+                        : cudaStreamAddCallback(stream, stream_callback, r, flags);
+    if (st != cudaSuccess)
+        free(r);
+    vmc_w_reply_status(wc, st);
+    return VMC_W_DONE;
+}
+
+/* The client closed the channel, or broke the protocol by sending on it while it waits. */
+static int channel_gone(struct vmc_wconn *c) {
+    if (c->in_pos < c->in_len)
+        return 1;
+    struct pollfd p = {c->fd, POLLIN | POLLRDHUP, 0};
+    int n = poll(&p, 1, 0);
+    return n > 0 || (n < 0 && errno != EINTR);
+}
+
+enum vmc_w_result vmc_w_callback_channel(struct vmc_wcall *wc) {
+    uint64_t done = vmc_in_u64(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    struct vmc_wconn *c = wc->conn;
+    pthread_mutex_lock(&lock);
+    live_channels++;
+    if (done) {
+        for (struct request *r = requests; r; r = r->next)
+            if (r->token == done && r->state == SENT && r->channel == c) {
+                unlink_request(r);
+                r->state = DONE;
+                pthread_cond_broadcast(&changed);
+                break;
+            }
+    }
+    struct request *next = NULL;
+    int gone = 0;
+    while (!next && !gone) {
+        for (struct request *r = requests; r; r = r->next)
+            if (r->state == QUEUED) {
+                next = r;
+                break;
+            }
+        if (next)
+            break;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&changed, &lock, &until);
+        pthread_mutex_unlock(&lock);
+        gone = channel_gone(c);
+        pthread_mutex_lock(&lock);
+    }
+    if (next) {
+        next->state = SENT;
+        next->channel = c;
+    }
+    live_channels--;
+    if (gone) {
+        /* Whatever this channel was running will never be acknowledged; with no channel left, nothing
+         * queued can run either. Release them so that the streams (and the worker's exit) go on. */
+        for (struct request **p = &requests; *p;) {
+            struct request *r = *p;
+            if ((r->state == SENT && r->channel == c) || (r->state == QUEUED && live_channels == 0)) {
+                *p = r->next;
+                r->state = DONE;
+            } else {
+                p = &r->next;
+            }
+        }
+        pthread_cond_broadcast(&changed);
+    }
+    uint64_t token = next ? next->token : 0, client_id = next ? next->client_id : 0;
+    uint32_t status = next ? next->status : 0;
+    pthread_mutex_unlock(&lock);
+    if (gone)
+        return VMC_W_FATAL;
+    vmc_w_reply_status(wc, cudaSuccess);
+    vmc_w_reply_pointee(wc, &token, sizeof token);
+    vmc_w_reply_pointee(wc, &client_id, sizeof client_id);
+    vmc_w_reply_pointee(wc, &status, sizeof status);
+    return VMC_W_DONE;
+}

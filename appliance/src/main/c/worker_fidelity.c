@@ -1,0 +1,53 @@
+/* The worker's entry for the fidelity operations (host callbacks, box copies) and the stream-capture
+ * guard of the bulk copies: one hook in dispatch() (worker_serve.c) calls vmc_w_fidelity_dispatch first. */
+#include <string.h>
+
+#include "vmc_api.h"
+#include "worker.h"
+
+#define COPY_PER_THREAD 2u
+
+/* A bulk copy between client host memory and the device on a stream that is being captured would put
+ * the worker's staging buffer into the graph (and synchronise a capturing stream): refuse it clearly,
+ * after consuming its bytes so that the connection stays in step. */
+static int capture_guard(struct vmc_wcall *wc, enum vmc_w_result *result) {
+    struct vmc_in peek = wc->in;
+    (void)vmc_in_u32(&peek); /* symbol */
+    (void)vmc_in_u64(&peek); /* address or offset */
+    uint64_t count = vmc_in_u64(&peek);
+    uint64_t stream = vmc_in_u64(&peek);
+    unsigned mode = vmc_in_u8(&peek);
+    if (peek.bad || peek.pos != peek.len)
+        return 0; /* malformed: the real handler says so */
+    if (!vmc_w_stream_capturing(stream, (mode & COPY_PER_THREAD) != 0))
+        return 0;
+    vmc_w_capture_refusal_note();
+    if (wc->id == VMC_API_vmc_MemcpyHostToDevice) {
+        uint8_t sink[4096];
+        while (count) {
+            size_t take = count < sizeof sink ? (size_t)count : sizeof sink;
+            if (vmc_w_read_bytes(wc->conn, sink, take) != 0) {
+                *result = VMC_W_FATAL;
+                return 1;
+            }
+            count -= take;
+        }
+    }
+    if (wc->async)
+        vmc_w_async_done(wc, cudaErrorStreamCaptureUnsupported);
+    else
+        vmc_w_reply_status(wc, cudaErrorStreamCaptureUnsupported); /* no bytes follow an error REPLY */
+    *result = VMC_W_DONE;
+    return 1;
+}
+
+int vmc_w_fidelity_dispatch(struct vmc_wcall *wc, enum vmc_w_result *result) {
+    switch (wc->id) {
+    case VMC_API_vmc_CallbackChannel: *result = vmc_w_callback_channel(wc); return 1;
+    case VMC_API_vmc_EnqueueHostCallback: *result = vmc_w_enqueue_host_callback(wc); return 1;
+    case VMC_API_vmc_MemcpyBoxHost: *result = vmc_w_memcpy_box_host(wc); return 1;
+    case VMC_API_vmc_MemcpyHostToDevice:
+    case VMC_API_vmc_MemcpyDeviceToHost: return capture_guard(wc, result);
+    default: return 0;
+    }
+}

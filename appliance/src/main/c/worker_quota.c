@@ -1,0 +1,290 @@
+/* Per-session device-memory quota. The daemon sets VMCUDA_MEMORY_QUOTA (bytes) from the tenant's
+ * max_memory_bytes; when it is set, the allocation and free calls are served here instead of by the
+ * generated dispatch (same wire format: @out pointer = presence byte + 8-byte value, size_t by value).
+ * An allocation that would take the session past its quota never reaches the GPU: the worker calls the
+ * real cudaMalloc with an impossible size instead, which fails with cudaErrorMemoryAllocation without
+ * allocating, so the thread's last-error state is what a native out-of-memory leaves. Successful
+ * allocations are remembered (pointer -> bytes) so that cudaFree/cudaFreeAsync give the bytes back.
+ * Accounting counts what the application asked for (cudaMallocPitch: pitch * height); the runtime's own
+ * context memory is not counted. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmc_api.h"
+#include "worker.h"
+
+extern cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
+extern cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t quota;       /* 0 = no quota: nothing is intercepted */
+static uint64_t used;        /* reserved + allocated bytes */
+
+/* pointer -> size, open addressing with linear probing; key 0 = empty slot */
+struct slot {
+    uintptr_t ptr;
+    uint64_t size;
+};
+static struct slot *table;
+static size_t cap, count;
+
+static void read_quota(void) {
+    const char *s = getenv("VMCUDA_MEMORY_QUOTA");
+    if (!s || !*s)
+        return;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != 0 || v == 0) {
+        vmc_w_log("ignoring VMCUDA_MEMORY_QUOTA='%s': not a positive number of bytes", s);
+        return;
+    }
+    quota = v;
+    vmc_w_log("device memory quota: %llu bytes", v);
+}
+
+static size_t hash_ptr(uintptr_t p, size_t mask) {
+    uint64_t h = (uint64_t)p * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 17) & mask;
+}
+
+/* lock held */
+static int table_grow(void) {
+    size_t ncap = cap ? cap * 2 : 256;
+    struct slot *n = calloc(ncap, sizeof *n);
+    if (!n)
+        return -1;
+    for (size_t i = 0; i < cap; i++) {
+        if (!table[i].ptr)
+            continue;
+        size_t j = hash_ptr(table[i].ptr, ncap - 1);
+        while (n[j].ptr)
+            j = (j + 1) & (ncap - 1);
+        n[j] = table[i];
+    }
+    free(table);
+    table = n;
+    cap = ncap;
+    return 0;
+}
+
+/* lock held; returns -1 when the table cannot grow (the allocation is then not tracked) */
+static int table_put(uintptr_t p, uint64_t size) {
+    if ((count + 1) * 2 > cap && table_grow() != 0)
+        return -1;
+    size_t j = hash_ptr(p, cap - 1);
+    while (table[j].ptr && table[j].ptr != p)
+        j = (j + 1) & (cap - 1);
+    if (!table[j].ptr)
+        count++;
+    table[j].ptr = p;
+    table[j].size = size;
+    return 0;
+}
+
+/* lock held; returns the size removed, 0 when unknown */
+static uint64_t table_take(uintptr_t p) {
+    if (!cap || !p)
+        return 0;
+    size_t j = hash_ptr(p, cap - 1);
+    while (table[j].ptr && table[j].ptr != p)
+        j = (j + 1) & (cap - 1);
+    if (!table[j].ptr)
+        return 0;
+    uint64_t size = table[j].size;
+    table[j].ptr = 0;
+    count--;
+    /* backward-shift deletion keeps every probe chain unbroken */
+    size_t hole = j;
+    for (size_t k = (j + 1) & (cap - 1); table[k].ptr; k = (k + 1) & (cap - 1)) {
+        size_t home = hash_ptr(table[k].ptr, cap - 1);
+        int movable = hole <= k ? (home <= hole || home > k) : (home <= hole && home > k);
+        if (movable) {
+            table[hole] = table[k];
+            table[k].ptr = 0;
+            hole = k;
+        }
+    }
+    return size;
+}
+
+static int reserve(uint64_t bytes) {
+    pthread_mutex_lock(&lock);
+    int ok = bytes <= quota && used <= quota - bytes;
+    if (ok)
+        used += bytes;
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
+
+static void unreserve(uint64_t bytes) {
+    pthread_mutex_lock(&lock);
+    used = bytes > used ? 0 : used - bytes;
+    pthread_mutex_unlock(&lock);
+}
+
+/* the reservation becomes a tracked allocation */
+static void track(void *p, uint64_t bytes) {
+    pthread_mutex_lock(&lock);
+    if (p && table_put((uintptr_t)p, bytes) != 0) {
+        vmc_w_log("quota: cannot track an allocation (out of memory); its %" PRIu64 " bytes stay counted", bytes);
+    } else if (!p) {
+        used = bytes > used ? 0 : used - bytes;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static void release(void *p) {
+    pthread_mutex_lock(&lock);
+    uint64_t bytes = table_take((uintptr_t)p);
+    used = bytes > used ? 0 : used - bytes;
+    pthread_mutex_unlock(&lock);
+}
+
+/* The quota says no: fail the way the GPU does when it is full, without allocating anything. */
+static cudaError_t refuse(const char *call, uint64_t bytes) {
+    pthread_mutex_lock(&lock);
+    uint64_t now = used;
+    pthread_mutex_unlock(&lock);
+    vmc_w_log("quota: refused %s of %" PRIu64 " bytes (%" PRIu64 " of %" PRIu64 " bytes in use)", call, bytes, now, quota);
+    void *never = NULL;
+    cudaError_t st = cudaMalloc(&never, (size_t)-1);
+    if (st == cudaSuccess) { /* cannot happen on a real GPU; never hand it out */
+        cudaFree(never);
+        st = cudaErrorMemoryAllocation;
+    }
+    return st;
+}
+
+static enum vmc_w_result serve_malloc(struct vmc_wcall *wc) {
+    void *v = NULL;
+    void **devPtr = vmc_w_arg_pointee(wc, &v, sizeof v);
+    size_t size;
+    vmc_w_arg(wc, &size, sizeof size);
+    cudaStream_t stream = NULL;
+    if (wc->id != VMC_API_cudaMalloc)
+        vmc_w_arg(wc, &stream, sizeof stream);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    cudaError_t st;
+    if (!reserve(size)) {
+        st = refuse(vmc_api_name(wc->id), size);
+    } else {
+        st = wc->id == VMC_API_cudaMalloc ? cudaMalloc(devPtr, size)
+             : wc->id == VMC_API_cudaMallocAsync ? cudaMallocAsync(devPtr, size, stream)
+                                                 : cudaMallocAsync_ptsz(devPtr, size, stream);
+        if (st == cudaSuccess && devPtr)
+            track(*devPtr, size);
+        else
+            unreserve(size);
+    }
+    vmc_w_reply_status(wc, st);
+    vmc_w_reply_pointee(wc, devPtr, sizeof v);
+    return VMC_W_DONE;
+}
+
+static enum vmc_w_result serve_malloc_pitch(struct vmc_wcall *wc) {
+    void *v = NULL;
+    size_t pitch_v = 0;
+    void **devPtr = vmc_w_arg_pointee(wc, &v, sizeof v);
+    size_t *pitch = vmc_w_arg_pointee(wc, &pitch_v, sizeof pitch_v);
+    size_t width, height;
+    vmc_w_arg(wc, &width, sizeof width);
+    vmc_w_arg(wc, &height, sizeof height);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    cudaError_t st;
+    uint64_t want;
+    /* the pitch is at least the width: width * height is a lower bound of what the GPU gives */
+    if (__builtin_mul_overflow((uint64_t)width, (uint64_t)height, &want) || !reserve(want)) {
+        st = refuse("cudaMallocPitch", __builtin_mul_overflow((uint64_t)width, (uint64_t)height, &want) ? UINT64_MAX : want);
+    } else {
+        st = cudaMallocPitch(devPtr, pitch, width, height);
+        uint64_t got = want;
+        if (st == cudaSuccess && devPtr && pitch && !__builtin_mul_overflow((uint64_t)*pitch, (uint64_t)height, &got) &&
+            got > want && !reserve(got - want)) {
+            /* the padded rows do not fit: give it back and fail as the GPU would */
+            cudaFree(*devPtr);
+            *devPtr = NULL;
+            unreserve(want);
+            st = refuse("cudaMallocPitch", got);
+        } else if (st == cudaSuccess && devPtr) {
+            track(*devPtr, got > want ? got : want);
+        } else {
+            unreserve(want);
+        }
+    }
+    vmc_w_reply_status(wc, st);
+    vmc_w_reply_pointee(wc, devPtr, sizeof v);
+    vmc_w_reply_pointee(wc, pitch, sizeof pitch_v);
+    return VMC_W_DONE;
+}
+
+static enum vmc_w_result serve_free(struct vmc_wcall *wc) {
+    void *p;
+    vmc_w_arg(wc, &p, sizeof p);
+    cudaStream_t stream = NULL;
+    if (wc->id != VMC_API_cudaFree)
+        vmc_w_arg(wc, &stream, sizeof stream);
+    if (!vmc_w_args_ok(wc))
+        return VMC_W_BAD_ARGS;
+    cudaError_t st = wc->id == VMC_API_cudaFree ? cudaFree(p)
+                     : wc->id == VMC_API_cudaFreeAsync ? cudaFreeAsync(p, stream)
+                                                       : cudaFreeAsync_ptsz(p, stream);
+    /* cudaFreeAsync's memory returns when the stream reaches it; the quota gives it back at once */
+    if (st == cudaSuccess && p)
+        release(p);
+    if (wc->id == VMC_API_cudaFree)
+        vmc_w_reply_status(wc, st);
+    else if (wc->async)
+        vmc_w_async_done(wc, st);
+    else
+        vmc_w_reply_status(wc, st);
+    return VMC_W_DONE;
+}
+
+int vmc_w_quota_intercept(struct vmc_wcall *wc, enum vmc_w_result *r) {
+    pthread_once(&once, read_quota);
+    if (!quota)
+        return 0;
+    switch (wc->id) {
+    case VMC_API_cudaMalloc:
+    case VMC_API_cudaMallocAsync:
+    case VMC_API_cudaMallocAsync_ptsz:
+        *r = serve_malloc(wc);
+        return 1;
+    case VMC_API_cudaMallocPitch:
+        *r = serve_malloc_pitch(wc);
+        return 1;
+    case VMC_API_cudaFree:
+        if (wc->async)
+            return 0; /* malformed for this id: let the generated dispatch judge it */
+        *r = serve_free(wc);
+        return 1;
+    case VMC_API_cudaFreeAsync:
+    case VMC_API_cudaFreeAsync_ptsz:
+        *r = serve_free(wc);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void vmc_w_quota_reset(void) {
+    pthread_mutex_lock(&lock);
+    if (table)
+        memset(table, 0, cap * sizeof *table);
+    count = 0;
+    used = 0;
+    pthread_mutex_unlock(&lock);
+}
+
+/* For the C unit test: bytes counted against the quota now. */
+uint64_t vmc_w_quota_used(void) {
+    pthread_mutex_lock(&lock);
+    uint64_t u = used;
+    pthread_mutex_unlock(&lock);
+    return u;
+}

@@ -1,0 +1,104 @@
+package io.vmcuda.appliance.worker;
+
+import io.vmcuda.appliance.ApplianceConfig;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Logger;
+
+/**
+ * The worker sandbox (CONFIG.md "Worker sandbox"): the native launcher {@code vmcuda-sandbox} that
+ * vmcudad puts in front of every worker — private mount, network, IPC and PID namespaces, a read-only
+ * view of the system, a private /tmp, the session directory as the only writable place, an
+ * unprivileged user, no new privileges, process and open-file limits.
+ */
+public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpenFiles, String tmpSize) {
+    private static final Logger LOG = Logger.getLogger(Sandbox.class.getName());
+    public static final String LAUNCHER = "vmcuda-sandbox";
+
+    /**
+     * Decides from {@code worker.sandbox}: null when workers run unsandboxed. "auto" means on when the
+     * daemon runs as root. When on, the launcher must exist and its probe must pass, else the daemon does
+     * not start (a sandbox that silently is not there would be worse than none).
+     */
+    public static Sandbox resolve(ApplianceConfig config, Path workerLibDir) {
+        String mode = config.workerSandbox();
+        long uid = currentUid();
+        if (mode.equals("false")) {
+            LOG.warning("worker.sandbox = false: workers run as the daemon's user (uid " + uid
+                    + ") with its view of the file system and network");
+            return null;
+        }
+        if (uid != 0) {
+            if (mode.equals("auto")) {
+                LOG.warning("the daemon does not run as root (uid " + uid + "): workers run unsandboxed, as uid " + uid
+                        + " (worker.sandbox = auto); run vmcudad as root to sandbox them");
+                return null;
+            }
+            throw new IllegalStateException("worker.sandbox = true needs the daemon to run as root (it runs as uid " + uid
+                    + "); run it as root or set worker.sandbox = false");
+        }
+        Path launcher = config.workerSandboxLauncher().isEmpty() ? workerLibDir.resolve(LAUNCHER)
+                : Path.of(config.workerSandboxLauncher());
+        if (!Files.isExecutable(launcher)) {
+            throw new IllegalStateException("worker sandbox launcher " + launcher + " is missing (worker.sandbox = " + mode
+                    + "; it is built next to libvmcuda-worker.so); install it, set worker.sandbox_launcher, or set "
+                    + "worker.sandbox = false to run workers unsandboxed");
+        }
+        Sandbox s = new Sandbox(launcher.toAbsolutePath(), config.workerUser(), config.workerMaxProcesses(),
+                config.workerMaxOpenFiles(), config.workerTmpSize());
+        s.probe();
+        return s;
+    }
+
+    /** Runs {@code vmcuda-sandbox --probe}: namespaces, mounts and the user must work on this host. */
+    void probe() {
+        try {
+            Process p = new ProcessBuilder(launcher.toString(), "--probe", "--user", user, "--tmp-size", tmpSize)
+                    .redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+            if (!p.waitFor(20, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IllegalStateException("worker sandbox probe did not finish within 20 s");
+            }
+            if (p.exitValue() != 0) {
+                throw new IllegalStateException("worker sandbox does not work on this host (" + out
+                        + "); fix that or set worker.sandbox = false to run workers unsandboxed");
+            }
+            LOG.info(out.replace("vmcuda-sandbox: ", "worker sandbox "));
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot run the worker sandbox probe " + launcher + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while probing the worker sandbox", e);
+        }
+    }
+
+    /** The launcher's command line in front of the worker executable. */
+    List<String> command(Path workDir, List<Path> keep, Path executable, String argv0) {
+        List<String> cmd = new ArrayList<>(List.of(launcher.toString(), "--user", user, "--workdir",
+                workDir.toAbsolutePath().toString(), "--nproc", Long.toString(maxProcesses), "--nofile",
+                Long.toString(maxOpenFiles), "--tmp-size", tmpSize));
+        for (Path k : keep) {
+            cmd.add("--keep");
+            cmd.add(k.toAbsolutePath().toString());
+        }
+        cmd.add("--");
+        cmd.add(executable.toAbsolutePath().toString());
+        cmd.add(argv0);
+        return cmd;
+    }
+
+    /** The daemon's uid (0 = root), from the owner of /proc/self. */
+    public static long currentUid() {
+        try {
+            return ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+}

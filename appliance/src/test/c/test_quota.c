@@ -1,0 +1,181 @@
+/* worker_quota.c against a simulated GPU, under ASan/UBSan: allocations within the quota reach the
+ * "GPU", one past it never does (the refusal calls cudaMalloc with an impossible size, which fails with
+ * cudaErrorMemoryAllocation), frees give bytes back, pitch padding is counted, overflowing sizes are
+ * refused, thousands of allocations in and out leave nothing counted, and cudaDeviceReset clears all. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmc_api.h"
+#include "worker.h"
+
+uint64_t vmc_w_quota_used(void);
+
+static int failures;
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "test_quota:%d: CHECK(%s) failed\n", __LINE__, #c); failures++; } } while (0)
+
+/* ---- the simulated GPU ---- */
+static uint64_t gpu_bytes, gpu_allocs;
+static uintptr_t next_ptr = 0x7f0000000000ull;
+struct a { uintptr_t p; size_t n; };
+static struct a live[100000];
+static int n_live;
+static size_t largest_request;
+
+static cudaError_t gpu_alloc(void **p, size_t n) {
+    if (n > largest_request) largest_request = n;
+    if (!p) return cudaErrorInvalidValue;
+    if (n > (1ull << 40)) return cudaErrorMemoryAllocation; /* the "impossible size" */
+    if (n == 0) { *p = NULL; return cudaSuccess; }
+    *p = (void *)next_ptr;
+    live[n_live++] = (struct a){next_ptr, n};
+    next_ptr += (n + 511) & ~(size_t)511;
+    gpu_bytes += n;
+    gpu_allocs++;
+    return cudaSuccess;
+}
+static cudaError_t gpu_free(void *p) {
+    if (!p) return cudaSuccess;
+    for (int i = 0; i < n_live; i++)
+        if (live[i].p == (uintptr_t)p) { gpu_bytes -= live[i].n; live[i] = live[--n_live]; return cudaSuccess; }
+    return cudaErrorInvalidValue;
+}
+cudaError_t cudaMalloc(void **p, size_t n) { return gpu_alloc(p, n); }
+cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) { (void)s; return gpu_alloc(p, n); }
+cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) { (void)s; return gpu_alloc(p, n); }
+cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h) {
+    size_t pt = (w + 127) & ~(size_t)127;
+    if (pitch) *pitch = pt;
+    return gpu_alloc(p, pt * h);
+}
+cudaError_t cudaFree(void *p) { return gpu_free(p); }
+cudaError_t cudaFreeAsync(void *p, cudaStream_t s) { (void)s; return gpu_free(p); }
+cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) { (void)s; return gpu_free(p); }
+
+/* ---- what worker_serve.c provides ---- */
+static cudaError_t replied_status, async_status;
+static uint8_t reply_buf[64];
+static size_t reply_len;
+void vmc_w_arg(struct vmc_wcall *wc, void *p, size_t n) { vmc_in_bytes(&wc->in, p, n); }
+void *vmc_w_arg_pointee(struct vmc_wcall *wc, void *storage, size_t n) {
+    if (!vmc_in_u8(&wc->in)) return NULL;
+    vmc_in_bytes(&wc->in, storage, n);
+    return storage;
+}
+int vmc_w_args_ok(struct vmc_wcall *wc) { return !wc->in.bad && wc->in.pos == wc->in.len; }
+void vmc_w_reply_status(struct vmc_wcall *wc, cudaError_t st) { (void)wc; replied_status = st; reply_len = 0; }
+void vmc_w_reply_pointee(struct vmc_wcall *wc, const void *p, size_t n) {
+    (void)wc;
+    if (p && reply_len + n <= sizeof reply_buf) { memcpy(reply_buf + reply_len, p, n); reply_len += n; }
+}
+void vmc_w_async_done(struct vmc_wcall *wc, cudaError_t st) { (void)wc; async_status = st; }
+void vmc_w_log(const char *fmt, ...) { (void)fmt; }
+
+/* ---- calls as the client encodes them ---- */
+static uint8_t payload[64];
+static enum vmc_w_result call(uint32_t id, int async, size_t len, int *handled) {
+    struct vmc_wcall wc = {0};
+    wc.id = id;
+    wc.async = async;
+    vmc_in_init(&wc.in, payload, len);
+    enum vmc_w_result r = VMC_W_UNKNOWN;
+    replied_status = (cudaError_t)-1;
+    *handled = vmc_w_quota_intercept(&wc, &r);
+    return r;
+}
+static void *do_malloc(uint32_t id, size_t n, cudaError_t *st) {
+    size_t len = 0;
+    payload[len++] = 1;
+    memset(payload + len, 0, 8); len += 8;
+    memcpy(payload + len, &n, 8); len += 8;
+    if (id != VMC_API_cudaMalloc) { memset(payload + len, 0, 8); len += 8; }
+    int h;
+    CHECK(call(id, 0, len, &h) == VMC_W_DONE && h);
+    *st = replied_status;
+    void *p = NULL;
+    if (reply_len == 8) memcpy(&p, reply_buf, 8);
+    return p;
+}
+static cudaError_t do_free(uint32_t id, void *p, int async) {
+    size_t len = 0;
+    memcpy(payload, &p, 8); len += 8;
+    if (id != VMC_API_cudaFree) { memset(payload + len, 0, 8); len += 8; }
+    int h;
+    async_status = (cudaError_t)-1;
+    CHECK(call(id, async, len, &h) == VMC_W_DONE && h);
+    return async ? async_status : replied_status;
+}
+
+int main(void) {
+    setenv("VMCUDA_MEMORY_QUOTA", "1000000", 1);
+    cudaError_t st;
+    void *a = do_malloc(VMC_API_cudaMalloc, 600000, &st);
+    CHECK(st == cudaSuccess && a && vmc_w_quota_used() == 600000);
+    /* over the quota: the GPU sees only the impossible size, never 500000 */
+    uint64_t allocs = gpu_allocs;
+    void *b = do_malloc(VMC_API_cudaMallocAsync, 500000, &st);
+    CHECK(st == cudaErrorMemoryAllocation && b == NULL && gpu_allocs == allocs && largest_request > (1ull << 40));
+    CHECK(vmc_w_quota_used() == 600000);
+    CHECK(do_free(VMC_API_cudaFree, a, 0) == cudaSuccess && vmc_w_quota_used() == 0 && gpu_bytes == 0);
+    /* exactly the quota fits; one byte more does not */
+    a = do_malloc(VMC_API_cudaMallocAsync_ptsz, 1000000, &st);
+    CHECK(st == cudaSuccess && vmc_w_quota_used() == 1000000);
+    b = do_malloc(VMC_API_cudaMalloc, 1, &st);
+    CHECK(st == cudaErrorMemoryAllocation);
+    CHECK(do_free(VMC_API_cudaFreeAsync, a, 1) == cudaSuccess && vmc_w_quota_used() == 0);
+    /* freeing what was never allocated changes nothing */
+    CHECK(do_free(VMC_API_cudaFree, (void *)0x1234, 0) == cudaErrorInvalidValue && vmc_w_quota_used() == 0);
+    /* pitch: the padded size counts */
+    {
+        size_t w = 100, hgt = 1000, len = 0;
+        payload[len++] = 1; memset(payload + len, 0, 8); len += 8;
+        payload[len++] = 1; memset(payload + len, 0, 8); len += 8;
+        memcpy(payload + len, &w, 8); len += 8;
+        memcpy(payload + len, &hgt, 8); len += 8;
+        int h;
+        CHECK(call(VMC_API_cudaMallocPitch, 0, len, &h) == VMC_W_DONE && h);
+        CHECK(replied_status == cudaSuccess && vmc_w_quota_used() == 128 * 1000 && reply_len == 16);
+        void *p; memcpy(&p, reply_buf, 8);
+        CHECK(do_free(VMC_API_cudaFree, p, 0) == cudaSuccess && vmc_w_quota_used() == 0);
+        /* width * height overflows: refused without reaching the GPU */
+        w = SIZE_MAX; hgt = 2; len = 0;
+        payload[len++] = 1; memset(payload + len, 0, 8); len += 8;
+        payload[len++] = 1; memset(payload + len, 0, 8); len += 8;
+        memcpy(payload + len, &w, 8); len += 8;
+        memcpy(payload + len, &hgt, 8); len += 8;
+        allocs = gpu_allocs;
+        CHECK(call(VMC_API_cudaMallocPitch, 0, len, &h) == VMC_W_DONE && h);
+        CHECK(replied_status == cudaErrorMemoryAllocation && gpu_allocs == allocs);
+    }
+    /* many allocations in and out (table growth, deletion in probe chains) */
+    static void *ptrs[20000];
+    for (int i = 0; i < 20000; i++) {
+        ptrs[i] = do_malloc(VMC_API_cudaMalloc, 50, &st);
+        CHECK(st == cudaSuccess);
+    }
+    CHECK(vmc_w_quota_used() == 1000000);
+    do_malloc(VMC_API_cudaMalloc, 1, &st);
+    CHECK(st == cudaErrorMemoryAllocation);
+    for (int i = 0; i < 20000; i += 2) CHECK(do_free(VMC_API_cudaFree, ptrs[i], 0) == cudaSuccess);
+    CHECK(vmc_w_quota_used() == 500000);
+    for (int i = 1; i < 20000; i += 2) CHECK(do_free(VMC_API_cudaFree, ptrs[i], 0) == cudaSuccess);
+    CHECK(vmc_w_quota_used() == 0 && gpu_bytes == 0);
+    /* cudaDeviceReset frees everything */
+    do_malloc(VMC_API_cudaMalloc, 999999, &st);
+    vmc_w_quota_reset();
+    CHECK(vmc_w_quota_used() == 0);
+    /* malformed payloads: judged, not crashed on */
+    int h;
+    payload[0] = 1;
+    CHECK(call(VMC_API_cudaMalloc, 0, 3, &h) == VMC_W_BAD_ARGS && h);
+    CHECK(call(VMC_API_cudaFree, 0, 40, &h) == VMC_W_BAD_ARGS && h);
+    CHECK(call(VMC_API_cudaMalloc, 1, 17, &h) == VMC_W_BAD_ARGS && h);
+    CHECK(call(VMC_API_cudaGetDeviceCount, 0, 9, &h) == VMC_W_UNKNOWN && !h);
+    if (failures) {
+        fprintf(stderr, "test_quota: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_quota: ok\n");
+    return 0;
+}

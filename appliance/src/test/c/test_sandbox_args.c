@@ -1,0 +1,108 @@
+/* vmcuda-sandbox's argument handling under ASan/UBSan: every valid form, every bad one, and random
+ * argument vectors (which must be accepted or refused with a reason, never crash or read out of bounds). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox.h"
+
+static int failures;
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "test_sandbox_args:%d: CHECK(%s) failed\n", __LINE__, #c); failures++; } } while (0)
+
+static int parse(char **v, struct sandbox_opts *o, char *err) {
+    int n = 0;
+    while (v[n]) n++;
+    err[0] = 0;
+    return sandbox_parse(n, v, o, err, 256);
+}
+
+int main(void) {
+    struct sandbox_opts o;
+    char err[256];
+    {
+        char *v[] = {"vmcuda-sandbox", "--user", "nobody", "--workdir", "/var/lib/vmcuda/sessions/1", "--keep", "/opt/x",
+                     "--keep", "/tmp/b/native", "--nproc", "2048", "--nofile", "1024", "--tmp-size", "256m", "--",
+                     "/var/lib/vmcuda/cache/ab/rewritten", "prog", "arg1", NULL};
+        CHECK(parse(v, &o, err) == 0);
+        CHECK(strcmp(o.user, "nobody") == 0 && o.n_keep == 2 && o.nproc == 2048 && o.nofile == 1024);
+        CHECK(strcmp(o.exe, "/var/lib/vmcuda/cache/ab/rewritten") == 0 && strcmp(o.argv[0], "prog") == 0);
+        CHECK(strcmp(o.argv[1], "arg1") == 0 && o.argv[2] == NULL && !o.probe);
+    }
+    {
+        char *v[] = {"s", "--workdir", "/w", "--", "/x", "a0", NULL};
+        CHECK(parse(v, &o, err) == 0 && strcmp(o.user, "nobody") == 0 && strcmp(o.tmp_size, "512m") == 0);
+    }
+    {
+        char *v[] = {"s", "--probe", "--user", "daemon", NULL};
+        CHECK(parse(v, &o, err) == 0 && o.probe);
+    }
+    char *bad[][12] = {
+        {"s", NULL},                                             /* no workdir */
+        {"s", "--workdir", "/w", NULL},                          /* no program */
+        {"s", "--workdir", "/w", "--", "/x", NULL},              /* no argv0 */
+        {"s", "--workdir", "rel", "--", "/x", "a", NULL},        /* relative */
+        {"s", "--workdir", "/", "--", "/x", "a", NULL},          /* the root */
+        {"s", "--workdir", "/a/../etc", "--", "/x", "a", NULL},  /* dot-dot */
+        {"s", "--workdir", "/w", "--", "x", "a", NULL},          /* relative executable */
+        {"s", "--user", "", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--user", "-rf", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--user", "a b", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--nproc", "0", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--nproc", "-5", "--workdir", "/w", "--", "/x", "a", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(parse(bad[i], &o, err) == -1 && err[0]);
+    }
+    char *bad2[][12] = {
+        {"s", "--nproc", "99999999999999999999999", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--nofile", "12x", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--tmp-size", "lots", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--tmp-size", "5mm", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--frobnicate", "1", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--workdir", NULL},
+        {"s", "stray", NULL},
+        {"s", "--probe", "--", "/x", "a", NULL},
+        {"s", "--keep", "/tmp/a\nb", "--workdir", "/w", "--", "/x", "a", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad2 / sizeof bad2[0]; i++) {
+        CHECK(parse(bad2[i], &o, err) == -1 && err[0]);
+    }
+    {   /* too many --keep */
+        char *v[80];
+        int n = 0;
+        v[n++] = "s";
+        for (int i = 0; i < SANDBOX_MAX_KEEP + 1; i++) { v[n++] = "--keep"; v[n++] = "/k"; }
+        v[n++] = "--workdir"; v[n++] = "/w"; v[n++] = "--"; v[n++] = "/x"; v[n++] = "a"; v[n] = NULL;
+        CHECK(parse(v, &o, err) == -1);
+    }
+    {   /* a path at and past PATH_MAX */
+        static char big[5000];
+        big[0] = '/';
+        memset(big + 1, 'a', sizeof big - 2);
+        char *v[] = {"s", "--workdir", big, "--", "/x", "a", NULL};
+        CHECK(parse(v, &o, err) == -1);
+    }
+    /* random vectors drawn from option names and values */
+    const char *words[] = {"--user", "--workdir", "--keep", "--nproc", "--nofile", "--tmp-size", "--probe", "--", "/w",
+                           "/tmp/x", "nobody", "12", "0", "512m", "", "-", "/..", "/a/..", "x", "99999999999"};
+    unsigned long long r = 0x243f6a8885a308d3ull;
+    for (int c = 0; c < 100000; c++) {
+        char *v[16];
+        int n = 1 + (int)(r % 14);
+        v[0] = "s";
+        for (int i = 1; i < n; i++) {
+            r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+            v[i] = (char *)words[r % (sizeof words / sizeof words[0])];
+        }
+        v[n] = NULL;
+        r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+        if (sandbox_parse(n, v, &o, err, sizeof err) == 0 && !o.probe)
+            CHECK(o.workdir && o.exe && o.argv && o.argv[0]);
+    }
+    if (failures) {
+        fprintf(stderr, "test_sandbox_args: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_sandbox_args: ok (incl. 100000 random vectors)\n");
+    return 0;
+}

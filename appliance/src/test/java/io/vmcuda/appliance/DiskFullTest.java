@@ -1,0 +1,113 @@
+package io.vmcuda.appliance;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.vmcuda.protocol.Wire;
+import java.io.IOException;
+import java.nio.file.FileStore;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The appliance's disk fills up while it caches a binary — a real full file system: the state directory
+ * is a 1 MiB tmpfs (needs root; skipped otherwise). Full during the upload, and full while the rewritten
+ * copy is written: each time the session is refused with a clear "disk is full" message, no upload file,
+ * staging directory or half entry remains, the daemon keeps serving, and once there is room again the
+ * same binary is admitted and runs.
+ */
+@Timeout(120)
+class DiskFullTest {
+    @TempDir
+    Path tmp;
+    private Path mount;
+
+    private static int run(String... cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        p.getInputStream().readAllBytes();
+        return p.waitFor(30, TimeUnit.SECONDS) ? p.exitValue() : -1;
+    }
+
+    @AfterEach
+    void unmount() throws Exception {
+        if (mount != null) run("umount", "-l", mount.toString());
+    }
+
+    private static long free(Path p) throws IOException {
+        FileStore fs = Files.getFileStore(p);
+        return fs.getUsableSpace();
+    }
+
+    /** Fills the file system until exactly about {@code leave} bytes are free. */
+    private static void fillLeaving(Path dir, long leave) throws IOException {
+        Path filler = dir.resolve("filler");
+        Files.deleteIfExists(filler);
+        long n = free(dir) - leave;
+        if (n > 0) Files.write(filler, new byte[(int) n]);
+    }
+
+    private static List<Path> cacheFiles(Path cache) throws IOException {
+        try (Stream<Path> s = Files.walk(cache)) {
+            return s.filter(Files::isRegularFile).toList();
+        }
+    }
+
+    @Test
+    void fullDiskRefusesCleanlyAndKeepsTheCacheConsistent() throws Exception {
+        mount = tmp.resolve("state");
+        Files.createDirectories(mount);
+        assumeTrue(run("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mount.toString()) == 0,
+                "cannot mount a tmpfs here (not root?): skipped");
+        NativeFixtures fixtures = NativeFixtures.get();
+        byte[] binary = Files.readAllBytes(fixtures.fakeWorker);
+        try (DaemonHarness d = new DaemonHarness(mount, fixtures.workerLibDir(), TestInventory.none(), Map.of())) {
+            Path cache = mount.resolve("cache");
+            // 1. no room for the upload itself
+            fillLeaving(mount, binary.length / 2);
+            try (ProtocolClient c = d.connect()) {
+                c.sendNewHello(binary, "diskfull");
+                assertEquals(Wire.HELLO_SEND_BINARY, c.readReply().status());
+                c.upload(binary, 4096);
+                ProtocolClient.Reply r = c.readReply();
+                assertEquals(Wire.HELLO_REFUSED, r.status());
+                assertTrue(r.message().contains("appliance cannot store the binary: its disk is full"), r.message());
+            }
+            Thread.sleep(100);
+            assertEquals(List.of(), cacheFiles(cache), "nothing half-written stays in the cache");
+
+            // 2. the upload fits, the rewritten copy does not
+            fillLeaving(mount, binary.length + 8192);
+            try (ProtocolClient c = d.connect()) {
+                c.sendNewHello(binary, "diskfull");
+                assertEquals(Wire.HELLO_SEND_BINARY, c.readReply().status());
+                c.upload(binary, 65536);
+                ProtocolClient.Reply r = c.readReply();
+                assertEquals(Wire.HELLO_REFUSED, r.status());
+                assertTrue(r.message().contains("disk is full"), r.message());
+            }
+            Thread.sleep(100);
+            assertEquals(List.of(), cacheFiles(cache), "no staging directory or half entry");
+
+            // 3. room again: the same binary is admitted and its worker starts
+            Files.delete(mount.resolve("filler"));
+            assertEquals(200, d.get("/status").statusCode());
+            try (ProtocolClient c = d.connect()) {
+                c.sendNewHello(binary, "diskfull");
+                assertEquals(Wire.HELLO_SEND_BINARY, c.readReply().status());
+                c.upload(binary, 65536);
+                ProtocolClient.Reply r = c.readReply();
+                assertEquals(Wire.HELLO_READY, r.status(), r.message());
+            }
+            assertEquals(3, cacheFiles(cache).size(), "original, rewritten, meta.properties: " + cacheFiles(cache));
+        }
+    }
+}

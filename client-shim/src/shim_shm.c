@@ -1,0 +1,218 @@
+#include "shim_shm.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim_call.h"
+#include "shim_config.h"
+#include "shim_copy.h"
+#include "shim_session.h"
+#include "vmc_api.h"
+
+#define SLOTS 4
+
+/* ---- is the appliance on this host? ---- */
+
+static int local = 0;
+static pthread_once_t local_once = PTHREAD_ONCE_INIT;
+
+static int same_address(const struct sockaddr *a, const struct sockaddr *b) {
+    if (a->sa_family != b->sa_family)
+        return 0;
+    if (a->sa_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->sa_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
+    return 0;
+}
+
+static int is_loopback(const struct sockaddr *a) {
+    if (a->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+    if (a->sa_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &in6addr_loopback, 16) == 0;
+    return 0;
+}
+
+/* The appliance's address is a loopback address or one of this host's own interfaces. */
+static void detect_local(void) {
+    const struct vmc_client_config *cfg = vmc_client_config();
+    char host[256];
+    const char *colon = strrchr(cfg->appliance, ':');
+    if (!colon || (size_t)(colon - cfg->appliance) >= sizeof host)
+        return;
+    memcpy(host, cfg->appliance, (size_t)(colon - cfg->appliance));
+    host[colon - cfg->appliance] = 0;
+    if (host[0] == '[') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = 0;
+    }
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0)
+        return;
+    struct ifaddrs *ifs = NULL;
+    getifaddrs(&ifs);
+    for (struct addrinfo *ai = res; ai && !local; ai = ai->ai_next) {
+        if (is_loopback(ai->ai_addr))
+            local = 1;
+        for (struct ifaddrs *i = ifs; i && !local; i = i->ifa_next)
+            if (i->ifa_addr && same_address(ai->ai_addr, i->ifa_addr))
+                local = 1;
+    }
+    freeifaddrs(ifs);
+    freeaddrinfo(res);
+}
+
+/* ---- the ring ---- */
+
+/* Creates the ring file, asks the worker to map and register it, and unlinks it either way. */
+static void attach(struct vmc_conn *conn) {
+    conn->shm_state = -1;
+    size_t slot_size = vmc_block_size();
+    size_t size = slot_size * SLOTS;
+    char path[128];
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    static unsigned counter;
+    /* A random-looking name: the file is visible only until the worker has opened it. */
+    snprintf(path, sizeof path, "/dev/shm/vmcuda.%d.%u.%lx%lx", (int)getpid(), __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED),
+             (unsigned long)ts.tv_nsec, (unsigned long)random());
+    /* The worker may run as another user (its sandbox), so the file must be readable and writable by it. */
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return;
+    fchmod(fd, 0666);
+    void *base = MAP_FAILED;
+    if (ftruncate(fd, (off_t)size) == 0)
+        base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    cudaError_t st = cudaErrorMemoryAllocation;
+    if (base != MAP_FAILED) {
+        struct vmc_call c;
+        st = vmc_call_begin(&c, VMC_API_vmc_ShmAttach, 0);
+        if (st == cudaSuccess) {
+            vmc_arg_str(&c, path);
+            vmc_arg_u64(&c, size);
+            vmc_arg_u32(&c, SLOTS);
+            vmc_arg_u64(&c, slot_size);
+            st = vmc_call_finish(&c);
+        }
+    }
+    unlink(path);
+    if (st != cudaSuccess) {
+        if (base != MAP_FAILED)
+            munmap(base, size);
+        return;
+    }
+    conn->shm_base = base;
+    conn->shm_size = size;
+    conn->shm_slot_size = slot_size;
+    conn->shm_slots = SLOTS;
+    conn->shm_state = 1;
+}
+
+int vmc_shm_ready(size_t count) {
+    const struct vmc_client_config *cfg = vmc_client_config();
+    if (count < VMC_SHM_MIN_BYTES || cfg->transport == VMC_TRANSPORT_TCP)
+        return 0;
+    if (cfg->transport == VMC_TRANSPORT_AUTO) {
+        pthread_once(&local_once, detect_local);
+        if (!local)
+            return 0;
+    }
+    cudaError_t err;
+    struct vmc_conn *conn = vmc_thread_conn(&err);
+    if (!conn)
+        return 0;
+    if (conn->shm_state == 0)
+        attach(conn);
+    return conn->shm_state == 1;
+}
+
+static int put_token(struct vmc_conn *conn, uint32_t k) {
+    uint8_t b[4] = {(uint8_t)k, (uint8_t)(k >> 8), (uint8_t)(k >> 16), (uint8_t)(k >> 24)};
+    return vmc_write_full(conn->fd, b, 4);
+}
+
+/* Reads the token for block `expect`; anything else means the two sides disagree about the stream. */
+static int take_token(struct vmc_conn *conn, uint32_t expect) {
+    uint8_t b[4];
+    if (vmc_conn_read(conn, b, 4) != 0)
+        return -1;
+    uint32_t k = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    return k == expect ? 0 : -1;
+}
+
+static uint8_t *slot(struct vmc_conn *conn, uint32_t k) { return conn->shm_base + (size_t)(k % conn->shm_slots) * conn->shm_slot_size; }
+
+static cudaError_t begin(struct vmc_call *c, uint32_t id, uint32_t symbol, uint64_t addr, size_t count, cudaStream_t stream,
+                         unsigned mode) {
+    cudaError_t st = vmc_call_begin(c, id, 0);
+    if (st != cudaSuccess)
+        return st;
+    vmc_arg_u32(c, symbol);
+    vmc_arg_u64(c, addr);
+    vmc_arg_u64(c, count);
+    vmc_arg_u64(c, (uint64_t)(uintptr_t)stream);
+    vmc_arg_u8(c, (uint8_t)mode);
+    return vmc_call_send(c);
+}
+
+cudaError_t vmc_shm_host_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
+                                   unsigned mode) {
+    struct vmc_call c;
+    cudaError_t st = begin(&c, VMC_API_vmc_MemcpyHostToDeviceShm, symbol, dst, count, stream, mode);
+    if (st != cudaSuccess)
+        return st;
+    struct vmc_conn *conn = c.conn;
+    size_t ss = conn->shm_slot_size;
+    uint32_t blocks = (uint32_t)((count + ss - 1) / ss), freed = 0;
+    for (uint32_t k = 0; k < blocks; k++) {
+        if (k >= conn->shm_slots && take_token(conn, freed++) != 0)
+            return vmc_session_lost(conn, "shared-memory ring out of step");
+        size_t n = k + 1 < blocks ? ss : count - (size_t)k * ss;
+        vmc_copy(slot(conn, k), (const uint8_t *)src + (size_t)k * ss, n);
+        if (put_token(conn, k) != 0)
+            return vmc_session_lost(conn, "cannot send to the worker");
+    }
+    while (freed < blocks)
+        if (take_token(conn, freed++) != 0)
+            return vmc_session_lost(conn, "shared-memory ring out of step");
+    return vmc_call_await(&c);
+}
+
+cudaError_t vmc_shm_device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
+                                   unsigned mode) {
+    struct vmc_call c;
+    cudaError_t st = begin(&c, VMC_API_vmc_MemcpyDeviceToHostShm, symbol, src, count, stream, mode);
+    if (st != cudaSuccess)
+        return st;
+    st = vmc_call_await(&c);
+    if (!c.replied || st != cudaSuccess)
+        return st;
+    struct vmc_conn *conn = c.conn;
+    size_t ss = conn->shm_slot_size;
+    uint32_t blocks = (uint32_t)((count + ss - 1) / ss);
+    for (uint32_t k = 0; k < blocks; k++) {
+        if (take_token(conn, k) != 0)
+            return vmc_session_lost(conn, "shared-memory ring out of step");
+        size_t n = k + 1 < blocks ? ss : count - (size_t)k * ss;
+        vmc_copy((uint8_t *)dst + (size_t)k * ss, slot(conn, k), n);
+        if (put_token(conn, k) != 0)
+            return vmc_session_lost(conn, "cannot send to the worker");
+    }
+    return vmc_call_await(&c);
+}

@@ -1,0 +1,30 @@
+// A session that lasts: ITERATIONS small CUDA calls, PAUSE_MS apart; with a third argument the program
+// sleeps that many ms without CUDA calls before its last call (idle release). Prints one line per call.
+// Usage: long_runner ITERATIONS PAUSE_MS [IDLE_MS]
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <cuda_runtime.h>
+
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 10;
+    int pause_ms = argc > 2 ? atoi(argv[2]) : 100;
+    int idle_ms = argc > 3 ? atoi(argv[3]) : 0;
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < n; i++) {
+        int count = -1;
+        e = cudaGetDeviceCount(&count);
+        printf("call %d: %s\n", i, cudaGetErrorName(e));
+        fflush(stdout);
+        usleep(pause_ms * 1000);
+    }
+    if (idle_ms > 0) {
+        usleep(idle_ms * 1000);
+        int count = -1;
+        e = cudaGetDeviceCount(&count);
+        printf("after idle: %s\n", cudaGetErrorName(e));
+    }
+    printf("done\n");
+    return 0;
+}

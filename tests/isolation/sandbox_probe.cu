@@ -1,0 +1,65 @@
+// The worker sandbox, seen from the application: its static constructor (which runs in the worker on
+// the appliance, before any CUDA call) tries to reach the network and to leave a file in /tmp, and says
+// what happened on stderr (natively the terminal, on the appliance the session's worker.log). main()
+// then uses CUDA as usual, so through vmcuda the program still gets the same results as natively.
+// Usage: sandbox_probe MARKER   (the /tmp file is /tmp/vmcuda-probe-MARKER; the worker sees argv[0] only,
+// so the marker is compiled into the constructor from the program's own name: see probe_name()).
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cuda_runtime.h>
+
+__global__ void add_one(int *p) { *p += 1; }
+
+__attribute__((constructor)) static void probe(void)
+{
+    // TCP to the loopback's discard port and to a public address: inside the sandbox's network
+    // namespace there is no usable interface at all, so both fail with "Network is unreachable".
+    const char *targets[] = {"127.0.0.1", "1.1.1.1"};
+    for (int i = 0; i < 2; i++) {
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a;
+        memset(&a, 0, sizeof a);
+        a.sin_family = AF_INET;
+        a.sin_port = htons(i == 0 ? 9 : 53);
+        inet_pton(AF_INET, targets[i], &a.sin_addr);
+        int rc = s < 0 ? -1 : connect(s, (struct sockaddr *)&a, sizeof a);
+        fprintf(stderr, "probe: tcp connect %s: %s\n", targets[i], rc == 0 ? "connected" : strerror(errno));
+        if (s >= 0) close(s);
+    }
+    // /tmp: the sandbox's own tmpfs; the appliance's /tmp never sees the file. The client process runs
+    // this constructor too (same binary), so the name carries the process id to tell the two apart.
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "/tmp/vmcuda-isolation-probe.%d", (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    fprintf(stderr, "probe: write %s: %s\n", tmp, f ? "written" : strerror(errno));
+    if (f) { fputs("written by sandbox_probe\n", f); fclose(f); }
+    // outside the session directory and /tmp everything is read-only
+    f = fopen("/var/tmp/vmcuda-isolation-probe", "w");
+    fprintf(stderr, "probe: write /var/tmp/vmcuda-isolation-probe: %s\n", f ? "written" : strerror(errno));
+    if (f) { fclose(f); unlink("/var/tmp/vmcuda-isolation-probe"); }
+    fprintf(stderr, "probe: uid %d\n", (int)getuid());
+}
+
+int main()
+{
+    int count = -1;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    printf("cudaGetDeviceCount: %s\n", cudaGetErrorName(e));
+    int *d = NULL;
+    e = cudaMalloc(&d, sizeof(int));
+    printf("cudaMalloc: %s\n", cudaGetErrorName(e));
+    if (e == cudaSuccess) {
+        cudaMemset(d, 0, sizeof(int));
+        add_one<<<1, 1>>>(d);
+        int h = 0;
+        e = cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
+        printf("kernel result: %d (%s)\n", h, cudaGetErrorName(e));
+        cudaFree(d);
+    }
+    return e == cudaSuccess ? 0 : 2;
+}

@@ -1,0 +1,302 @@
+package io.vmcuda.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Tenant isolation and fault tolerance with the real daemon (bin/vmcudad), the real shim and real
+ * rewritten workers, on the GPU-less CI machine: the worker sandbox, a client SIGKILLed in the middle of a
+ * 1 GiB copy, a worker SIGKILLed beside a healthy session, the daemon SIGKILLed under a running session
+ * (and restarted on its cache), idle release, the memory quota hook, and 64 clients at once without a
+ * leaked worker or descriptor. The programs are tests/isolation/*.cu.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(300)
+class IsolationTest {
+    private Path root;
+    private Path work;
+    private Path iso;
+    private Path cudaPrograms;
+    private Path cudaLib;
+
+    @BeforeAll
+    void setUp() throws IOException {
+        root = Path.of(System.getProperty("vmcuda.repo.root", "..")).toAbsolutePath().normalize();
+        iso = Path.of(System.getProperty("vmcuda.test.isolation", "target/isolation")).toAbsolutePath();
+        cudaPrograms = Path.of(System.getProperty("vmcuda.test.programs", "target/cuda")).toAbsolutePath();
+        work = Path.of(System.getProperty("vmcuda.test.work", "target/e2e")).toAbsolutePath().resolveSibling("isolation-e2e");
+        cudaLib = Path.of(System.getProperty("vmcuda.cuda.home", "/usr/local/cuda"), "lib64");
+        assumeTrue(Files.isExecutable(iso.resolve("long_runner")), "no isolation programs (nvcc missing?): skipped");
+        Files.createDirectories(work);
+    }
+
+    private Map<String, String> env(DaemonProcess d) {
+        Map<String, String> env = new HashMap<>();
+        String ld = System.getenv("LD_LIBRARY_PATH");
+        env.put("LD_LIBRARY_PATH", cudaLib + (ld == null || ld.isEmpty() ? "" : ":" + ld));
+        env.put("VMCUDA_APPLIANCE", null);
+        env.put("VMCUDA_TOKEN", d == null ? null : d.token);
+        return env;
+    }
+
+    private List<String> viaVmcuda(DaemonProcess d, Path program, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
+                "127.0.0.1:" + d.port, "--", program.toString()));
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
+    private Process start(DaemonProcess d, Path program, Path logPrefix, String... args) throws IOException {
+        ProcessBuilder pb = new ProcessBuilder(viaVmcuda(d, program, args)).directory(work.toFile())
+                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
+                .redirectOutput(Path.of(logPrefix + ".out").toFile())
+                .redirectError(Path.of(logPrefix + ".err").toFile());
+        env(d).forEach((k, v) -> {
+            if (v == null) pb.environment().remove(k);
+            else pb.environment().put(k, v);
+        });
+        return pb.start();
+    }
+
+    private static String read(Path p) throws IOException {
+        return Files.exists(p) ? Files.readString(p) : "";
+    }
+
+    private static List<ProcessHandle> workers(DaemonProcess d) {
+        return d.process.descendants().filter(ProcessHandle::isAlive).toList();
+    }
+
+    private static String records(DaemonProcess d) throws IOException {
+        return read(d.stateDir.resolve("sessions.jsonl"));
+    }
+
+    private static void await(String what, long timeoutMs, java.util.concurrent.Callable<Boolean> cond) throws Exception {
+        long deadline = System.nanoTime() + timeoutMs * 1_000_000;
+        while (!cond.call()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for: " + what);
+            Thread.sleep(20);
+        }
+    }
+
+    private static String workerLogs(DaemonProcess d) throws IOException {
+        StringBuilder b = new StringBuilder();
+        try (Stream<Path> s = Files.list(d.stateDir.resolve("sessions"))) {
+            for (Path dir : s.sorted().toList()) b.append(read(dir.resolve("worker.log")));
+        }
+        return b.toString();
+    }
+
+    private static long rootUid() {
+        try {
+            return ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+
+    @Test
+    void sandboxedWorkerHasNoNetworkAndAPrivateTmp() throws Exception {
+        assumeTrue(rootUid() == 0, "the sandbox needs root");
+        Path program = iso.resolve("sandbox_probe");
+        ProgramRunner.Result nat = ProgramRunner.run(List.of(program.toString()), env(null), work, work.resolve("probe-native"));
+        assertTrue(read(work.resolve("probe-native.err")).matches("(?s).*probe: write /tmp/vmcuda-isolation-probe\\.\\d+: written.*"));
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of(), null, "daemon-sandbox.log")) {
+            ProgramRunner.Result vm = ProgramRunner.run(viaVmcuda(d, program), env(d), work, work.resolve("probe-vmcuda"));
+            String ctx = "\n" + vm.describe() + "--- daemon ---\n" + d.logText();
+            assertEquals(nat.exitCode(), vm.exitCode(), ctx);
+            assertEquals(nat.stdout(), vm.stdout(), ctx);
+            assertTrue(d.logText().contains("workers sandboxed as nobody"), ctx);
+            await("session record", 10_000, () -> records(d).contains("sandbox_probe"));
+            String log = workerLogs(d);
+            assertTrue(log.contains("probe: tcp connect 127.0.0.1: Network is unreachable"), log);
+            assertTrue(log.contains("probe: tcp connect 1.1.1.1: Network is unreachable"), log);
+            assertTrue(log.contains("probe: write /var/tmp/vmcuda-isolation-probe: Read-only file system"), log);
+            assertTrue(log.contains("probe: uid 65534"), log);
+            java.util.regex.Matcher m = java.util.regex.Pattern
+                    .compile("probe: write (/tmp/vmcuda-isolation-probe\\.\\d+): written").matcher(log);
+            assertTrue(m.find(), "the worker could write its private /tmp: " + log);
+            Path workerFile = Path.of(m.group(1));
+            assertFalse(Files.exists(workerFile), workerFile + ": the worker's /tmp file reached the appliance's /tmp");
+            try (Stream<Path> s = Files.list(Path.of("/tmp"))) {
+                s.filter(p -> p.getFileName().toString().startsWith("vmcuda-isolation-probe.")).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+
+    @Test
+    void clientKilledInTheMiddleOfAGigabyteCopy() throws Exception {
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of(), null, "daemon-killclient.log")) {
+            Path prefix = work.resolve("bigcopy");
+            Process client = start(d, iso.resolve("big_copy"), prefix, "-1", "h2d");
+            // the first 1 GiB copy is through; the second is streaming
+            await("first 1 GiB H2D", 60_000, () -> read(Path.of(prefix + ".err")).contains("round 0 H2D"));
+            Thread.sleep(150);
+            List<ProcessHandle> ws = workers(d);
+            assertFalse(ws.isEmpty(), "no worker running");
+            client.destroyForcibly();
+            long t0 = System.nanoTime();
+            await("worker exit", 5_000, () -> ws.stream().noneMatch(ProcessHandle::isAlive));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            System.out.println("worker gone " + ms + " ms after its client was SIGKILLed mid-copy");
+            assertTrue(ms <= 1000, "the worker took " + ms + " ms to exit");
+            await("session record", 5_000, () -> records(d).contains("big_copy"));
+            String rec = records(d);
+            assertTrue(rec.contains("\"state\":\"aborted\"") && rec.contains("client connection lost"), rec);
+        }
+    }
+
+    @Test
+    void killedWorkerFailsItsClientOnlyTheOtherSessionCompletes() throws Exception {
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of(), null, "daemon-killworker.log")) {
+            Path program = iso.resolve("long_runner");
+            Process a = start(d, program, work.resolve("runner-a"), "40", "100");
+            Process b = start(d, program, work.resolve("runner-b"), "40", "100");
+            await("two sessions running", 60_000, () -> read(work.resolve("runner-a.out")).contains("call 2")
+                    && read(work.resolve("runner-b.out")).contains("call 2"));
+            // the worker itself: the leaf process (under the sandbox launcher when sandboxed)
+            List<ProcessHandle> leaves = workers(d).stream().filter(p -> p.children().findAny().isEmpty()).toList();
+            assertEquals(2, leaves.size(), "two workers: " + leaves);
+            assertTrue(leaves.get(0).destroyForcibly());
+            assertTrue(a.waitFor(60, TimeUnit.SECONDS) && b.waitFor(60, TimeUnit.SECONDS));
+            String outA = read(work.resolve("runner-a.out")), outB = read(work.resolve("runner-b.out"));
+            boolean aLost = outA.contains("cudaErrorDevicesUnavailable"), bLost = outB.contains("cudaErrorDevicesUnavailable");
+            assertTrue(aLost ^ bLost, "exactly one client lost its worker:\n" + outA + "\n" + outB);
+            String healthy = aLost ? outB : outA, lost = aLost ? outA : outB;
+            assertTrue(healthy.contains("call 39: ") && healthy.endsWith("done\n"), healthy);
+            assertTrue(lost.endsWith("done\n"), "the failed client still ends normally: " + lost);
+            String err = read(work.resolve(aLost ? "runner-a.err" : "runner-b.err"));
+            assertTrue(err.contains("vmcuda:"), "the client was told why: " + err);
+            await("two session records", 10_000, () -> records(d).lines().count() >= 2);
+            String rec = records(d);
+            assertTrue(rec.contains("worker killed by signal 9") && rec.contains("\"state\":\"ended\""), rec);
+        }
+    }
+
+    @Test
+    void daemonKilledItsWorkersExitAndTheCacheSurvivesARestart() throws Exception {
+        Path program = iso.resolve("long_runner");
+        DaemonProcess first = DaemonProcess.start(root, work, Map.of(), null, "daemon-killdaemon.log");
+        Path state = first.stateDir;
+        List<ProcessHandle> ws;
+        Process client;
+        try {
+            client = start(first, program, work.resolve("orphan"), "100", "100");
+            await("session running", 60_000, () -> read(work.resolve("orphan.out")).contains("call 2"));
+            ws = workers(first);
+            assertFalse(ws.isEmpty());
+            first.process.destroyForcibly(); // SIGKILL: no shutdown hook, no SIGTERM to the workers
+            long t0 = System.nanoTime();
+            await("workers exit after their daemon died", 5_000, () -> ws.stream().noneMatch(ProcessHandle::isAlive));
+            System.out.println("workers gone " + (System.nanoTime() - t0) / 1_000_000 + " ms after the daemon was SIGKILLed");
+        } finally {
+            first.close();
+        }
+        assertTrue(client.waitFor(60, TimeUnit.SECONDS));
+        assertTrue(read(work.resolve("orphan.out")).contains("cudaErrorDevicesUnavailable"));
+        try (DaemonProcess second = DaemonProcess.start(root, work, Map.of(), state, "daemon-restarted.log")) {
+            ProgramRunner.Result r = ProgramRunner.run(viaVmcuda(second, program, "2", "0"), env(second), work,
+                    work.resolve("after-restart"));
+            assertEquals(0, r.exitCode(), r.describe());
+            await("record", 10_000, () -> records(second).contains("\"cache_hit\":true"));
+        }
+    }
+
+    @Test
+    void idleSessionIsReleasedWithAnError() throws Exception {
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of("session.idle_release_minutes", "0.05"), null,
+                "daemon-idle.log")) {
+            ProgramRunner.Result r = ProgramRunner.run(viaVmcuda(d, iso.resolve("long_runner"), "2", "50", "6000"),
+                    env(d), work, work.resolve("idle"));
+            String ctx = "\n" + r.describe();
+            assertTrue(r.stdout().contains("after idle: cudaErrorDevicesUnavailable"), ctx);
+            await("record", 10_000, () -> records(d).contains("long_runner"));
+            String rec = records(d);
+            assertTrue(rec.contains("\"state\":\"aborted\"")
+                    && rec.contains("session released after 0.05 minutes without CUDA calls"), rec + ctx);
+            assertTrue(workerLogs(d).contains("releasing the session"), workerLogs(d));
+            System.out.println("idle release, client stderr: " + r.stderr().strip());
+        }
+    }
+
+    @Test
+    void memoryQuotaHookRefusesWithoutTouchingTheGpu() throws Exception {
+        Path program = iso.resolve("quota_probe");
+        ProgramRunner.Result nat = ProgramRunner.run(List.of(program.toString(), "256", "64"), env(null), work,
+                work.resolve("quota-native"));
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of("tenant.e2e.max_memory_bytes", "1048576"), null,
+                "daemon-quota.log")) {
+            ProgramRunner.Result vm = ProgramRunner.run(viaVmcuda(d, program, "256", "64"), env(d), work,
+                    work.resolve("quota-vmcuda"));
+            assertEquals(nat.stdout(), vm.stdout(), nat.describe() + vm.describe());
+            await("record", 10_000, () -> records(d).contains("quota_probe"));
+            String log = workerLogs(d);
+            assertTrue(log.contains("device memory quota: 1048576 bytes"), log);
+            assertTrue(log.contains("quota: refused cudaMalloc of 67108864 bytes"), log);
+        }
+    }
+
+    private static int fdCount(long pid) throws IOException {
+        try (Stream<Path> s = Files.list(Path.of("/proc/" + pid + "/fd"))) {
+            return (int) s.count();
+        }
+    }
+
+    @Test
+    void sixtyFourClientsAtOnce() throws Exception {
+        Path program = cudaPrograms.resolve("device");
+        assumeTrue(Files.isExecutable(program), "tests/cuda/device not built");
+        ProgramRunner.Result nat = ProgramRunner.run(List.of(program.toString()), env(null), work, work.resolve("load-native"));
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of(), null, "daemon-load.log")) {
+            ProgramRunner.Result warm = ProgramRunner.run(viaVmcuda(d, program), env(d), work, work.resolve("load-warm"));
+            assertEquals(nat.stdout(), warm.stdout(), warm.describe());
+            await("no worker after warm-up", 10_000, () -> workers(d).isEmpty());
+            Thread.sleep(500);
+            int fdsBefore = fdCount(d.process.pid());
+            ExecutorService pool = Executors.newFixedThreadPool(64);
+            List<Future<ProgramRunner.Result>> runs = new ArrayList<>();
+            long t0 = System.nanoTime();
+            for (int i = 0; i < 64; i++) {
+                int n = i;
+                runs.add(pool.submit(() -> ProgramRunner.run(viaVmcuda(d, program), env(d), work,
+                        work.resolve("load").resolve("run" + n))));
+            }
+            int ok = 0;
+            for (Future<ProgramRunner.Result> f : runs) {
+                ProgramRunner.Result r = f.get();
+                assertEquals(nat.exitCode(), r.exitCode(), r.describe());
+                assertEquals(nat.stdout(), r.stdout(), r.describe());
+                ok++;
+            }
+            pool.shutdown();
+            System.out.printf("64 concurrent clients: %d identical to native in %.1f s%n", ok, (System.nanoTime() - t0) / 1e9);
+            await("every worker reaped", 30_000, () -> workers(d).isEmpty());
+            await("64 more session records", 30_000, () -> records(d).lines().count() >= 65);
+            int[] fdsAfter = {fdCount(d.process.pid())};
+            await("daemon descriptors back to " + fdsBefore + " (now " + fdsAfter[0] + ")", 15_000, () -> {
+                fdsAfter[0] = fdCount(d.process.pid());
+                return fdsAfter[0] <= fdsBefore;
+            });
+            String rec = records(d);
+            assertFalse(rec.contains("\"state\":\"aborted\""), rec);
+        }
+    }
+}
