@@ -48,12 +48,19 @@ void vmc_arg_str(struct vmc_call *c, const char *s) {
     vmc_out_bytes(&c->conn->out, s, n);
 }
 
-static int send_frame(struct vmc_call *c) {
+/* Up to this many bytes of bulk data ride in the same write as their CALL frame. */
+#define SMALL_UPLOAD (64u << 10)
+
+static int finish_frame(struct vmc_call *c) {
     struct vmc_conn *conn = c->conn;
     if (conn->out.broken || conn->out.len - VMC_HEADER_BYTES > VMC_MAX_CALL_PAYLOAD)
         return -1;
     vmc_out_finish_frame(&conn->out, VMC_CALL, c->async ? VMC_FLAG_ASYNC : 0, c->id);
-    return vmc_write_full(conn->fd, conn->out.data, conn->out.len);
+    return 0;
+}
+
+static int send_frame(struct vmc_call *c) {
+    return finish_frame(c) == 0 ? vmc_write_full(c->conn->fd, c->conn->out.data, c->conn->out.len) : -1;
 }
 
 /* Waits for the REPLY to this call; returns its status, or the session-lost error. */
@@ -90,7 +97,17 @@ cudaError_t vmc_call_finish(struct vmc_call *c) {
 }
 
 cudaError_t vmc_call_finish_upload(struct vmc_call *c, const void *data, size_t count) {
-    if (send_frame(c) != 0 || vmc_write_full(c->conn->fd, data, count) != 0)
+    int rc;
+    if (count <= SMALL_UPLOAD) {
+        /* Latency-bound: frame and data in one write (the data is outside the frame's length). */
+        rc = finish_frame(c);
+        vmc_out_bytes(&c->conn->out, data, count);
+        rc = rc || c->conn->out.broken || vmc_write_full(c->conn->fd, c->conn->out.data, c->conn->out.len);
+    } else {
+        /* Bulk data is sent straight from the application's buffer. */
+        rc = send_frame(c) || vmc_write_full(c->conn->fd, data, count);
+    }
+    if (rc != 0)
         return vmc_session_lost(c->conn, "cannot send to the worker");
     if (c->async)
         return cudaSuccess;

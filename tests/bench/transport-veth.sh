@@ -8,6 +8,8 @@
 #   sudo tests/bench/transport-veth.sh [--quick] [block_stream client options...]
 #     --quick   blocks 1M,4M,16M, size 128M, best of 2 (seconds instead of about a minute per link)
 #     options   passed to every block_stream client: --blocks B,.. --sizes S,.. --reps N
+#   VETH_OFFLOAD=off  also turn TSO/GSO/GRO off on the veth pair (needs ethtool): with them on (the
+#                     default) the kernel moves up to 64 KiB per packet whatever the MTU
 #
 # Uses only the namespaces it creates (vmcb-tx-PID, vmcb-rx-PID; addresses 192.168.250.1/.2 inside
 # them) and 127.0.0.1; removes both namespaces (and so the veth pair) on exit, also on errors and ^C.
@@ -61,6 +63,15 @@ for ns in "$ns_tx" "$ns_rx"; do ip -n "$ns" link set lo up; done
 ip -n "$ns_tx" link set "$if_tx" up
 ip -n "$ns_rx" link set "$if_rx" up
 
+if [ "${VETH_OFFLOAD:-on}" = off ]; then # segmentation/receive offloads off: every packet is one MTU
+    command -v ethtool >/dev/null || { echo "transport-veth: VETH_OFFLOAD=off needs ethtool" >&2; exit 1; }
+    ip netns exec "$ns_tx" ethtool -K "$if_tx" tso off gso off gro off >/dev/null 2>&1
+    ip netns exec "$ns_rx" ethtool -K "$if_rx" tso off gso off gro off >/dev/null 2>&1
+fi
+if command -v ethtool >/dev/null; then
+    echo "# veth offloads (VETH_OFFLOAD=${VETH_OFFLOAD:-on}): $(ip netns exec "$ns_tx" ethtool -k "$if_tx" 2>/dev/null |
+        grep -E '^(tcp-segmentation-offload|generic-segmentation-offload|generic-receive-offload):' | tr -s ' ' | paste -sd' ')"
+fi
 for mtu in 1500 9000; do
     ip -n "$ns_tx" link set "$if_tx" mtu "$mtu"
     ip -n "$ns_rx" link set "$if_rx" mtu "$mtu"
@@ -74,10 +85,15 @@ for mtu in 1500 9000; do
     server=""
 done
 
-# one table: the link name taken off each metric, the three links side by side
-strip() { sed -E 's/^[a-z0-9]+_//' "$1" | sort; }
+# one table: the link name taken off each metric, the three links side by side, in measurement order
+strip() { sed -E 's/^[a-z0-9]+_//' "$1"; }
 echo
 printf '%-32s %10s %10s %10s %10s  %s\n' metric loopback veth@1500 veth@9000 9000/1500 unit
-join -t $'\t' <(strip "$tmp/loopback") <(strip "$tmp/veth1500") | join -t $'\t' - <(strip "$tmp/veth9000") | sort -V |
-    awk -F'\t' '{ r = ($4 > 0) ? $6 / $4 : 0;
-                  printf "%-32s %10.3f %10.3f %10.3f %10.3f  %s\n", $1, $2, $4, $6, r, $3 }'
+awk -F'\t' '
+    FILENAME == ARGV[1] { v1500[$1] = $2; next }
+    FILENAME == ARGV[2] { v9000[$1] = $2; next }
+    {
+        a = ($1 in v1500) ? v1500[$1] : "n/a"; b = ($1 in v9000) ? v9000[$1] : "n/a"
+        r = (a != "n/a" && b != "n/a" && a + 0 > 0) ? sprintf("%.3f", b / a) : "n/a"
+        printf "%-32s %10.3f %10s %10s %10s  %s\n", $1, $2, a, b, r, $3
+    }' <(strip "$tmp/veth1500") <(strip "$tmp/veth9000") <(strip "$tmp/loopback")

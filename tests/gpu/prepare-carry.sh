@@ -16,7 +16,7 @@ allow_incomplete=false
 [ "${1:-}" = "--allow-incomplete" ] && allow_incomplete=true
 
 shopt -s nullglob
-bundles=("$repo"/packaging/target/vmcuda-*-linux-x86_64.tar.gz)
+bundles=("$repo"/packaging/target/vmcuda-[0-9]*-linux-x86_64.tar.gz) # the appliance bundle, not vmcuda-client-*
 if [ ${#bundles[@]} -ne 1 ]; then
     echo "prepare-carry: expected exactly one bundle in packaging/target, found ${#bundles[@]}; run: mvn -B install" >&2
     exit 1
@@ -45,8 +45,9 @@ cp -p "$repo"/tests/target/isolation/* "$carry/isolation/" 2>/dev/null || echo "
 
 echo "prepare-carry: $(basename "${bundles[0]}") -> .carry/vmcuda-bundle.tar.gz"
 echo "prepare-carry: ${#programs[@]} test programs -> .carry/cuda/: $(cd "$carry/cuda" && ls | tr '\n' ' ')"
-size_mib=$(du -smc "$carry/vmcuda-bundle.tar.gz" "$carry/cuda" | tail -1 | cut -f1)
-echo "prepare-carry: carried size ${size_mib} MiB; device tool carry: [\".carry/vmcuda-bundle.tar.gz\", \".carry/cuda\"]"
+echo "prepare-carry: benchmarks -> .carry/bench/: $(cd "$carry/bench" && ls | tr '\n' ' ')"
+size_mib=$(du -smc "$carry/vmcuda-bundle.tar.gz" "$carry/cuda" "$carry/bench" | tail -1 | cut -f1)
+echo "prepare-carry: carried size ${size_mib} MiB; device tool carry: [\".carry/vmcuda-bundle.tar.gz\", \".carry/cuda\", \".carry/bench\"]"
 # The device tool carries at most 64 MiB in all (working tree included).
 if [ "$size_mib" -ge 60 ]; then
     echo "prepare-carry: WARNING: close to or over the 64 MiB the device tool carries" >&2

@@ -230,17 +230,54 @@ else
 fi
 
 # ---- benchmarks: native and vmcuda side by side in this same run (tests/bench) ------------------
-# One file back: $OUT/bench.txt (the device tool brings back at most 8 files).
+# Files back: $OUT/bench.txt (every table) and $OUT/bandwidth.png (tests/bench/plot.py); diffs.txt is
+# removed when empty, so with all checks passing that is 8 files (with diffs, the plot stays in $WORK).
+# Budget: BENCH_BUDGET seconds for the whole section (default 240); each step runs under `timeout`.
+#   1. tcp_ceiling + compare.sh vmcuda_bench: H2D/D2H pageable+pinned 4 KiB..1 GiB, small-call latency, launches
+#   2. tests/bench/gpu-suite.sh: block-size sweep, Table-1 workloads end to end, 1/4/16 concurrent clients
+#   3. tests/bench/plot.py: bandwidth vs transfer size and vs block size
+[ -s "$DIFFS" ] || rm -f "$DIFFS" # sections 3-5 wrote their diffs by now; nothing below writes any
 if [ -x "$CARRY/bench/vmcuda_bench" ]; then
     say ""
     say "== benchmarks (tests/bench/compare.sh; GB/s rows: ratio > 1 = vmcuda faster; us rows: ratio > 1 = vmcuda slower)"
+    bench_t0="$(date +%s)"
+    bench_budget="${BENCH_BUDGET:-240}"
     {
         echo "# this host's loopback TCP ceiling (tests/bench/tcp_ceiling.c)"
-        [ -x "$CARRY/bench/tcp_ceiling" ] && timeout 60 "$CARRY/bench/tcp_ceiling"
+        [ -x "$CARRY/bench/tcp_ceiling" ] && timeout -k 5 60 "$CARRY/bench/tcp_ceiling"
         echo "# vmcuda_bench: native, vmcuda over TCP, vmcuda over the shared-memory ring; block size ${VMCUDA_BLOCK_SIZE:-4194304 (default)}"
-        timeout 400 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" "$ROOT/bin/vmcuda" "127.0.0.1:$PORT"
+        timeout -k 5 120 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" "$ROOT/bin/vmcuda" "127.0.0.1:$PORT"
     } >"$OUT/bench.txt" 2>&1 || say "benchmark run failed (see bench.txt)"
     cat "$OUT/bench.txt"
+    if [ -x "$CARRY/bench/bench_transfer" ]; then
+        # what is left of the budget, less 20 s for the plot and the clean-up
+        suite_budget=$((bench_budget - ($(date +%s) - bench_t0) - 20))
+        [ "$suite_budget" -lt 60 ] && suite_budget=60
+        say "== gpu-suite (tests/bench/gpu-suite.sh, budget ${suite_budget} s): block-size sweep, workloads, concurrent clients"
+        timeout -k 10 $((suite_budget + 30)) bash "$REPO/tests/bench/gpu-suite.sh" "$CARRY/bench" "$ROOT" \
+            "$CUDA_LIB_DIR" "$WORK/bench-suite" "$suite_budget" >"$WORK/bench-suite.txt" 2>&1 ||
+            say "gpu-suite failed or ran out of time (see bench.txt)"
+        # its daemons (own process groups), in case the suite itself was killed
+        [ -f "$WORK/bench-suite/daemons.pids" ] &&
+            while read -r p; do [ -n "$p" ] && kill -KILL -- "-$p" 2>/dev/null; done <"$WORK/bench-suite/daemons.pids"
+        { echo; cat "$WORK/bench-suite.txt"; } >>"$OUT/bench.txt"
+        # the digest on stdout; every row is in bench.txt
+        grep -E '^(#|==|metric |blackscholes_end_to_end|matmul_end_to_end|conc_.*_(aggregate|per_client_mean_s)|sweep_.*_(blk128KiB|blk4MiB|blk128MiB)_624MiB)' \
+            "$WORK/bench-suite.txt" | grep -vE '^# (blackscholes|matmul) native stdout'
+    else
+        say "gpu-suite: not carried (.carry/bench/bench_transfer missing)"
+    fi
+    if ! command -v python3 >/dev/null; then
+        say "plot: no python3 here"
+    elif [ -e "$DIFFS" ]; then # keep to 8 files back: diffs.txt matters more than the plot
+        timeout -k 5 60 python3 "$REPO/tests/bench/plot.py" "$OUT/bench.txt" "$WORK/bandwidth.png" >/dev/null 2>&1
+        say "plot: $WORK/bandwidth.png (not returned: diffs.txt takes its place)"
+    elif timeout -k 5 60 python3 "$REPO/tests/bench/plot.py" "$OUT/bench.txt" "$OUT/bandwidth.png" >"$WORK/plot.log" 2>&1; then
+        say "plot: bandwidth.png"
+    else
+        say "plot: failed: $(tail -1 "$WORK/plot.log")"
+    fi
+    say "benchmarks: $(($(date +%s) - bench_t0)) s"
 else
     say "benchmarks: not carried (.carry/bench/vmcuda_bench missing)"
 fi

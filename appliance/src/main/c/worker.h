@@ -48,6 +48,8 @@ int vmc_w_read_bytes(struct vmc_wconn *c, void *dst, size_t n);
 void vmc_w_serve(int fd, int primary);
 /* Sends the pending REPLY (with any captured output before it). Returns 0 or -1 if the peer is gone. */
 int vmc_w_send_reply(struct vmc_wconn *c, uint32_t id);
+/* A successful device-to-host answer in one write: the REPLY, the n data bytes, the trailing REPLY. */
+int vmc_w_send_reply_with_data(struct vmc_wconn *c, uint32_t id, const void *data, size_t n, cudaError_t trailer);
 void vmc_w_release_conn(struct vmc_wconn *c);
 
 /* ---- hand-written operations ---- */

@@ -9,6 +9,8 @@
 #include "worker.h"
 
 #define BUFFERS 2
+/* Copies up to this size travel in one write each way (they are latency-bound, not bandwidth-bound). */
+#define SMALL_COPY (64u << 10)
 
 extern cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
 extern cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s);
@@ -199,6 +201,12 @@ enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc) {
     if (st == cudaSuccess && pinned)
         st = cudaStreamSynchronize(stream);
     vmc_w_reply_status(wc, st);
+    if (st == cudaSuccess && count <= SMALL_COPY) {
+        /* Small copies are latency-bound: answer, data and trailer leave in one write. */
+        wc->replied = 0;
+        vmc_w_count_d2h(count);
+        return vmc_w_send_reply_with_data(c, wc->id, buf0, (size_t)count, cudaSuccess) == 0 ? VMC_W_DONE : VMC_W_FATAL;
+    }
     if (vmc_w_send_reply(c, wc->id) != 0)
         return VMC_W_FATAL;
     if (st != cudaSuccess) {

@@ -70,6 +70,22 @@ void vmc_w_async_done(struct vmc_wcall *wc, cudaError_t st) {
         wc->conn->async_error = st;
 }
 
+int vmc_w_send_reply_with_data(struct vmc_wconn *c, uint32_t id, const void *data, size_t n, cudaError_t trailer) {
+    if (vmc_w_output_flush(c->fd) != 0)
+        return -1;
+    vmc_out_finish_frame(&c->reply, VMC_REPLY, 0, id);
+    vmc_out_bytes(&c->reply, data, n);
+    size_t trailer_at = c->reply.len;
+    uint8_t zero[VMC_HEADER_BYTES] = {0};
+    vmc_out_bytes(&c->reply, zero, sizeof zero);
+    vmc_out_u32(&c->reply, (uint32_t)trailer);
+    vmc_out_u32(&c->reply, 0);
+    if (c->reply.broken)
+        return -1;
+    vmc_encode_header(c->reply.data + trailer_at, VMC_REPLY, 0, id, 8);
+    return vmc_write_full(c->fd, c->reply.data, c->reply.len);
+}
+
 int vmc_w_send_reply(struct vmc_wconn *c, uint32_t id) {
     if (vmc_w_output_flush(c->fd) != 0)
         return -1;
