@@ -3,11 +3,13 @@
 # Not part of `mvn verify` (it needs the OVA, built with `mvn -B -Pova -DskipTests package`, and takes
 # minutes under software emulation). Usage:
 #
-#   packaging/test-ova-boot.sh [OVA] [--timeout SECONDS] [--uefi] [--kvm] [--keep]
+#   packaging/test-ova-boot.sh [OVA] [--timeout SECONDS] [--uefi] [--disk pvscsi|sata|virtio] [--kvm] [--keep]
 #
 #   OVA        default: the newest packaging/target/vmcuda-appliance-*.ova
 #   --timeout  give up after this many seconds (default 900)
 #   --uefi     boot with OVMF (EFI firmware, as the OVF asks ESXi to) instead of SeaBIOS
+#   --disk     the disk controller: pvscsi (the OVF's, default with SeaBIOS), sata (default with --uefi:
+#              Debian's OVMF has no PVSCSI driver, ESXi's EFI has), virtio
 #   --kvm      use KVM when /dev/kvm exists (default: TCG software emulation, as on CI machines)
 #   --keep     keep the work directory (serial log, disk overlay)
 #
@@ -17,12 +19,13 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ova="" timeout_s=900 uefi=false kvm=false keep=false
+ova="" timeout_s=900 uefi=false kvm=false keep=false disk=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --timeout) timeout_s="$2"; shift 2 ;;
         --uefi) uefi=true; shift ;;
         --kvm) kvm=true; shift ;;
+        --disk) disk="$2"; shift 2 ;;
         --keep) keep=true; shift ;;
         -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "test-ova-boot: unknown option $1" >&2; exit 2 ;;
@@ -67,6 +70,13 @@ port=$((20000 + RANDOM % 20000))
 while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 accel=(-accel tcg,thread=multi -cpu max)
 if $kvm && [ -w /dev/kvm ]; then accel=(-accel kvm -cpu host); fi
+[ -n "$disk" ] || { if $uefi; then disk=sata; else disk=pvscsi; fi; }
+case "$disk" in
+    pvscsi) disk_dev=(-device pvscsi,id=scsi0 -device scsi-hd,drive=disk0,bus=scsi0.0) ;;
+    sata) disk_dev=(-device ide-hd,drive=disk0,bus=ide.0) ;;
+    virtio) disk_dev=(-device virtio-blk-pci,drive=disk0) ;;
+    *) echo "test-ova-boot: --disk must be pvscsi, sata or virtio" >&2; exit 2 ;;
+esac
 firmware=()
 if $uefi; then
     code=/usr/share/OVMF/OVMF_CODE_4M.fd vars=/usr/share/OVMF/OVMF_VARS_4M.fd
@@ -74,16 +84,16 @@ if $uefi; then
     cp "$vars" "$work/vars.fd"
     firmware=(-drive "if=pflash,format=raw,readonly=on,file=$code" -drive "if=pflash,format=raw,file=$work/vars.fd")
 fi
-say "booting under qemu-system-x86_64 (${accel[1]%%,*}$($uefi && echo ', OVMF' || echo ', SeaBIOS')), admin port forwarded to 127.0.0.1:$port; serial log: $work/serial.log"
+say "booting under qemu-system-x86_64 (${accel[1]%%,*}, $($uefi && echo OVMF || echo SeaBIOS), $disk disk, vmxnet3 NIC), admin port forwarded to 127.0.0.1:$port; serial log: $work/serial.log"
 qemu-system-x86_64 -machine q35 "${accel[@]}" -smp 2 -m 2048 "${firmware[@]}" \
     -nographic -monitor none -serial "file:$work/serial.log" \
-    -device pvscsi,id=scsi0 -drive "if=none,id=disk0,file=$work/disk.qcow2,format=qcow2" -device scsi-hd,drive=disk0,bus=scsi0.0 \
+    -drive "if=none,id=disk0,file=$work/disk.qcow2,format=qcow2" "${disk_dev[@]}" \
     -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$port-:7071" -device vmxnet3,netdev=net0 \
     > "$work/qemu.log" 2>&1 &
 qemu_pid=$!
 
 # Milestones from the serial console, printed once each while waiting for /status.
-milestones=("SYSLINUX|systemd-boot|Boot Menu|BdsDxe:boot loader" "Linux version" "Run /init|Loading, please wait"
+milestones=("SYSLINUX|BdsDxe: starting Boot" "Linux version" "Run /init|Loading, please wait"
             "systemd\\[1\\]: .*(Detected|Hostname set)" "vmcuda-gpu-check" "Started vmcudad|vmcuda appliance daemon"
             "login:")
 names=("boot loader" "kernel started" "initramfs" "systemd running" "GPU check ran" "vmcudad started" "login prompt")
@@ -98,7 +108,7 @@ while :; do
     fi
     for i in "${!milestones[@]}"; do
         [ -z "${seen[$i]:-}" ] || continue
-        if tr -d '\r' < "$work/serial.log" 2>/dev/null | grep -Eaq "${milestones[$i]}"; then
+        if [ -f "$work/serial.log" ] && tr -d "\r" < "$work/serial.log" | grep -Eaq "${milestones[$i]}"; then
             seen[$i]=1
             say "serial console: ${names[$i]}"
         fi

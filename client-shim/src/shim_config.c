@@ -47,6 +47,9 @@ static void set(const char *key, const char *value) {
             config.transport = VMC_TRANSPORT_AUTO;
         else
             fprintf(stderr, "vmcuda: transport '%s' is not one of auto, tcp, shm; using auto\n", value);
+    } else if (strcmp(key, "handshake_timeout_s") == 0) {
+        long v = strtol(value, NULL, 10);
+        config.handshake_timeout_s = v > 0 && v <= 3600 ? v : 120;
     } else if (strcmp(key, "gpus") == 0) {
         long v = strtol(value, NULL, 10);
         config.gpus = v > 0 && v < 1024 ? (uint32_t)v : 1;
@@ -75,12 +78,14 @@ static void read_file(const char *path) {
 static void load(void) {
     config.block_size = DEFAULT_BLOCK_SIZE;
     config.gpus = 1;
+    config.handshake_timeout_s = 120;
     const char *path = getenv("VMCUDA_CONFIG");
     snprintf(config.config_path, sizeof config.config_path, "%s", path && *path ? path : "/etc/vmcuda/client.conf");
     read_file(config.config_path);
     static const char *const env_keys[][2] = {
         {"VMCUDA_APPLIANCE", "appliance"}, {"VMCUDA_TOKEN", "token"},
-        {"VMCUDA_BLOCK_SIZE", "block_size"}, {"VMCUDA_GPUS", "gpus"}, {"VMCUDA_TRANSPORT", "transport"}};
+        {"VMCUDA_BLOCK_SIZE", "block_size"}, {"VMCUDA_GPUS", "gpus"}, {"VMCUDA_TRANSPORT", "transport"},
+        {"VMCUDA_HANDSHAKE_TIMEOUT", "handshake_timeout_s"}};
     for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
         const char *v = getenv(env_keys[i][0]);
         if (v && *v)

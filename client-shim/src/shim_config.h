@@ -11,6 +11,7 @@ struct vmc_client_config {
     size_t block_size;     /* bulk-transfer block size in bytes */
     uint32_t gpus;         /* GPUs wanted for the session */
     enum { VMC_TRANSPORT_AUTO, VMC_TRANSPORT_TCP, VMC_TRANSPORT_SHM } transport; /* bulk data path */
+    long handshake_timeout_s; /* deadline for each read of the session handshake */
     char config_path[256]; /* the file that was (or would have been) read */
 };
 

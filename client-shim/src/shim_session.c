@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "sha256.h"
@@ -230,7 +231,9 @@ static int read_hello_reply(struct vmc_conn *c, char *msg, size_t msg_len, uint3
     struct vmc_frame_header h;
     msg[0] = 0;
     if (vmc_conn_read_frame(c, &h) != 0) {
-        snprintf(msg, msg_len, "the appliance closed the connection during the handshake");
+        snprintf(msg, msg_len, errno == EAGAIN || errno == EWOULDBLOCK
+                                   ? "no answer to the handshake within the deadline (is this vmcudad's port?)"
+                                   : "the appliance closed the connection during the handshake");
         return -1;
     }
     struct vmc_in in;
@@ -357,6 +360,10 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
         snprintf(why, why_len, "out of memory");
         return NULL;
     }
+    /* Something that is not vmcudad (a wrong port) must not hang the program: every read of the handshake
+     * has a deadline. It is generous because the appliance may queue the session for a free GPU. */
+    struct timeval deadline = {cfg->handshake_timeout_s, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
     put_hello(&c->out, role, size, digest, cfg);
     int status = vmc_write_full(fd, c->out.data, c->out.len) == 0 ? read_hello_reply(c, msg, msg_len, gpu_count) : -1;
     if (status == VMC_SEND_BINARY && role == VMC_ROLE_NEW) {
@@ -365,8 +372,12 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
         else
             status = read_hello_reply(c, msg, msg_len, gpu_count);
     }
-    if (status == VMC_READY && check_manifest(c, why, why_len) == 0)
+    if (status == VMC_READY && check_manifest(c, why, why_len) == 0) {
+        /* From here on a read may legitimately wait as long as the GPU works (cudaDeviceSynchronize). */
+        struct timeval forever = {0, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
         return c;
+    }
     if (status == VMC_REFUSED)
         snprintf(why, why_len, "appliance refused: %s", msg);
     else if (status != VMC_READY)

@@ -197,6 +197,8 @@ set -e
 exit 0
 EOF
 chmod 755 "$rootfs/etc/kernel/postinst.d/zz-vmcuda-boot" "$rootfs/etc/initramfs/post-update.d/zz-vmcuda-boot"
+# A persistent journal: `journalctl -u vmcudad` still shows the previous boot after the driver install's reboot.
+mkdir -p "$rootfs/var/log/journal"
 # Every driver a hypervisor disk may need (pvscsi, LSI, AHCI, virtio) in the initrd.
 sed -i 's/^MODULES=.*/MODULES=most/' "$rootfs/etc/initramfs-tools/initramfs.conf"
 
@@ -271,15 +273,7 @@ rm -rf "$rootfs/boot/"*
 info "$(mdir -i "$bootimg" -b ::/ | wc -l) files in /boot"
 
 # ---------------------------------------------------------------------------------------------
-step "building the ext4 root file system (${root_mib} MiB, populated from the directory)"
-rootimg="$work/root.ext4"
-rm -f "$rootimg"
-mkfs.ext4 -q -F -L vmcuda-root -U "$root_uuid" -d "$rootfs" -E lazy_itable_init=1,lazy_journal_init=1 \
-    "$rootimg" "${root_mib}M"
-info "used: $(du -sh "$rootfs" | cut -f1) of files"
-
-# ---------------------------------------------------------------------------------------------
-step "assembling the raw disk (${disk_gib} GiB, MBR: boot partition + root partition)"
+step "building the disk: MBR, boot partition and the ext4 root file system made in place (${disk_gib} GiB)"
 raw="$work/disk.raw"
 rm -f "$raw"
 truncate -s $((disk_mib * MiB)) "$raw"
@@ -290,15 +284,20 @@ start=$((root_start_mib * MiB / 512)), size=$((root_mib * MiB / 512)), type=83
 EOF
 dd if=/usr/lib/syslinux/mbr/mbr.bin of="$raw" bs=440 count=1 conv=notrunc status=none
 dd if="$bootimg" of="$raw" bs=1M seek=$boot_start_mib conv=notrunc,sparse status=none
-dd if="$rootimg" of="$raw" bs=1M seek=$root_start_mib conv=notrunc,sparse status=progress
-rm -f "$bootimg" "$rootimg"
+rm -f "$bootimg"
+# The root file system is written straight into partition 2 of the sparse disk file, from the directory.
+info "mkfs.ext4 -d: $(du -sh "$rootfs" | cut -f1) of files into ${root_mib} MiB"
+mkfs.ext4 -q -F -L vmcuda-root -U "$root_uuid" -d "$rootfs" -E offset=$((root_start_mib * MiB)) \
+    "$raw" "${root_mib}M"
 sfdisk --list "$raw" | sed 's/^/             /' | tail -n 3
 
 # ---------------------------------------------------------------------------------------------
 step "converting to a streamOptimized VMDK (qemu-img, progress in %)"
 vmdk_name="$name-disk1.vmdk"
 rm -f "$work/$vmdk_name"
-qemu-img convert -p -f raw -O vmdk -o subformat=streamOptimized,adapter_type=lsilogic "$raw" "$work/$vmdk_name"
+qemu-img convert -p -f raw -O vmdk -o subformat=streamOptimized,adapter_type=lsilogic "$raw" "$work/$vmdk_name" |
+    tr '\r' '\n' | awk '/\/100%/ { p = int(substr($1, 2)); if (p >= next_p) { printf "             %d%%\n", p; next_p = p + 10; fflush() } }'
+[ "${PIPESTATUS[0]}" = 0 ] || die "qemu-img convert failed"
 vmdk_size=$(stat -c %s "$work/$vmdk_name")
 info "$vmdk_name: $((vmdk_size / MiB)) MiB"
 

@@ -16,6 +16,9 @@ import java.util.concurrent.Executor;
 
 /** The client-facing TCP port (--listen): session setup per PROTOCOL.md, then hand-off to a worker. */
 public final class ControlServer implements AutoCloseable {
+    /** Socket buffer for client connections: they carry bulk memcpy data once handed to a worker. */
+    private static final int BULK_SOCKET_BUFFER = 8 << 20;
+
     private final Channel server;
 
     public ControlServer(InetSocketAddress listen, EventLoopGroup boss, EventLoopGroup workers, BinaryCache cache,
@@ -35,8 +38,12 @@ public final class ControlServer implements AutoCloseable {
                 .group(boss, workers)
                 .channel(EpollServerSocketChannel.class)
                 .option(ChannelOption.SO_REUSEADDR, true)
+                // Set on the listening socket so that accepted connections negotiate a TCP window scale
+                // large enough for the worker's bulk copies (buffers set after the handshake cannot).
+                .option(ChannelOption.SO_RCVBUF, BULK_SOCKET_BUFFER)
                 // the worker inherits these settings with the socket: the data path wants them
                 .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.SO_SNDBUF, BULK_SOCKET_BUFFER)
                 .childHandler(new ChannelInitializer<EpollSocketChannel>() {
                     @Override
                     protected void initChannel(EpollSocketChannel ch) {
