@@ -55,7 +55,7 @@ static void close_thread_conn(void *p) {
             munmap(c->shm_base, c->shm_size);
         close(c->fd);
         vmc_out_free(&c->out);
-        free(c->in_buf);
+        vmc_reader_free(&c->in);
         free(c->payload);
         free(c);
     }
@@ -169,33 +169,8 @@ static struct vmc_conn *new_conn(int fd) {
 #define IN_BUFFER_BYTES (64u << 10)
 
 int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n) {
-    uint8_t *out = dst;
-    size_t take = c->in_len - c->in_pos < n ? c->in_len - c->in_pos : n;
-    if (take) {
-        memcpy(out, c->in_buf + c->in_pos, take);
-        c->in_pos += take;
-        out += take;
-        n -= take;
-    }
-    if (n == 0)
-        return 0;
-    if (!c->in_buf)
-        c->in_buf = malloc(IN_BUFFER_BYTES);
-    /* Bulk data goes straight into the application's buffer; small reads refill the buffer. */
-    if (n >= IN_BUFFER_BYTES / 2 || !c->in_buf)
-        return vmc_read_full(c->fd, out, n);
-    c->in_pos = c->in_len = 0;
-    while (c->in_len < n) {
-        ssize_t r = read(c->fd, c->in_buf + c->in_len, IN_BUFFER_BYTES - c->in_len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c->in_len += (size_t)r;
-    }
-    memcpy(out, c->in_buf, n);
-    c->in_pos = n;
-    return 0;
+    c->in.cap = IN_BUFFER_BYTES;
+    return vmc_reader_read(&c->in, c->fd, dst, n);
 }
 
 int vmc_conn_read_frame(struct vmc_conn *c, struct vmc_frame_header *h) {

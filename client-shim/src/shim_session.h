@@ -14,8 +14,7 @@ struct vmc_conn {
     struct vmc_out out;   /* the CALL frame being built */
     uint8_t *payload;     /* last received payload */
     size_t payload_cap;
-    uint8_t *in_buf;      /* buffered input: a header and its payload usually arrive in one read */
-    size_t in_pos, in_len;
+    struct vmc_reader in; /* buffered input: a header and its payload usually arrive in one read */
     /* Shared-memory ring for bulk copies when co-located with the appliance (shim_shm.c). */
     int shm_state;        /* 0 = not tried, 1 = attached, -1 = not available: use the socket */
     uint8_t *shm_base;

@@ -20,19 +20,9 @@
 #include <string>
 #include <unistd.h>
 #include <vector>
+#include "bench_common.h"
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_));                    \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
 
-static double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 static double wall_s() {
     struct timespec t;

@@ -15,19 +15,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+#include "bench_common.h"
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_));                    \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
 
-static double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 __device__ inline float cnd_gpu(float d) {
     const float A1 = 0.31938153f, A2 = -0.356563782f, A3 = 1.781477937f, A4 = -1.821255978f, A5 = 1.330274429f;

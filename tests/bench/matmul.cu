@@ -14,21 +14,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+#include "bench_common.h"
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_));                    \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
 
 #define TILE 32
 
-static double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 __global__ void sgemm_tiled(int n, const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ c) {
     __shared__ float as[TILE][TILE];

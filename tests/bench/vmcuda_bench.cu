@@ -6,21 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+#include "bench_common.h"
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_));                    \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
 
 __global__ void empty_kernel() {}
 
-static double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 static void report(const char *metric, double value, const char *unit) { printf("%s\t%.3f\t%s\n", metric, value, unit); }
 

@@ -36,8 +36,7 @@ struct vmc_wconn {
     void *fallback;                /* pageable block buffer when pinned memory is unavailable */
     struct vmc_wshm *shm;          /* the client's shared-memory ring, when attached */
     /* Buffered input: one read() can bring many small frames (launches arrive back to back). */
-    uint8_t *in_buf;
-    size_t in_pos, in_len;
+    struct vmc_reader in;
 };
 
 /* Reads exactly n bytes from the client connection (buffered input first). 0, or -1 on EOF/error.

@@ -176,35 +176,7 @@ static enum vmc_w_result dispatch_call(struct vmc_wcall *wc) {
 
 #define IN_BUFFER_BYTES (256u << 10)
 
-int vmc_w_read_bytes(struct vmc_wconn *c, void *dst, size_t n) {
-    uint8_t *out = dst;
-    size_t have = c->in_len - c->in_pos;
-    size_t take = have < n ? have : n;
-    memcpy(out, c->in_buf + c->in_pos, take);
-    c->in_pos += take;
-    out += take;
-    n -= take;
-    if (n == 0)
-        return 0;
-    /* Large reads (bulk data) go straight to their destination; small ones refill the buffer. */
-    if (n >= IN_BUFFER_BYTES / 2)
-        return vmc_read_full(c->fd, out, n);
-    c->in_pos = c->in_len = 0;
-    while (c->in_len < n) {
-        ssize_t r = read(c->fd, c->in_buf + c->in_len, IN_BUFFER_BYTES - c->in_len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            if (r == 0)
-                errno = 0;
-            return -1;
-        }
-        c->in_len += (size_t)r;
-    }
-    memcpy(out, c->in_buf, n);
-    c->in_pos = n;
-    return 0;
-}
+int vmc_w_read_bytes(struct vmc_wconn *c, void *dst, size_t n) { return vmc_reader_read(&c->in, c->fd, dst, n); }
 
 void vmc_w_release_conn(struct vmc_wconn *c) {
     for (int i = 0; i < VMC_W_STAGING_BUFFERS; i++)
@@ -212,7 +184,7 @@ void vmc_w_release_conn(struct vmc_wconn *c) {
             cudaFreeHost(c->staging[i]);
     vmc_w_shm_release(c);
     free(c->fallback);
-    free(c->in_buf);
+    vmc_reader_free(&c->in);
     free(c->payload);
     vmc_out_free(&c->reply);
     vmc_w_conn_closing(c->fd); /* isolation hook */
@@ -231,12 +203,12 @@ void vmc_w_serve(int fd, int primary) {
     c.primary = primary;
     c.block_size = configured_block_size();
     c.payload = malloc(VMC_MAX_CALL_PAYLOAD);
-    c.in_buf = malloc(IN_BUFFER_BYTES);
+    c.in.cap = IN_BUFFER_BYTES;
     int one = 1, buf = 8 << 20;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    if (!c.payload || !c.in_buf || send_manifest(&c) != 0) {
+    if (!c.payload || send_manifest(&c) != 0) {
         vmc_w_conn_opened(fd); /* isolation hook: release_conn unregisters it */
         vmc_w_log("cannot start serving a connection");
         vmc_w_release_conn(&c);

@@ -169,6 +169,44 @@ uint16_t vmc_in_u16(struct vmc_in *in) { const uint8_t *p = vmc_in_view(in, 2); 
 uint32_t vmc_in_u32(struct vmc_in *in) { const uint8_t *p = vmc_in_view(in, 4); return p ? (uint32_t)get_le(p, 4) : 0; }
 uint64_t vmc_in_u64(struct vmc_in *in) { const uint8_t *p = vmc_in_view(in, 8); return p ? get_le(p, 8) : 0; }
 
+int vmc_reader_read(struct vmc_reader *r, int fd, void *dst, size_t n) {
+    uint8_t *out = dst;
+    size_t take = r->len - r->pos < n ? r->len - r->pos : n;
+    if (take) {
+        memcpy(out, r->buf + r->pos, take);
+        r->pos += take;
+        out += take;
+        n -= take;
+    }
+    if (n == 0)
+        return 0;
+    if (!r->buf && r->cap)
+        r->buf = malloc(r->cap);
+    if (!r->buf || n >= r->cap / 2)
+        return vmc_read_full(fd, out, n);
+    r->pos = r->len = 0;
+    while (r->len < n) {
+        ssize_t got = read(fd, r->buf + r->len, r->cap - r->len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            if (got == 0)
+                errno = 0;
+            return -1;
+        }
+        r->len += (size_t)got;
+    }
+    memcpy(out, r->buf, n);
+    r->pos = n;
+    return 0;
+}
+
+void vmc_reader_free(struct vmc_reader *r) {
+    free(r->buf);
+    r->buf = NULL;
+    r->pos = r->len = 0;
+}
+
 void vmc_send_error(int fd, uint32_t code, const char *msg) {
     struct vmc_out o = {0};
     size_t n = strlen(msg);

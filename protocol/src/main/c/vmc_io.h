@@ -52,6 +52,17 @@ uint16_t vmc_in_u16(struct vmc_in *in);
 uint32_t vmc_in_u32(struct vmc_in *in);
 uint64_t vmc_in_u64(struct vmc_in *in);
 
+/* Buffered reading from a connection: one read() usually brings a header and its payload, or many
+ * small frames at once; reads of at least half the buffer (bulk data) go straight to their destination. */
+struct vmc_reader {
+    uint8_t *buf; /* allocated on first use */
+    size_t cap, pos, len;
+};
+/* Reads exactly n bytes: 0, or -1 on end of stream (errno 0) or error. Every read from a connection that
+ * has a reader must go through it. */
+int vmc_reader_read(struct vmc_reader *r, int fd, void *dst, size_t n);
+void vmc_reader_free(struct vmc_reader *r);
+
 /* Send an ERROR frame (best effort). */
 void vmc_send_error(int fd, uint32_t code, const char *msg);
 
