@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sha256.h"
@@ -136,13 +137,49 @@ static int hash_executable(uint8_t digest[32], uint64_t *size) {
     return 0;
 }
 
-static int upload_executable(int sock, uint64_t size) {
+/* The executable's base name, for the appliance's logs, /status and progress lines. */
+static const char *exe_name(void) {
+    static char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    return strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+}
+
+/* Large uploads say how they progress: on a terminal as one redrawn line, otherwise a line per 10 %. */
+#define PROGRESS_FROM_BYTES (64ull << 20)
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void upload_progress(const char *name, uint64_t sent, uint64_t size, int *last_decile, double started) {
+    if (size < PROGRESS_FROM_BYTES)
+        return;
+    int tty = isatty(2), decile = (int)(sent * 10 / size);
+    if (sent < size && decile == *last_decile)
+        return;
+    *last_decile = decile;
+    if (sent < size) {
+        fprintf(stderr, "%svmcuda: uploading %s (%llu MiB) to %s: %d%%%s", tty ? "\r" : "", name,
+                (unsigned long long)(size >> 20), vmc_client_config()->appliance, decile * 10, tty ? "" : "\n");
+    } else {
+        double secs = seconds_now() - started;
+        fprintf(stderr, "%svmcuda: uploaded %s (%llu MiB) in %.1f s (%.0f MB/s); the appliance now rewrites it and starts the worker\n",
+                tty ? "\r" : "", name, (unsigned long long)(size >> 20), secs, secs > 0 ? size / secs / 1e6 : 0.0);
+    }
+    fflush(stderr);
+}
+
+static int upload_executable(int sock, uint64_t size, const char *name) {
     int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     static uint8_t chunk[VMC_MAX_BINARY_CHUNK];
     uint64_t sent = 0;
-    int rc = 0;
+    int rc = 0, decile = -1;
+    double started = seconds_now();
     while (sent < size && rc == 0) {
         size_t want = size - sent < sizeof chunk ? (size_t)(size - sent) : sizeof chunk;
         if (vmc_read_full(fd, chunk, want) != 0) {
@@ -153,6 +190,8 @@ static int upload_executable(int sock, uint64_t size) {
         vmc_encode_header(h, VMC_BINARY_CHUNK, 0, 0, (uint32_t)want);
         rc = vmc_write_full(sock, h, sizeof h) || vmc_write_full(sock, chunk, want) ? -1 : 0;
         sent += want;
+        if (rc == 0)
+            upload_progress(name, sent, size, &decile, started);
     }
     close(fd);
     return rc;
@@ -291,10 +330,7 @@ static int check_manifest(struct vmc_conn *c, char *why, size_t why_len) {
 
 static void put_hello(struct vmc_out *o, uint32_t role, uint64_t size, const uint8_t digest[32],
                       const struct vmc_client_config *cfg) {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = 0;
-    const char *name = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    const char *name = exe_name();
     size_t name_len = strlen(name) > 255 ? 255 : strlen(name);
     size_t token_len = strlen(cfg->token) > 4096 ? 4096 : strlen(cfg->token);
     vmc_out_begin_frame(o);
@@ -342,7 +378,7 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
     put_hello(&c->out, role, size, digest, cfg);
     int status = vmc_write_full(fd, c->out.data, c->out.len) == 0 ? read_hello_reply(c, msg, msg_len, gpu_count) : -1;
     if (status == VMC_SEND_BINARY && role == VMC_ROLE_NEW) {
-        if (upload_executable(fd, size) != 0)
+        if (upload_executable(fd, size, exe_name()) != 0)
             status = -1;
         else
             status = read_hello_reply(c, msg, msg_len, gpu_count);
