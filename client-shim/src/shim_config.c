@@ -9,6 +9,7 @@
 #define DEFAULT_BLOCK_SIZE (4u << 20) /* the block size the vmCUDA study chose */
 #define MIN_BLOCK_SIZE (64u << 10)
 #define MAX_BLOCK_SIZE (256u << 20)
+#define DEFAULT_TCP_STREAMS 4 /* see BENCHMARKS.md "Striping one copy over several connections" */
 
 static struct vmc_client_config config;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -50,6 +51,11 @@ static void set(const char *key, const char *value) {
     } else if (strcmp(key, "handshake_timeout_s") == 0) {
         long v = strtol(value, NULL, 10);
         config.handshake_timeout_s = v > 0 && v <= 3600 ? v : 120;
+    } else if (strcmp(key, "tcp_streams") == 0) {
+        long v = strtol(value, NULL, 10);
+        if (v < 1 || v > 8)
+            fprintf(stderr, "vmcuda: tcp_streams %s is outside 1..8; using %d\n", value, DEFAULT_TCP_STREAMS);
+        config.tcp_streams = v >= 1 && v <= 8 ? (uint32_t)v : DEFAULT_TCP_STREAMS;
     } else if (strcmp(key, "gpus") == 0) {
         long v = strtol(value, NULL, 10);
         config.gpus = v > 0 && v < 1024 ? (uint32_t)v : 1;
@@ -79,13 +85,14 @@ static void load(void) {
     config.block_size = DEFAULT_BLOCK_SIZE;
     config.gpus = 1;
     config.handshake_timeout_s = 120;
+    config.tcp_streams = DEFAULT_TCP_STREAMS;
     const char *path = getenv("VMCUDA_CONFIG");
     snprintf(config.config_path, sizeof config.config_path, "%s", path && *path ? path : "/etc/vmcuda/client.conf");
     read_file(config.config_path);
     static const char *const env_keys[][2] = {
         {"VMCUDA_APPLIANCE", "appliance"}, {"VMCUDA_TOKEN", "token"},
         {"VMCUDA_BLOCK_SIZE", "block_size"}, {"VMCUDA_GPUS", "gpus"}, {"VMCUDA_TRANSPORT", "transport"},
-        {"VMCUDA_HANDSHAKE_TIMEOUT", "handshake_timeout_s"}};
+        {"VMCUDA_HANDSHAKE_TIMEOUT", "handshake_timeout_s"}, {"VMCUDA_TCP_STREAMS", "tcp_streams"}};
     for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
         const char *v = getenv(env_keys[i][0]);
         if (v && *v)

@@ -12,6 +12,7 @@ struct vmc_client_config {
     uint32_t gpus;         /* GPUs wanted for the session */
     enum { VMC_TRANSPORT_AUTO, VMC_TRANSPORT_TCP, VMC_TRANSPORT_SHM } transport; /* bulk data path */
     long handshake_timeout_s; /* deadline for each read of the session handshake */
+    uint32_t tcp_streams;  /* TCP connections one large synchronous copy is striped over */
     char config_path[256]; /* the file that was (or would have been) read */
 };
 

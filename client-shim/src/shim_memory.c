@@ -12,6 +12,7 @@
 #include "shim_ranges.h"
 #include "shim_registry.h"
 #include "shim_shm.h"
+#include "shim_stripe.h"
 #include "shim_unsupported.h"
 #include "vmc_api.h"
 
@@ -81,15 +82,11 @@ static int on_device(const void *p) {
     return vmc_ranges_find(&device_ranges, p, &r);
 }
 
-/* Host-to-device: the frame, then `count` bytes straight from the application's buffer. An async
- * copy returns once the bytes are on the wire: the buffer may be reused, as after a native
- * cudaMemcpyAsync from pageable memory. */
-static cudaError_t host_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
-                                  unsigned mode) {
-    /* An async copy must return once its bytes have left the buffer, without waiting for the stream:
-     * the socket gives that; the ring would wait for the device copy. */
-    if (!(mode & COPY_ASYNC) && vmc_shm_ready(count))
-        return vmc_shm_host_to_device(symbol, dst, src, count, stream, mode);
+/* Host-to-device over the calling thread's connection: the frame, then `count` bytes straight from
+ * the application's buffer. An async copy returns once the bytes are on the wire: the buffer may be
+ * reused, as after a native cudaMemcpyAsync from pageable memory. */
+static cudaError_t socket_host_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count,
+                                         cudaStream_t stream, unsigned mode) {
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_MemcpyHostToDevice, (mode & COPY_ASYNC) != 0);
     if (st != cudaSuccess)
@@ -102,13 +99,11 @@ static cudaError_t host_to_device(uint32_t symbol, uint64_t dst, const void *src
     return vmc_call_finish_upload(&c, src, count);
 }
 
-/* Device-to-host: always waits for the data, even for cudaMemcpyAsync (the bytes must land in the
- * application's buffer, and only this thread reads its connection). That is a stronger ordering
- * than CUDA promises, never a weaker one. */
-static cudaError_t device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
-                                  unsigned mode) {
-    if (vmc_shm_ready(count))
-        return vmc_shm_device_to_host(dst, symbol, src, count, stream, mode);
+/* Device-to-host over the calling thread's connection: always waits for the data, even for
+ * cudaMemcpyAsync (the bytes must land in the application's buffer, and only this thread reads its
+ * connection). That is a stronger ordering than CUDA promises, never a weaker one. */
+static cudaError_t socket_device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
+                                         unsigned mode) {
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_MemcpyDeviceToHost, 0);
     if (st != cudaSuccess)
@@ -119,6 +114,49 @@ static cudaError_t device_to_host(void *dst, uint32_t symbol, uint64_t src, size
     vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
     vmc_arg_u8(&c, (uint8_t)mode);
     return vmc_call_finish_download(&c, dst, count);
+}
+
+/* One stripe of a striped copy (shim_stripe.h), on the calling thread's own connection. */
+static cudaError_t stripe_to_device(uint8_t *host, uint64_t device, size_t n, unsigned mode) {
+    return socket_host_to_device(VMC_NO_INDEX, device, host, n, 0, mode);
+}
+
+static cudaError_t stripe_to_host(uint8_t *host, uint64_t device, size_t n, unsigned mode) {
+    return socket_device_to_host(host, VMC_NO_INDEX, device, n, 0, mode);
+}
+
+/* How many TCP stripes a copy gets: only synchronous copies of plain device memory that lie inside
+ * one allocation (so that every stripe fails or succeeds as the whole copy would natively). */
+static unsigned stripes_for(uint32_t symbol, uint64_t device, size_t count, unsigned mode) {
+    struct vmc_range r;
+    if (symbol != VMC_NO_INDEX || (mode & COPY_ASYNC) || count < VMC_STRIPE_MIN)
+        return 1;
+    if (!vmc_ranges_find(&device_ranges, (const void *)(uintptr_t)device, &r) || device + count > r.base + r.size)
+        return 1;
+    return vmc_stripe_ways(count);
+}
+
+/* Host-to-device: the shared-memory ring when co-located, else the socket (striped when large). */
+static cudaError_t host_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
+                                  unsigned mode) {
+    /* An async copy must return once its bytes have left the buffer, without waiting for the stream:
+     * the socket gives that; the ring would wait for the device copy. */
+    if (!(mode & COPY_ASYNC) && vmc_shm_ready(count))
+        return vmc_shm_host_to_device(symbol, dst, src, count, stream, mode);
+    unsigned ways = stripes_for(symbol, dst, count, mode);
+    if (ways > 1)
+        return vmc_striped_copy(ways, (uint8_t *)(uintptr_t)src, dst, count, mode, stripe_to_device);
+    return socket_host_to_device(symbol, dst, src, count, stream, mode);
+}
+
+static cudaError_t device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
+                                  unsigned mode) {
+    if (vmc_shm_ready(count))
+        return vmc_shm_device_to_host(dst, symbol, src, count, stream, mode);
+    unsigned ways = stripes_for(symbol, src, count, mode);
+    if (ways > 1)
+        return vmc_striped_copy(ways, dst, src, count, mode, stripe_to_host);
+    return socket_device_to_host(dst, symbol, src, count, stream, mode);
 }
 
 /* Both ends on the appliance (device-to-device, or a kind the worker's runtime should judge). */

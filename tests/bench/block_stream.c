@@ -41,33 +41,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAGIC 0x31434D56u
-#define T_CALL 5
-#define T_REPLY 6
+#include "bench_wire.h"
+
 #define ID_H2D 101
 #define ID_D2H 102
 #define ID_PING 103
 #define ID_SET_BLOCK 0xFFF0u
-#define CALL_ARGS 29
 #define MAX_BLOCKS 16
 #define MAX_SIZES 16
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "block_stream: %s: %s\n", what, strerror(errno));
     exit(1);
-}
-
-static void tune(int fd) { /* what the shim (shim_session.c) and the worker (worker_serve.c) set */
-    int one = 1, buf = 8 << 20;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
 }
 
 static int io_full(int fd, void *p, size_t n, int wr) {
@@ -80,18 +65,6 @@ static int io_full(int fd, void *p, size_t n, int wr) {
         n -= (size_t)r;
     }
     return 0;
-}
-
-static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static uint32_t get32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
-
-static void header(uint8_t *h, uint16_t type, uint32_t id, uint32_t len) {
-    put32(h, MAGIC);
-    h[4] = (uint8_t)type, h[5] = (uint8_t)(type >> 8), h[6] = h[7] = 0;
-    put32(h + 8, id);
-    put32(h + 12, len);
 }
 
 static int send_reply(int fd, uint32_t id) {
@@ -180,20 +153,10 @@ static void *serve_thread(void *arg) {
 
 /* ---- the shim's side ---- */
 
-static size_t parse_size(const char *s) {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end == 'k' || *end == 'K') v <<= 10;
-    else if (*end == 'm' || *end == 'M') v <<= 20;
-    else if (*end == 'g' || *end == 'G') v <<= 30;
-    if (!v) { fprintf(stderr, "block_stream: bad size '%s'\n", s); exit(2); }
-    return (size_t)v;
-}
-
 static int parse_list(const char *s, size_t *out, int max) {
     int n = 0;
     char *copy = strdup(s), *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save)) out[n++] = parse_size(t);
+    for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save)) out[n++] = parse_size("block_stream", t);
     free(copy);
     return n;
 }
@@ -253,24 +216,6 @@ static void run_client(int fd, const char *label, size_t *blocks, int nb, size_t
     free(buf);
 }
 
-static int connect_to(const char *host, const char *port) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
-    if (getaddrinfo(host, port, &hints, &res)) { fprintf(stderr, "block_stream: cannot resolve %s\n", host); exit(1); }
-    /* the server may still be starting (another namespace, started just before): retry for 10 s */
-    for (int attempt = 0; attempt < 200; attempt++) {
-        int fd = socket(res->ai_family, SOCK_STREAM, 0);
-        tune(fd);
-        if (connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
-            freeaddrinfo(res);
-            return fd;
-        }
-        close(fd);
-        usleep(50000);
-    }
-    die("connect");
-    return -1;
-}
-
 static void usage(void) {
     fprintf(stderr, "usage: block_stream server HOST PORT\n"
                     "       block_stream client HOST PORT [--label L] [--blocks B,..] [--sizes S,..] [--reps N]\n"
@@ -326,9 +271,9 @@ int main(int argc, char **argv) {
         char p[16];
         snprintf(p, sizeof p, "%u", ntohs(((struct sockaddr_in *)&a)->sin_port));
         pthread_create(&server, NULL, serve_thread, (void *)(intptr_t)ls);
-        fd = connect_to(host, p);
+        fd = connect_to("block_stream", host, p, 0);
     } else {
-        fd = connect_to(host, port);
+        fd = connect_to("block_stream", host, port, 0);
     }
     run_client(fd, label, blocks, nb, sizes, ns, reps);
     close(fd);

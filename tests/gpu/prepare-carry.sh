@@ -5,6 +5,9 @@
 #
 #   .carry/vmcuda-bundle.tar.gz   packaging/target/vmcuda-VERSION-linux-x86_64.tar.gz
 #   .carry/cuda/*                 tests/target/cuda/* (the prebuilt CUDA test programs)
+#   .carry/bench/*, .carry/isolation/*   tests/target/{bench,isolation}/*
+#   .carry/perf.tar.gz            with --with-perf: this machine's perf and its libraries, for
+#                                 tests/gpu/profile-tcp.sh (the GPU machine has no perf)
 #
 # Then call the device tool with carry [".carry/vmcuda-bundle.tar.gz", ".carry/cuda"] and command
 # "bash tests/gpu/run-on-device.sh" (name the two paths: others may keep their own files in .carry/).
@@ -13,7 +16,14 @@ set -euo pipefail
 repo="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
 carry="$repo/.carry"
 allow_incomplete=false
-[ "${1:-}" = "--allow-incomplete" ] && allow_incomplete=true
+with_perf=false
+for arg in "$@"; do
+    case "$arg" in
+    --allow-incomplete) allow_incomplete=true ;;
+    --with-perf) with_perf=true ;; # .carry/perf.tar.gz for tests/gpu/profile-tcp.sh
+    *) echo "usage: prepare-carry.sh [--allow-incomplete] [--with-perf]" >&2; exit 2 ;;
+    esac
+done
 
 shopt -s nullglob
 bundles=("$repo"/packaging/target/vmcuda-[0-9]*-linux-x86_64.tar.gz) # the appliance bundle, not vmcuda-client-*
@@ -43,10 +53,25 @@ cp -p "${programs[@]}" "$carry/cuda/"
 cp -p "$repo"/tests/target/bench/* "$carry/bench/" 2>/dev/null || echo "prepare-carry: no benchmarks in tests/target/bench" >&2
 cp -p "$repo"/tests/target/isolation/* "$carry/isolation/" 2>/dev/null || echo "prepare-carry: no isolation programs in tests/target/isolation" >&2
 
+# perf and the libraries it links, except the C/C++ runtime the GPU machine's newer Ubuntu has itself.
+rm -f "$carry/perf.tar.gz"
+if [ "$with_perf" = true ]; then
+    perf_bin="$(command -v perf || true)"
+    [ -n "$perf_bin" ] || { echo "prepare-carry: --with-perf: no perf here (apt-get install linux-perf)" >&2; exit 1; }
+    pack="$(mktemp -d)"
+    mkdir -p "$pack/lib"
+    cp -L "$perf_bin" "$pack/perf"
+    ldd "$perf_bin" | awk '$3 ~ /^\// {print $3}' |
+        grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux-x86-64)\.so' | xargs -r cp -L -t "$pack/lib"
+    tar -czf "$carry/perf.tar.gz" -C "$pack" .
+    rm -rf "$pack"
+    echo "prepare-carry: perf -> .carry/perf.tar.gz ($(du -h "$carry/perf.tar.gz" | cut -f1))"
+fi
+
 echo "prepare-carry: $(basename "${bundles[0]}") -> .carry/vmcuda-bundle.tar.gz"
 echo "prepare-carry: ${#programs[@]} test programs -> .carry/cuda/: $(cd "$carry/cuda" && ls | tr '\n' ' ')"
 echo "prepare-carry: benchmarks -> .carry/bench/: $(cd "$carry/bench" && ls | tr '\n' ' ')"
-size_mib=$(du -smc "$carry/vmcuda-bundle.tar.gz" "$carry/cuda" "$carry/bench" | tail -1 | cut -f1)
+size_mib=$(du -smc "$carry" | tail -1 | cut -f1)
 echo "prepare-carry: carried size ${size_mib} MiB; device tool carry: [\".carry/vmcuda-bundle.tar.gz\", \".carry/cuda\", \".carry/bench\"]"
 # The device tool carries at most 64 MiB in all (working tree included).
 if [ "$size_mib" -ge 60 ]; then

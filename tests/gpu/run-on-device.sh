@@ -141,8 +141,9 @@ run_one() { # MODE DIR PROGRAM
     if [ "$mode" = native ]; then
         (cd "$WORK" && env -u VMCUDA_APPLIANCE LD_LIBRARY_PATH="$CUDA_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
             timeout "$PER_PROGRAM_TIMEOUT" "$prog" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
-    else
+    else # vmcuda (the transport the client picks: shared memory here) or vmcuda-tcp
         (cd "$WORK" && LD_LIBRARY_PATH="$CUDA_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+            VMCUDA_TRANSPORT="$([ "$mode" = vmcuda-tcp ] && echo tcp || echo "${VMCUDA_TRANSPORT:-auto}")" \
             timeout "$PER_PROGRAM_TIMEOUT" "$ROOT/bin/vmcuda" run --appliance "127.0.0.1:$PORT" -- "$prog" \
             >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
     fi
@@ -184,6 +185,18 @@ for p in "${PROGRAMS[@]}"; do
     run_one native "$WORK/native" "$p"
     run_one vmcuda "$WORK/vmcuda" "$p"
     judge sequential "$WORK/native" "$WORK/vmcuda" "$(basename "$p")"
+done
+
+# ---- 3b. the copy-heavy programs over TCP too (the loopback client would otherwise use the ring) ----
+say ""
+say "== native vs vmcuda over TCP (large copies striped over VMCUDA_TCP_STREAMS connections)"
+mkdir -p "$WORK/tcp"
+for p in "${PROGRAMS[@]}"; do
+    case "$(basename "$p")" in
+    big_copies | big_copies_ptds | bulk_paths | memory | threads | stream_ptds)
+        run_one vmcuda-tcp "$WORK/tcp" "$p"
+        judge tcp "$WORK/native" "$WORK/tcp" "$(basename "$p")" ;;
+    esac
 done
 
 # ---- 4. eight at once through vmcuda -----------------------------------------------------------
@@ -243,8 +256,10 @@ if [ -x "$CARRY/bench/vmcuda_bench" ]; then
     bench_t0="$(date +%s)"
     bench_budget="${BENCH_BUDGET:-240}"
     {
-        echo "# this host's loopback TCP ceiling (tests/bench/tcp_ceiling.c)"
-        [ -x "$CARRY/bench/tcp_ceiling" ] && timeout -k 5 60 "$CARRY/bench/tcp_ceiling"
+        echo "# this host's loopback TCP ceiling (tests/bench/tcp_ceiling.c): one connection, and 4 at once"
+        echo "# (large vmcuda copies over TCP are striped over tcp_streams = 4 connections by default)"
+        [ -x "$CARRY/bench/tcp_ceiling" ] && timeout -k 5 60 "$CARRY/bench/tcp_ceiling" --shapes &&
+            timeout -k 5 60 "$CARRY/bench/tcp_ceiling" --shapes --streams 4
         echo "# vmcuda_bench: native, vmcuda over TCP, vmcuda over the shared-memory ring; block size ${VMCUDA_BLOCK_SIZE:-4194304 (default)}"
         timeout -k 5 120 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" "$ROOT/bin/vmcuda" "127.0.0.1:$PORT"
     } >"$OUT/bench.txt" 2>&1 || say "benchmark run failed (see bench.txt)"
