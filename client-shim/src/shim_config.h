@@ -13,6 +13,7 @@ struct vmc_client_config {
     enum { VMC_TRANSPORT_AUTO, VMC_TRANSPORT_TCP, VMC_TRANSPORT_SHM } transport; /* bulk data path */
     long handshake_timeout_s; /* deadline for each read of the session handshake */
     uint32_t tcp_streams;  /* TCP connections one large synchronous copy is striped over */
+    char shm_region[256];  /* a shared region (ivshmem BAR, or a file) the rings live in; empty = none */
     char config_path[256]; /* the file that was (or would have been) read */
 };
 

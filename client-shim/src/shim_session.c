@@ -1,6 +1,7 @@
 /* The appliance session (PROTOCOL.md "Session setup"): the first CUDA call of the process opens it,
  * every other thread that calls CUDA joins it with a connection of its own. */
 #include "shim_session.h"
+#include "shim_shm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,8 +53,7 @@ static void say(const char *fmt, ...) {
 static void close_thread_conn(void *p) {
     struct vmc_conn *c = p;
     if (c && c != primary) {
-        if (c->shm_base)
-            munmap(c->shm_base, c->shm_size);
+        vmc_shm_release(c);
         close(c->fd);
         vmc_out_free(&c->out);
         vmc_reader_free(&c->in);
@@ -202,6 +202,7 @@ static struct vmc_conn *new_conn(int fd) {
     if (!c)
         return NULL;
     c->fd = fd;
+    c->shm_lane = -1;
     return c;
 }
 
@@ -452,6 +453,7 @@ struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
 cudaError_t vmc_session_lost(struct vmc_conn *c, const char *why) {
     if (!c->broken) {
         c->broken = 1;
+        vmc_shm_release(c); /* a lane of a shared region must not outlive its worker */
         say("lost the appliance session (%s); CUDA calls now fail with cudaErrorDevicesUnavailable", why);
     }
     failure_error = cudaErrorDevicesUnavailable;

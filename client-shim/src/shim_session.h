@@ -20,6 +20,8 @@ struct vmc_conn {
     uint8_t *shm_base;
     size_t shm_size, shm_slot_size;
     uint32_t shm_slots;
+    int shm_lane;         /* the ring is lane shm_lane of the configured shared region (-1: its own file) */
+    uint64_t shm_nonce;   /* what holds that lane */
 };
 
 /* The calling thread's connection, opening the session (first thread) or joining it (others).

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -20,6 +21,7 @@
 #include "shim_copy.h"
 #include "shim_session.h"
 #include "vmc_api.h"
+#include "vmc_region.h"
 
 #define SLOTS 4
 
@@ -79,8 +81,7 @@ static void detect_local(void) {
 /* ---- the ring ---- */
 
 /* Creates the ring file, asks the worker to map and register it, and unlinks it either way. */
-static void attach(struct vmc_conn *conn) {
-    conn->shm_state = -1;
+static void attach_file(struct vmc_conn *conn) {
     size_t slot_size = vmc_block_size();
     size_t size = slot_size * SLOTS;
     char path[128];
@@ -124,11 +125,100 @@ static void attach(struct vmc_conn *conn) {
     conn->shm_state = 1;
 }
 
+/* ---- a lane of a shared region (client setting shm_region; PROTOCOL.md "Shared regions") ---- */
+
+static uint8_t *region_base;
+static size_t region_size;
+static struct vmc_region_geometry region_geometry;
+static pthread_once_t region_once = PTHREAD_ONCE_INIT;
+
+/* Maps the configured region once per process and lays it out if no client has yet. */
+static void map_region(void) {
+    const struct vmc_client_config *cfg = vmc_client_config();
+    int fd = open(cfg->shm_region, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    const char *why = NULL;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        why = strerror(errno);
+    } else {
+        void *base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (st.st_size <= 0 || base == MAP_FAILED) {
+            why = "cannot map it";
+        } else if (vmc_region_prepare(base, (size_t)st.st_size, vmc_block_size(), SLOTS, &region_geometry, &why) != 0) {
+            munmap(base, (size_t)st.st_size);
+        } else {
+            region_base = base;
+            region_size = (size_t)st.st_size;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    if (why)
+        fprintf(stderr, "vmcuda: shared region %s not used (%s); bulk copies go over TCP\n", cfg->shm_region, why);
+}
+
+static uint64_t new_nonce(void) {
+    uint64_t n = 0;
+    while (n == 0 && getrandom(&n, sizeof n, 0) == (ssize_t)sizeof n)
+        ;
+    return n;
+}
+
+/* Claims a free lane and asks the worker to attach it; the lane goes back if the worker says no. */
+static void attach_region(struct vmc_conn *conn) {
+    pthread_once(&region_once, map_region);
+    uint64_t nonce = new_nonce();
+    int lane = region_base && nonce ? vmc_region_claim(region_base, &region_geometry, nonce) : -1;
+    if (lane < 0)
+        return; /* no region, or every lane taken: this connection uses the socket */
+    struct vmc_call c;
+    cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_ShmAttachRegion, 0);
+    if (st == cudaSuccess) {
+        vmc_arg_u64(&c, nonce);
+        vmc_arg_u32(&c, (uint32_t)lane);
+        st = vmc_call_finish(&c);
+    }
+    if (st != cudaSuccess) {
+        static int told;
+        if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+            fprintf(stderr, "vmcuda: the appliance did not attach a lane of shared region %s (does its shm.regions name "
+                            "the same memory?); bulk copies go over TCP\n", vmc_client_config()->shm_region);
+        vmc_region_release(region_base, &region_geometry, (uint32_t)lane, nonce);
+        return;
+    }
+    conn->shm_base = vmc_region_lane(region_base, &region_geometry, (uint32_t)lane);
+    conn->shm_size = region_geometry.lane_size;
+    conn->shm_slot_size = region_geometry.slot_size;
+    conn->shm_slots = region_geometry.slots;
+    conn->shm_lane = lane;
+    conn->shm_nonce = nonce;
+    conn->shm_state = 1;
+}
+
+static void attach(struct vmc_conn *conn) {
+    conn->shm_state = -1;
+    if (vmc_client_config()->shm_region[0])
+        attach_region(conn);
+    else
+        attach_file(conn);
+}
+
+void vmc_shm_release(struct vmc_conn *conn) {
+    if (conn->shm_lane >= 0)
+        vmc_region_release(region_base, &region_geometry, (uint32_t)conn->shm_lane, conn->shm_nonce);
+    else if (conn->shm_base)
+        munmap(conn->shm_base, conn->shm_size);
+    conn->shm_base = NULL;
+    conn->shm_lane = -1;
+    conn->shm_state = 0;
+}
+
 int vmc_shm_ready(size_t count) {
     const struct vmc_client_config *cfg = vmc_client_config();
     if (count < VMC_SHM_MIN_BYTES || cfg->transport == VMC_TRANSPORT_TCP)
         return 0;
-    if (cfg->transport == VMC_TRANSPORT_AUTO) {
+    /* A configured shared region says the appliance shares memory with this machine. */
+    if (cfg->transport == VMC_TRANSPORT_AUTO && !cfg->shm_region[0]) {
         pthread_once(&local_once, detect_local);
         if (!local)
             return 0;

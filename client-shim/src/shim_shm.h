@@ -10,6 +10,8 @@
 /* Copies smaller than this go through the socket: one write beats a token exchange. */
 #define VMC_SHM_MIN_BYTES (256u << 10)
 
+struct vmc_conn;
+
 /* 1 if this copy should take the ring (attaching it on first use), 0 if the socket must carry it. */
 int vmc_shm_ready(size_t count);
 /* Same arguments and semantics as the socket paths in shim_memory.c (synchronous copies only). */
@@ -17,5 +19,8 @@ cudaError_t vmc_shm_host_to_device(uint32_t symbol, uint64_t dst, const void *sr
                                    unsigned mode);
 cudaError_t vmc_shm_device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
                                    unsigned mode);
+
+/* The connection is closing: its ring's mapping goes, or its lane of the shared region goes back. */
+void vmc_shm_release(struct vmc_conn *conn);
 
 #endif

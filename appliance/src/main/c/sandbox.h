@@ -6,12 +6,15 @@
 #include <stddef.h>
 
 #define SANDBOX_MAX_KEEP 32
+#define SANDBOX_MAX_REGIONS 8
 
 struct sandbox_opts {
     const char *user;            /* --user NAME (default nobody); must not resolve to uid 0 */
     const char *workdir;         /* --workdir DIR: the session directory, the only writable path */
     const char *keep[SANDBOX_MAX_KEEP]; /* --keep PATH: must stay visible (re-bound read-only if under /tmp) */
     int n_keep;
+    const char *region[SANDBOX_MAX_REGIONS]; /* --region PATH: shared-memory region the worker gets open O_RDWR */
+    int n_region;
     unsigned long nproc;         /* --nproc N: RLIMIT_NPROC (per user, threads included) */
     unsigned long nofile;        /* --nofile N: RLIMIT_NOFILE */
     const char *tmp_size;        /* --tmp-size SIZE: size of the private /tmp (tmpfs), e.g. 512m */
@@ -24,8 +27,8 @@ struct sandbox_opts {
 int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size_t err_len);
 
 #define SANDBOX_USAGE \
-    "usage: vmcuda-sandbox [--user NAME] --workdir DIR [--keep PATH]... [--nproc N] [--nofile N]\n" \
-    "                      [--tmp-size SIZE] -- EXECUTABLE ARGV0 [ARGS...]\n" \
+    "usage: vmcuda-sandbox [--user NAME] --workdir DIR [--keep PATH]... [--region PATH]... [--nproc N]\n" \
+    "                      [--nofile N] [--tmp-size SIZE] -- EXECUTABLE ARGV0 [ARGS...]\n" \
     "       vmcuda-sandbox --probe [--user NAME]\n"
 
 #endif

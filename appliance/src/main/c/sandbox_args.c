@@ -31,6 +31,18 @@ static int good_path(const char *p) {
     return 1;
 }
 
+/* a --region path: opened, never mounted on, so '..' does no harm; no control characters, and no comma
+ * (the worker gets the paths as a comma-separated list) */
+static int good_region(const char *p) {
+    size_t n = strnlen(p, PATH_MAX);
+    if (p[0] != '/' || n >= PATH_MAX)
+        return 0;
+    for (const char *c = p; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == ',')
+            return 0;
+    return 1;
+}
+
 static int number(const char *s, unsigned long min, unsigned long max, unsigned long *out) {
     if (!s || !*s || *s == '-' || *s == '+')
         return -1;
@@ -93,6 +105,12 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
             if (o->n_keep == SANDBOX_MAX_KEEP)
                 return fail(err, err_len, "more than %d --keep paths", SANDBOX_MAX_KEEP);
             o->keep[o->n_keep++] = v;
+        } else if (strcmp(a, "--region") == 0) {
+            if (!good_region(v))
+                return fail(err, err_len, "--region must be an absolute path without control characters or commas");
+            if (o->n_region == SANDBOX_MAX_REGIONS)
+                return fail(err, err_len, "more than %d --region paths", SANDBOX_MAX_REGIONS);
+            o->region[o->n_region++] = v;
         } else if (strcmp(a, "--nproc") == 0) {
             if (number(v, 16, 1ul << 22, &o->nproc) != 0)
                 return fail(err, err_len, "--nproc must be a number from 16 to %lu", 1ul << 22);

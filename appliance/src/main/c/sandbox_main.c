@@ -2,7 +2,11 @@
  * Started by vmcudad (as root) in front of the rewritten executable:
  *   1. connects to the daemon's worker socket ($VMCUDA_WORKER_SOCKET) while still root and hands the
  *      connected socket down as $VMCUDA_WORKER_FD (the socket's directory is root-only);
- *   2. opens the executable, the session directory and every --keep path (O_PATH) before any mount hides them;
+ *   2. opens the executable (O_PATH) and every --region path (O_RDWR | O_CLOEXEC: a shared-memory region,
+ *      e.g. an ivshmem BAR under /sys, which the unprivileged worker could not open itself once /sys is
+ *      read-only) before any mount hides them; a region that cannot be opened is skipped with one warning
+ *      (the client then uses its other data path). The session directory and every --keep path (O_PATH)
+ *      are opened in step 4, in the worker's mount namespace, before the new /tmp hides what lies below it;
  *   3. unshare(mount, network, IPC, PID namespaces) and forks: the worker is PID 1 of its PID namespace;
  *      this process stays outside as its parent, turns SIGTERM/SIGINT/SIGHUP into SIGKILL for it and exits
  *      with its status (128 + signal when killed), so the daemon's process handle behaves as the worker's;
@@ -11,13 +15,18 @@
  *      a new /proc for the PID namespace; /dev (with /dev/nvidia* and the shared /dev/shm) untouched;
  *   5. RLIMIT_NPROC / RLIMIT_NOFILE (address space is not capped: CUDA reserves huge virtual ranges),
  *      no core dumps, setgroups/setgid/setuid to --user, PR_SET_NO_NEW_PRIVS, parent-death SIGKILL;
- *   6. execveat(the executable's descriptor) with argv[0] = ARGV0.
+ *   6. the region descriptors made inheritable and listed in $VMCUDA_SHM_REGION_FDS ("fd,fd,..."), with
+ *      $VMCUDA_SHM_REGIONS narrowed to the paths that were opened, in the same order; then
+ *      execveat(the executable's descriptor) with argv[0] = ARGV0.
+ * Nothing between step 2 and the exec closes descriptors in the worker (only the outside parent closes its
+ * copies); RLIMIT_NOFILE limits new descriptors only, and the region descriptors are among the lowest.
  * The new network namespace has only a loopback interface that is down: the worker keeps the client
  * connections it is handed (descriptors work across namespaces) and can open no other. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <sched.h>
@@ -351,10 +360,26 @@ int main(int argc, char **argv) {
     if (chown(o.workdir, pw->pw_uid, pw->pw_gid) != 0)
         die("chown %s to %s", o.workdir, o.user);
     int exe_fd = open_path(o.exe);
-    int close_in_parent[] = {dfd, exe_fd};
+    /* shared-memory regions: opened as root, before /sys and the rest become read-only; the worker
+     * inherits them (FD_CLOEXEC is cleared just before the exec) */
+    int region_fd[SANDBOX_MAX_REGIONS];
+    const char *region_path[SANDBOX_MAX_REGIONS];
+    int n_region_fd = 0;
+    for (int i = 0; i < o.n_region; i++) {
+        int fd = open(o.region[i], O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+            warn("shared-memory region %s skipped (cannot open it read-write)", o.region[i]);
+            continue;
+        }
+        region_path[n_region_fd] = o.region[i];
+        region_fd[n_region_fd++] = fd;
+    }
+    int close_in_parent[2 + SANDBOX_MAX_REGIONS] = {dfd, exe_fd};
+    for (int i = 0; i < n_region_fd; i++)
+        close_in_parent[2 + i] = region_fd[i];
 
     /* 3. namespaces; from here on this is the worker, PID 1 */
-    enter_namespaces(close_in_parent, 2);
+    enter_namespaces(close_in_parent, 2 + n_region_fd);
 
     /* 4. the file system view. Bind sources must be mounts of this namespace: open them here, before
      * the new /tmp hides what lies below the old one. */
@@ -380,7 +405,26 @@ int main(int argc, char **argv) {
     setenv("HOME", o.workdir, 1);
     setenv("TMPDIR", "/tmp", 1);
 
-    /* 6. the worker */
+    /* 6. the worker; with --region, the regions it really has, descriptor i being path i (the paths alone
+     * would be of no use to it: it cannot open them in here) */
+    unsetenv("VMCUDA_SHM_REGION_FDS"); /* only this launcher may say which descriptors are regions */
+    if (o.n_region > 0) {
+        char fds[SANDBOX_MAX_REGIONS * 12], paths[SANDBOX_MAX_REGIONS * (PATH_MAX + 1)];
+        size_t nf = 0, np = 0;
+        fds[0] = paths[0] = 0;
+        for (int i = 0; i < n_region_fd; i++) {
+            if (fcntl(region_fd[i], F_SETFD, 0) != 0)
+                die("make the descriptor of %s inheritable", region_path[i]);
+            nf += (size_t)snprintf(fds + nf, sizeof fds - nf, "%s%d", i ? "," : "", region_fd[i]);
+            np += (size_t)snprintf(paths + np, sizeof paths - np, "%s%s", i ? "," : "", region_path[i]);
+        }
+        if (n_region_fd > 0) {
+            setenv("VMCUDA_SHM_REGION_FDS", fds, 1);
+            setenv("VMCUDA_SHM_REGIONS", paths, 1);
+        } else {
+            unsetenv("VMCUDA_SHM_REGIONS");
+        }
+    }
     syscall(SYS_execveat, exe_fd, "", o.argv, environ, AT_EMPTY_PATH);
     die("execute %s", o.exe);
 }

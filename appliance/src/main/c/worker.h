@@ -78,6 +78,7 @@ cudaStream_t vmc_w_copy_stream(uint64_t stream, unsigned mode);
 
 /* The shared-memory ring (worker_shm.c). */
 enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_shm_attach_region(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_shm_host_to_device(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_shm_device_to_host(struct vmc_wcall *wc);
 void vmc_w_shm_release(struct vmc_wconn *c);

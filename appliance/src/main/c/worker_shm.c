@@ -1,17 +1,22 @@
 /* The worker's end of the co-located fast path (PROTOCOL.md "Co-located fast path"): the client's
- * ring file is mapped and registered with the CUDA runtime, so the GPU copies straight between the
- * ring and device memory and the client pays one memcpy per byte. Slots are handed back and forth
- * with 4-byte tokens on the connection. */
+ * ring is mapped and registered with the CUDA runtime, so the GPU copies straight between the ring and
+ * device memory and the client pays one memcpy per byte. Slots are handed back and forth with 4-byte
+ * tokens on the connection. The ring is either a file the client made for this connection in /dev/shm
+ * (same OS instance) or a lane of a shared region (PROTOCOL.md "Shared regions": an ivshmem BAR between
+ * two VMs, or a file on one host), which the daemon names in VMCUDA_SHM_REGIONS (paths) or the sandbox
+ * hands down already open in VMCUDA_SHM_REGION_FDS. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vmc_region.h"
 #include "worker.h"
 
 #define PREFIX "/dev/shm/vmcuda."
@@ -26,7 +31,69 @@ struct vmc_wshm {
     uint32_t slots;
     int registered;    /* the runtime knows the ring as page-locked memory */
     unsigned epoch;    /* staging epoch of the registration: a cudaDeviceReset drops it */
+    /* A lane of a shared region (else the ring is this connection's own mapping). */
+    struct region *region;
+    struct vmc_region_geometry geometry;
+    uint32_t lane;
+    uint64_t nonce;
 };
+
+/* ---- shared regions: mapped once per worker, on first use ---- */
+
+#define MAX_REGIONS 8
+
+struct region {
+    void *base;
+    size_t size;
+    char name[128]; /* for the log: the path (or the descriptor number) */
+};
+
+static struct region regions[MAX_REGIONS];
+static int n_regions;
+static pthread_once_t regions_once = PTHREAD_ONCE_INIT;
+
+static void map_region(int fd, const char *name) {
+    struct stat st;
+    if (n_regions == MAX_REGIONS || fstat(fd, &st) != 0 || st.st_size < (off_t)VMC_REGION_LANES_AT) {
+        vmc_w_log("shared region %s: not usable (missing, or smaller than %u bytes)", name, VMC_REGION_LANES_AT);
+        return;
+    }
+    void *base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        vmc_w_log("shared region %s: cannot map %lld bytes: %s", name, (long long)st.st_size, strerror(errno));
+        return;
+    }
+    struct region *r = &regions[n_regions++];
+    *r = (struct region){base, (size_t)st.st_size, ""};
+    snprintf(r->name, sizeof r->name, "%s", name);
+}
+
+/* Descriptors from the sandbox when there are any (inside it the paths may be unreachable; it lists the
+ * paths it opened in VMCUDA_SHM_REGIONS in the same order, for the log), else the paths. */
+static void map_regions(void) {
+    char fd_list[512], path_list[4096];
+    const char *fds = getenv("VMCUDA_SHM_REGION_FDS"), *paths = getenv("VMCUDA_SHM_REGIONS");
+    snprintf(fd_list, sizeof fd_list, "%s", fds ? fds : "");
+    snprintf(path_list, sizeof path_list, "%s", paths ? paths : "");
+    char *fd_save = NULL, *path_save = NULL;
+    char *fd_item = strtok_r(fd_list, ",", &fd_save);
+    for (char *path = strtok_r(path_list, ",", &path_save); path || fd_item; path = strtok_r(NULL, ",", &path_save)) {
+        if (fd_item) {
+            int fd = atoi(fd_item);
+            map_region(fd, path ? path : fd_item);
+            close(fd);
+            fd_item = strtok_r(NULL, ",", &fd_save);
+        } else if (!fds || !*fds) {
+            int fd = open(path, O_RDWR | O_CLOEXEC);
+            if (fd < 0) {
+                vmc_w_log("shared region %s: cannot open: %s", path, strerror(errno));
+                continue;
+            }
+            map_region(fd, path);
+            close(fd);
+        }
+    }
+}
 
 struct registration {
     void *base;
@@ -34,10 +101,13 @@ struct registration {
     int ok;
 };
 
-/* Registered on a helper thread so that a failure never becomes the client thread's last error. */
+/* Registered on a helper thread so that a failure never becomes the client thread's last error. A
+ * PCI BAR mapping (ivshmem) is I/O memory to the runtime: plain registration fails and the IoMemory
+ * flag is what makes the GPU reach it. */
 static void *register_ring(void *arg) {
     struct registration *r = arg;
-    r->ok = cudaHostRegister(r->base, r->size, cudaHostRegisterPortable) == cudaSuccess;
+    r->ok = cudaHostRegister(r->base, r->size, cudaHostRegisterPortable) == cudaSuccess ||
+            cudaHostRegister(r->base, r->size, cudaHostRegisterPortable | cudaHostRegisterIoMemory) == cudaSuccess;
     return NULL;
 }
 
@@ -59,7 +129,10 @@ void vmc_w_shm_release(struct vmc_wconn *c) {
         return;
     if (shm->registered && shm->epoch == vmc_w_staging_epoch())
         cudaHostUnregister(shm->base);
-    munmap(shm->base, shm->size);
+    if (shm->region) /* the lane goes back even if the client never says so (it may have died) */
+        vmc_region_release(shm->region->base, &shm->geometry, shm->lane, shm->nonce);
+    else
+        munmap(shm->base, shm->size);
     free(shm);
     c->shm = NULL;
 }
@@ -102,11 +175,46 @@ enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc) {
         vmc_w_reply_status(wc, cudaErrorMemoryAllocation);
         return VMC_W_DONE;
     }
-    *shm = (struct vmc_wshm){base, size, slot_size, slots, 0, 0};
+    *shm = (struct vmc_wshm){base, size, slot_size, slots, 0, 0, NULL, {0}, 0, 0};
     ensure_registered(shm);
     c->shm = shm;
     vmc_w_log("shared-memory ring attached: %u slots of %zu bytes%s", slots, (size_t)slot_size,
               shm->registered ? ", registered with the runtime" : ", NOT registered (copies are pageable)");
+    vmc_w_reply_status(wc, cudaSuccess);
+    return VMC_W_DONE;
+}
+
+/* Attaches lane `lane` of whichever shared region holds `nonce` there: only the client that claimed the
+ * lane (and wrote the nonce into the region it shares with this appliance) can name it. */
+enum vmc_w_result vmc_w_shm_attach_region(struct vmc_wcall *wc) {
+    uint64_t nonce = vmc_in_u64(&wc->in);
+    uint32_t lane = vmc_in_u32(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    struct vmc_wconn *c = wc->conn;
+    pthread_once(&regions_once, map_regions);
+    struct region *found = NULL;
+    struct vmc_region_geometry g;
+    for (int i = 0; i < n_regions && !found && !c->shm; i++) {
+        const char *why;
+        if (vmc_region_geometry(regions[i].base, regions[i].size, &g, &why) == 0 &&
+            vmc_region_held(regions[i].base, &g, lane, nonce))
+            found = &regions[i];
+    }
+    struct vmc_wshm *shm = found ? calloc(1, sizeof *shm) : NULL;
+    if (!shm) {
+        vmc_w_log("shared-region ring refused: %s", c->shm ? "this connection already has a ring"
+                  : n_regions == 0 ? "no shared region is configured here (shm.regions)"
+                  : found ? "out of memory" : "no shared region here holds that lane for that client");
+        vmc_w_reply_status(wc, found ? cudaErrorMemoryAllocation : cudaErrorInvalidValue);
+        return VMC_W_DONE;
+    }
+    *shm = (struct vmc_wshm){vmc_region_lane(found->base, &g, lane), g.lane_size, g.slot_size, g.slots, 0, 0,
+                             found, g, lane, nonce};
+    ensure_registered(shm);
+    c->shm = shm;
+    vmc_w_log("shared-memory ring attached: lane %u of shared region %s, %u slots of %zu bytes%s", lane, found->name,
+              g.slots, (size_t)g.slot_size, shm->registered ? ", registered with the runtime" : ", NOT registered (copies are pageable)");
     vmc_w_reply_status(wc, cudaSuccess);
     return VMC_W_DONE;
 }

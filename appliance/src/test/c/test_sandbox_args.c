@@ -75,15 +75,57 @@ int main(void) {
         v[n++] = "--workdir"; v[n++] = "/w"; v[n++] = "--"; v[n++] = "/x"; v[n++] = "a"; v[n] = NULL;
         CHECK(parse(v, &o, err) == -1);
     }
+    {   /* one --region */
+        char *v[] = {"s", "--workdir", "/w", "--region", "/sys/bus/pci/devices/0000:00:05.0/resource2", "--", "/x", "a",
+                     NULL};
+        CHECK(parse(v, &o, err) == 0 && o.n_region == 1);
+        CHECK(strcmp(o.region[0], "/sys/bus/pci/devices/0000:00:05.0/resource2") == 0 && strcmp(o.exe, "/x") == 0);
+    }
+    {   /* several, kept in order; none by default */
+        char *v[] = {"s", "--region", "/dev/uio0", "--workdir", "/w", "--region", "/dev/shm/vmcuda-ring", "--keep", "/k",
+                     "--region", "/a/../b", "--", "/x", "a", NULL};
+        CHECK(parse(v, &o, err) == 0 && o.n_region == 3 && o.n_keep == 1);
+        CHECK(strcmp(o.region[0], "/dev/uio0") == 0 && strcmp(o.region[1], "/dev/shm/vmcuda-ring") == 0);
+        CHECK(strcmp(o.region[2], "/a/../b") == 0);
+        char *none[] = {"s", "--workdir", "/w", "--", "/x", "a", NULL};
+        CHECK(parse(none, &o, err) == 0 && o.n_region == 0);
+    }
+    {   /* exactly SANDBOX_MAX_REGIONS, then one too many */
+        char *v[40];
+        int n = 0;
+        v[n++] = "s";
+        for (int i = 0; i < SANDBOX_MAX_REGIONS; i++) { v[n++] = "--region"; v[n++] = "/dev/shm/r"; }
+        v[n++] = "--workdir"; v[n++] = "/w"; v[n++] = "--"; v[n++] = "/x"; v[n++] = "a"; v[n] = NULL;
+        CHECK(parse(v, &o, err) == 0 && o.n_region == SANDBOX_MAX_REGIONS);
+        n = 0;
+        v[n++] = "s";
+        for (int i = 0; i < SANDBOX_MAX_REGIONS + 1; i++) { v[n++] = "--region"; v[n++] = "/dev/shm/r"; }
+        v[n++] = "--workdir"; v[n++] = "/w"; v[n++] = "--"; v[n++] = "/x"; v[n++] = "a"; v[n] = NULL;
+        CHECK(parse(v, &o, err) == -1 && strstr(err, "more than 8 --region") != NULL);
+    }
+    {   /* missing argument, bad paths */
+        char *missing[] = {"s", "--workdir", "/w", "--region", NULL};
+        CHECK(parse(missing, &o, err) == -1 && strstr(err, "--region needs a value") != NULL);
+        char *bad_region[][10] = {
+            {"s", "--region", "rel/path", "--workdir", "/w", "--", "/x", "a", NULL},
+            {"s", "--region", "", "--workdir", "/w", "--", "/x", "a", NULL},
+            {"s", "--region", "/a,b", "--workdir", "/w", "--", "/x", "a", NULL},
+            {"s", "--region", "/a\nb", "--workdir", "/w", "--", "/x", "a", NULL},
+        };
+        for (size_t i = 0; i < sizeof bad_region / sizeof bad_region[0]; i++)
+            CHECK(parse(bad_region[i], &o, err) == -1 && strstr(err, "--region") != NULL);
+    }
     {   /* a path at and past PATH_MAX */
         static char big[5000];
         big[0] = '/';
         memset(big + 1, 'a', sizeof big - 2);
         char *v[] = {"s", "--workdir", big, "--", "/x", "a", NULL};
         CHECK(parse(v, &o, err) == -1);
+        char *r[] = {"s", "--region", big, "--workdir", "/w", "--", "/x", "a", NULL};
+        CHECK(parse(r, &o, err) == -1);
     }
     /* random vectors drawn from option names and values */
-    const char *words[] = {"--user", "--workdir", "--keep", "--nproc", "--nofile", "--tmp-size", "--probe", "--", "/w",
+    const char *words[] = {"--user", "--workdir", "--keep", "--region", "--nproc", "--nofile", "--tmp-size", "--probe", "--", "/w",
                            "/tmp/x", "nobody", "12", "0", "512m", "", "-", "/..", "/a/..", "x", "99999999999"};
     unsigned long long r = 0x243f6a8885a308d3ull;
     for (int c = 0; c < 100000; c++) {
@@ -97,7 +139,7 @@ int main(void) {
         v[n] = NULL;
         r ^= r << 13; r ^= r >> 7; r ^= r << 17;
         if (sandbox_parse(n, v, &o, err, sizeof err) == 0 && !o.probe)
-            CHECK(o.workdir && o.exe && o.argv && o.argv[0]);
+            CHECK(o.workdir && o.exe && o.argv && o.argv[0] && o.n_region >= 0 && o.n_region <= SANDBOX_MAX_REGIONS);
     }
     if (failures) {
         fprintf(stderr, "test_sandbox_args: %d failure(s)\n", failures);

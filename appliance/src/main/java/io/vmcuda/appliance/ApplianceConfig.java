@@ -25,6 +25,8 @@ public final class ApplianceConfig {
     static final String TENANT_PREFIX = "tenant.";
     private static final java.util.regex.Pattern TENANT_KEY =
             java.util.regex.Pattern.compile("tenant\\.([A-Za-z0-9_-]{1,64})\\.(token_sha256|max_sessions|max_gpus|max_memory_bytes)");
+    /** Most {@code shm.regions} entries; vmcuda-sandbox takes at most this many --region paths (SANDBOX_MAX_REGIONS). */
+    public static final int MAX_SHM_REGIONS = 8;
     private static final java.util.regex.Pattern SHA256_HEX = java.util.regex.Pattern.compile("[0-9a-fA-F]{64}");
 
     private final Properties props;
@@ -47,6 +49,7 @@ public final class ApplianceConfig {
         workerMaxProcesses();
         workerMaxOpenFiles();
         workerTmpSize();
+        shmRegions();
     }
 
     public static ApplianceConfig load(Path file) throws IOException {
@@ -245,6 +248,37 @@ public final class ApplianceConfig {
             throw new IllegalArgumentException("config key 'worker.tmp_size' = '" + v + "' must be a size such as 512m");
         }
         return v;
+    }
+
+    /**
+     * {@code shm.regions}: comma-separated absolute paths of existing shared-memory regions (ivshmem BARs,
+     * or files both sides can map) that client rings may live in; empty = none. Workers get them as
+     * VMCUDA_SHM_REGIONS, sandboxed workers also as already-open descriptors.
+     */
+    public List<Path> shmRegions() {
+        List<Path> regions = new ArrayList<>();
+        for (String entry : string("shm.regions").split(",")) {
+            String e = entry.strip();
+            if (e.isEmpty()) continue;
+            Path p;
+            try {
+                p = e.chars().anyMatch(c -> c < 0x20) ? null : Path.of(e);
+            } catch (java.nio.file.InvalidPathException ex) {
+                p = null;
+            }
+            if (p == null || !p.isAbsolute()) {
+                throw new IllegalArgumentException("config key 'shm.regions': '" + e + "' is not an absolute path");
+            }
+            if (!Files.exists(p)) {
+                throw new IllegalArgumentException("config key 'shm.regions': " + e + " does not exist");
+            }
+            regions.add(p);
+        }
+        if (regions.size() > MAX_SHM_REGIONS) {
+            throw new IllegalArgumentException("config key 'shm.regions' lists " + regions.size()
+                    + " paths; at most " + MAX_SHM_REGIONS + " are supported");
+        }
+        return List.copyOf(regions);
     }
 
     private String string(String key) {

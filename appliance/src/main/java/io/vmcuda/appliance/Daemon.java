@@ -92,7 +92,8 @@ public final class Daemon implements AutoCloseable {
         BinaryCache cache = new BinaryCache(stateDir.resolve("cache"), config.cacheMemoryBytes());
         Path socketPath = stateDir.resolve("run").resolve("worker.sock");
         WorkerLauncher launcher = new WorkerLauncher(socketPath, workerLibDir, config.workerCudaLibDirs(),
-                config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes());
+                config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes(),
+                config.shmRegions());
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl")), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);

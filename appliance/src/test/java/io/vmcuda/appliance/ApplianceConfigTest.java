@@ -1,6 +1,7 @@
 package io.vmcuda.appliance;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -48,6 +49,55 @@ class ApplianceConfigTest {
                 () -> ApplianceConfig.defaultsOnly().with(Map.of("worker.block_size", "lots")));
         assertThrows(IllegalArgumentException.class,
                 () -> ApplianceConfig.defaultsOnly().with(Map.of("scheduler.max_sessions_per_gpu", "0")));
+    }
+
+    @Test
+    void shmRegionsAreEmptyByDefault() {
+        assertEquals(List.of(), ApplianceConfig.defaultsOnly().shmRegions());
+        assertEquals(List.of(), ApplianceConfig.defaultsOnly().with(Map.of("shm.regions", "  ")).shmRegions());
+    }
+
+    @Test
+    void shmRegionsListExistingAbsolutePathsInOrder() throws Exception {
+        Path a = Files.createFile(dir.resolve("bar2"));
+        Path b = Files.createFile(dir.resolve("ring"));
+        Path f = dir.resolve("regions.properties");
+        Files.writeString(f, "shm.regions= " + b + " ,\t" + a + ", \n");
+        assertEquals(List.of(b, a), ApplianceConfig.load(f).shmRegions());
+        assertEquals(List.of(a), ApplianceConfig.defaultsOnly().with(Map.of("shm.regions", a.toString())).shmRegions());
+    }
+
+    @Test
+    void shmRegionsRejectRelativePaths() throws Exception {
+        Path a = Files.createFile(dir.resolve("bar2"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ApplianceConfig.defaultsOnly().with(Map.of("shm.regions", a + ",dev/uio0")));
+        assertTrue(e.getMessage().contains("shm.regions") && e.getMessage().contains("'dev/uio0'")
+                && e.getMessage().contains("absolute"), e.getMessage());
+        assertFalse(e.getMessage().contains("\n"), "one line");
+    }
+
+    @Test
+    void shmRegionsRejectMissingPaths() throws Exception {
+        Path missing = dir.resolve("no-such-bar");
+        Path f = dir.resolve("missing.properties");
+        Files.writeString(f, "shm.regions=" + missing + "\n");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ApplianceConfig.load(f));
+        assertTrue(e.getMessage().contains("shm.regions") && e.getMessage().contains(missing.toString())
+                && e.getMessage().contains("does not exist"), e.getMessage());
+        assertFalse(e.getMessage().contains("\n"), "one line");
+    }
+
+    @Test
+    void shmRegionsAreLimitedToWhatTheSandboxTakes() throws Exception {
+        Path a = Files.createFile(dir.resolve("bar2"));
+        String nine = String.join(",", java.util.Collections.nCopies(ApplianceConfig.MAX_SHM_REGIONS + 1, a.toString()));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ApplianceConfig.defaultsOnly().with(Map.of("shm.regions", nine)));
+        assertTrue(e.getMessage().contains("shm.regions"), e.getMessage());
+        String eight = String.join(",", java.util.Collections.nCopies(ApplianceConfig.MAX_SHM_REGIONS, a.toString()));
+        assertEquals(ApplianceConfig.MAX_SHM_REGIONS, ApplianceConfig.defaultsOnly().with(Map.of("shm.regions", eight))
+                .shmRegions().size());
     }
 
     @Test

@@ -78,14 +78,21 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
         }
     }
 
-    /** The launcher's command line in front of the worker executable. */
-    List<String> command(Path workDir, List<Path> keep, Path executable, String argv0) {
+    /**
+     * The launcher's command line in front of the worker executable; each of {@code regions} (shm.regions)
+     * becomes a {@code --region}, which the launcher opens read-write as root and hands to the worker.
+     */
+    List<String> command(Path workDir, List<Path> keep, List<Path> regions, Path executable, String argv0) {
         List<String> cmd = new ArrayList<>(List.of(launcher.toString(), "--user", user, "--workdir",
                 workDir.toAbsolutePath().toString(), "--nproc", Long.toString(maxProcesses), "--nofile",
                 Long.toString(maxOpenFiles), "--tmp-size", tmpSize));
         for (Path k : keep) {
             cmd.add("--keep");
             cmd.add(k.toAbsolutePath().toString());
+        }
+        for (Path r : regions) {
+            cmd.add("--region");
+            cmd.add(r.toString());
         }
         cmd.add("--");
         cmd.add(executable.toAbsolutePath().toString());

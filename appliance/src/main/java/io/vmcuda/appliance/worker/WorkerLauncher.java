@@ -25,6 +25,7 @@ public final class WorkerLauncher {
     private final Map<String, String> extraEnv;
     private final Sandbox sandbox;
     private final String idleReleaseMinutes;
+    private final List<Path> shmRegions;
 
     public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
                           Map<String, String> extraEnv) {
@@ -37,6 +38,19 @@ public final class WorkerLauncher {
      */
     public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
                           Map<String, String> extraEnv, Sandbox sandbox, String idleReleaseMinutes) {
+        this(workerSocket, workerLibDir, cudaLibDirs, blockSize, extraEnv, sandbox, idleReleaseMinutes, List.of());
+    }
+
+    /**
+     * @param sandbox            null to run workers unsandboxed
+     * @param idleReleaseMinutes {@code session.idle_release_minutes} as configured, "0" = off
+     * @param shmRegions         {@code shm.regions}: shared-memory regions every worker may map (VMCUDA_SHM_REGIONS;
+     *                           a sandboxed worker gets them already open from the launcher, --region)
+     */
+    public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
+                          Map<String, String> extraEnv, Sandbox sandbox, String idleReleaseMinutes,
+                          List<Path> shmRegions) {
+        this.shmRegions = List.copyOf(shmRegions);
         this.sandbox = sandbox;
         this.idleReleaseMinutes = idleReleaseMinutes;
         this.workerSocket = workerSocket;
@@ -65,19 +79,7 @@ public final class WorkerLauncher {
 
     public Process start(WorkerSpec spec) throws IOException {
         Files.createDirectories(spec.workDir());
-        List<String> cmd;
-        if (sandbox != null) {
-            // what must stay visible inside the sandbox (re-bound when below the private /tmp)
-            List<Path> keep = new ArrayList<>();
-            keep.add(workerLibDir);
-            for (String d : cudaLibDirs) {
-                if (Files.isDirectory(Path.of(d))) keep.add(Path.of(d));
-            }
-            cmd = sandbox.command(spec.workDir(), keep, spec.executable(), spec.argv0());
-        } else {
-            cmd = command(spec.argv0(), spec.executable());
-        }
-        ProcessBuilder pb = new ProcessBuilder(cmd)
+        ProcessBuilder pb = new ProcessBuilder(command(spec))
                 .directory(spec.workDir().toFile())
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(spec.logFile().toFile()))
@@ -86,6 +88,18 @@ public final class WorkerLauncher {
         env.clear();
         env.putAll(environment(spec, System.getenv()));
         return pb.start();
+    }
+
+    /** The worker's command line: through the sandbox launcher when workers are sandboxed. */
+    List<String> command(WorkerSpec spec) {
+        if (sandbox == null) return command(spec.argv0(), spec.executable());
+        // what must stay visible inside the sandbox (re-bound when below the private /tmp)
+        List<Path> keep = new ArrayList<>();
+        keep.add(workerLibDir);
+        for (String d : cudaLibDirs) {
+            if (Files.isDirectory(Path.of(d))) keep.add(Path.of(d));
+        }
+        return sandbox.command(spec.workDir(), keep, shmRegions, spec.executable(), spec.argv0());
     }
 
     /**
@@ -117,6 +131,11 @@ public final class WorkerLauncher {
         env.put("LD_LIBRARY_PATH", String.join(":", libPath));
         if (spec.memoryQuotaBytes() > 0) env.put("VMCUDA_MEMORY_QUOTA", Long.toString(spec.memoryQuotaBytes()));
         if (!"0".equals(idleReleaseMinutes)) env.put("VMCUDA_IDLE_RELEASE_MINUTES", idleReleaseMinutes);
+        if (!shmRegions.isEmpty()) {
+            List<String> paths = new ArrayList<>();
+            for (Path r : shmRegions) paths.add(r.toString());
+            env.put("VMCUDA_SHM_REGIONS", String.join(",", paths));
+        }
         env.putAll(extraEnv);
         return env;
     }

@@ -39,6 +39,42 @@ class WorkerLauncherTest {
     }
 
     @Test
+    void withoutShmRegionsTheVariableIsUnset() {
+        assertFalse(launcher.environment(spec(null), Map.of()).containsKey("VMCUDA_SHM_REGIONS"));
+    }
+
+    @Test
+    void shmRegionsReachEveryWorkerAsPaths() {
+        WorkerLauncher withRegions = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
+                List.of(), 4194304, Map.of(), null, "0", REGIONS);
+        Map<String, String> env = withRegions.environment(spec(null), Map.of());
+        assertEquals("/sys/bus/pci/devices/0000:00:05.0/resource2,/dev/shm/vmcuda-ring", env.get("VMCUDA_SHM_REGIONS"));
+        assertFalse(env.containsKey("VMCUDA_SHM_REGION_FDS"), "descriptors are the sandbox's to give");
+        // unsandboxed: the worker itself, no --region anywhere
+        assertEquals(WorkerLauncher.command("app", Path.of("/bin/true")), withRegions.command(spec(null)));
+    }
+
+    @Test
+    void sandboxedWorkersGetOneRegionOptionPerPathBeforeTheProgram() {
+        Sandbox sandbox = new Sandbox(Path.of("/opt/vmcuda/native/vmcuda-sandbox"), "nobody", 4096, 1024, "512m");
+        WorkerLauncher sandboxed = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
+                List.of("/no/such/cuda/lib"), 4194304, Map.of(), sandbox, "0", REGIONS);
+        assertEquals(List.of("/opt/vmcuda/native/vmcuda-sandbox", "--user", "nobody", "--workdir", "/w", "--nproc", "4096",
+                "--nofile", "1024", "--tmp-size", "512m", "--keep", "/opt/vmcuda/native",
+                "--region", "/sys/bus/pci/devices/0000:00:05.0/resource2", "--region", "/dev/shm/vmcuda-ring",
+                "--", "/bin/true", "app"), sandboxed.command(spec(null)));
+        assertEquals("/sys/bus/pci/devices/0000:00:05.0/resource2,/dev/shm/vmcuda-ring",
+                sandboxed.environment(spec(null), Map.of()).get("VMCUDA_SHM_REGIONS"));
+
+        WorkerLauncher none = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
+                List.of(), 4194304, Map.of(), sandbox, "0");
+        assertFalse(none.command(spec(null)).contains("--region"));
+    }
+
+    private static final List<Path> REGIONS = List.of(Path.of("/sys/bus/pci/devices/0000:00:05.0/resource2"),
+            Path.of("/dev/shm/vmcuda-ring"));
+
+    @Test
     void argv0IsSetThroughExecA() {
         List<String> cmd = WorkerLauncher.command("my app", Path.of("/cache/x/rewritten"));
         assertEquals(List.of("/bin/bash", "-c", "exec -a \"$0\" \"$1\"", "my app", "/cache/x/rewritten"), cmd);
