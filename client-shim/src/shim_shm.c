@@ -132,9 +132,42 @@ static size_t region_size;
 static struct vmc_region_geometry region_geometry;
 static pthread_once_t region_once = PTHREAD_ONCE_INIT;
 
+/* Lanes this process holds, so that they go back when it exits: the first connection's thread never
+ * ends before the process, and its worker may exit before it has given the others back. */
+#define MAX_HELD 64
+static struct held_lane {
+    uint32_t lane;
+    uint64_t nonce;
+} held[MAX_HELD];
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_held(uint32_t lane, uint64_t nonce, int add) {
+    pthread_mutex_lock(&held_lock);
+    for (int i = 0; i < MAX_HELD; i++)
+        if (add ? held[i].nonce == 0 : held[i].nonce == nonce && held[i].lane == lane) {
+            held[i] = add ? (struct held_lane){lane, nonce} : (struct held_lane){0, 0};
+            break;
+        }
+    pthread_mutex_unlock(&held_lock);
+}
+
+/* A forked child holds none of its parent's lanes: its exit must not give them back. */
+static void forget_held_lanes(void) { memset(held, 0, sizeof held); }
+
+__attribute__((destructor)) static void release_held_lanes(void) {
+    if (!region_base)
+        return;
+    pthread_mutex_lock(&held_lock);
+    for (int i = 0; i < MAX_HELD; i++)
+        if (held[i].nonce)
+            vmc_region_release(region_base, &region_geometry, held[i].lane, held[i].nonce);
+    pthread_mutex_unlock(&held_lock);
+}
+
 /* Maps the configured region once per process and lays it out if no client has yet. */
 static void map_region(void) {
     const struct vmc_client_config *cfg = vmc_client_config();
+    pthread_atfork(NULL, NULL, forget_held_lanes);
     int fd = open(cfg->shm_region, O_RDWR | O_CLOEXEC);
     struct stat st;
     const char *why = NULL;
@@ -193,6 +226,7 @@ static void attach_region(struct vmc_conn *conn) {
     conn->shm_lane = lane;
     conn->shm_nonce = nonce;
     conn->shm_state = 1;
+    note_held((uint32_t)lane, nonce, 1);
 }
 
 static void attach(struct vmc_conn *conn) {
@@ -204,8 +238,10 @@ static void attach(struct vmc_conn *conn) {
 }
 
 void vmc_shm_release(struct vmc_conn *conn) {
-    if (conn->shm_lane >= 0)
+    if (conn->shm_lane >= 0) {
         vmc_region_release(region_base, &region_geometry, (uint32_t)conn->shm_lane, conn->shm_nonce);
+        note_held((uint32_t)conn->shm_lane, conn->shm_nonce, 0);
+    }
     else if (conn->shm_base)
         munmap(conn->shm_base, conn->shm_size);
     conn->shm_base = NULL;

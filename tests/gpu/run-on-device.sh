@@ -212,7 +212,7 @@ RPID=$!
 for _ in $(seq 1 300); do grep -q "listening on" "$WORK/region-daemon.log" 2>/dev/null && break; sleep 0.2; done
 for p in "${PROGRAMS[@]}"; do
     case "$(basename "$p")" in
-    big_copies | big_copies_ptds | bulk_paths | memory | threads)
+    big_copies | big_copies_ptds | bulk_paths | lanes_at_exit | memory | threads)
         (cd "$WORK" && LD_LIBRARY_PATH="$CUDA_LIB_DIR" VMCUDA_TRANSPORT=shm VMCUDA_SHM_REGION="$REGION" \
             timeout "$PER_PROGRAM_TIMEOUT" "$ROOT/bin/vmcuda" run --appliance 127.0.0.1:17090 -- "$p" \
             >"$WORK/region/$(basename "$p").out" 2>"$WORK/region/$(basename "$p").err" </dev/null)

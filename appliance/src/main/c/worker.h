@@ -79,6 +79,8 @@ cudaStream_t vmc_w_copy_stream(uint64_t stream, unsigned mode);
 /* The shared-memory ring (worker_shm.c). */
 enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_shm_attach_region(struct vmc_wcall *wc);
+/* Gives back every shared-region lane still attached (the worker is exiting). */
+void vmc_w_shm_release_all_lanes(void);
 enum vmc_w_result vmc_w_shm_host_to_device(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_shm_device_to_host(struct vmc_wcall *wc);
 void vmc_w_shm_release(struct vmc_wconn *c);

@@ -144,6 +144,7 @@ static int worker_main(int argc, char **argv, char **envp) {
     /* The client is gone. Exiting releases every allocation, stream and context of this process on
      * the GPU; the application's destructors are not run (its main never ran either). */
     vmc_w_log("client disconnected; exiting");
+    vmc_w_shm_release_all_lanes();
     vmc_w_daemon_bye(0);
     _exit(0);
 }

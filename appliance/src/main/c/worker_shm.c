@@ -52,6 +52,31 @@ static struct region regions[MAX_REGIONS];
 static int n_regions;
 static pthread_once_t regions_once = PTHREAD_ONCE_INIT;
 
+/* Lanes attached by this worker's connections, so that exiting gives back those whose connections
+ * were still open (the worker exits when the client's first connection closes, maybe before the
+ * others are torn down). */
+#define MAX_ATTACHED 256
+static struct vmc_wshm *attached[MAX_ATTACHED];
+static pthread_mutex_t attached_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void track(struct vmc_wshm *shm, int add) {
+    pthread_mutex_lock(&attached_lock);
+    for (int i = 0; i < MAX_ATTACHED; i++)
+        if (attached[i] == (add ? NULL : shm)) {
+            attached[i] = add ? shm : NULL;
+            break;
+        }
+    pthread_mutex_unlock(&attached_lock);
+}
+
+void vmc_w_shm_release_all_lanes(void) {
+    pthread_mutex_lock(&attached_lock);
+    for (int i = 0; i < MAX_ATTACHED; i++)
+        if (attached[i])
+            vmc_region_release(attached[i]->region->base, &attached[i]->geometry, attached[i]->lane, attached[i]->nonce);
+    pthread_mutex_unlock(&attached_lock); /* the lanes stay in the table: the process is about to exit */
+}
+
 static void map_region(int fd, const char *name) {
     struct stat st;
     if (n_regions == MAX_REGIONS || fstat(fd, &st) != 0 || st.st_size < (off_t)VMC_REGION_LANES_AT) {
@@ -129,8 +154,10 @@ void vmc_w_shm_release(struct vmc_wconn *c) {
         return;
     if (shm->registered && shm->epoch == vmc_w_staging_epoch())
         cudaHostUnregister(shm->base);
-    if (shm->region) /* the lane goes back even if the client never says so (it may have died) */
+    if (shm->region) { /* the lane goes back even if the client never says so (it may have died) */
+        track(shm, 0);
         vmc_region_release(shm->region->base, &shm->geometry, shm->lane, shm->nonce);
+    }
     else
         munmap(shm->base, shm->size);
     free(shm);
@@ -213,6 +240,7 @@ enum vmc_w_result vmc_w_shm_attach_region(struct vmc_wcall *wc) {
                              found, g, lane, nonce};
     ensure_registered(shm);
     c->shm = shm;
+    track(shm, 1);
     vmc_w_log("shared-memory ring attached: lane %u of shared region %s, %u slots of %zu bytes%s", lane, found->name,
               g.slots, (size_t)g.slot_size, shm->registered ? ", registered with the runtime" : ", NOT registered (copies are pageable)");
     vmc_w_reply_status(wc, cudaSuccess);

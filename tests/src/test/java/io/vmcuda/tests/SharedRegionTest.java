@@ -66,31 +66,43 @@ class SharedRegionTest {
 
     @Test
     void copiesThroughALaneOfTheRegionMatchNativeAndGiveTheLaneBack() throws Exception {
+        runThroughTheRegion("bulk_paths");
+        assertTrue(workerLogs().contains("of shared region " + region + ", 4 slots of 1048576 bytes"),
+                "the worker did not attach a lane of the region\n" + workerLogs());
+        assertEveryLaneFree();
+    }
+
+    /** Threads still alive (connections still open) when the program ends must not keep their lanes. */
+    @Test
+    void lanesOfThreadsAliveAtExitGoBack() throws Exception {
+        runThroughTheRegion("lanes_at_exit");
+        assertEveryLaneFree();
+    }
+
+    private void runThroughTheRegion(String name) throws Exception {
         Path program = Path.of(System.getProperty("vmcuda.test.programs", "target/cuda")).toAbsolutePath()
-                .resolve("bulk_paths");
+                .resolve(name);
         Map<String, String> env = new HashMap<>();
         env.put("LD_LIBRARY_PATH", cudaLib.toString());
         env.put("VMCUDA_APPLIANCE", null);
         env.put("VMCUDA_TRANSPORT", null);
         env.put("VMCUDA_SHM_REGION", null);
         env.put("VMCUDA_TOKEN", daemon.token);
-        ProgramRunner.Result nat = ProgramRunner.run(List.of(program.toString()), env, work, work.resolve("native"));
+        ProgramRunner.Result nat = ProgramRunner.run(List.of(program.toString()), env, work, work.resolve("native-" + name));
 
         env.put("VMCUDA_TRANSPORT", "shm");
         env.put("VMCUDA_SHM_REGION", region.toString());
         env.put("VMCUDA_BLOCK_SIZE", "1048576"); // 4 slots of 1 MiB: 15 lanes fit in 64 MiB
         ProgramRunner.Result vm = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run",
-                "--appliance", "127.0.0.1:" + daemon.port, "--", program.toString()), env, work, work.resolve("vmcuda"));
+                "--appliance", "127.0.0.1:" + daemon.port, "--", program.toString()), env, work, work.resolve("vmcuda-" + name));
         String both = "\n=== native ===\n" + nat.describe() + "=== vmcuda (shared region) ===\n" + vm.describe()
                 + "\n=== daemon ===\n" + daemon.logText();
         assertFalse(nat.timedOut() || vm.timedOut(), "a run timed out" + both);
         assertEquals(nat.exitCode(), vm.exitCode(), "exit codes differ" + both);
         assertEquals(nat.stdout(), vm.stdout(), "stdout differs" + both);
+    }
 
-        String workerLogs = workerLogs();
-        assertTrue(workerLogs.contains("shared-memory ring attached: lane 0 of shared region " + region),
-                "the worker did not attach a lane of the region\n" + workerLogs + both);
-
+    private void assertEveryLaneFree() throws IOException {
         ByteBuffer header = readHeader();
         assertEquals(0x31474552434d56L, header.getLong(0), "the client did not lay the region out");
         assertEquals(2, header.getInt(8), "the region is not marked ready");
