@@ -203,6 +203,10 @@ done
 say ""
 say "== native vs vmcuda through a lane of a shared region (shm.regions / VMCUDA_SHM_REGION)"
 REGION=/dev/shm/vmcuda-region-test
+# "lane=nonce" for every held lane of the region (vmc_region.h: owner words from byte 40)
+region_lanes_held() {
+    od -A n -t u8 -j 40 -N 2048 -v -w8 "$REGION" | awk '$1 != 0 {printf "%d=%s ", NR - 1, $1; n++} END {print n + 0 " held"}'
+}
 rm -f "$REGION" && truncate -s 256M "$REGION"
 mkdir -p "$WORK/region" "$WORK/rstate"
 printf 'shm.regions = %s\n' "$REGION" >"$WORK/region.conf"
@@ -217,7 +221,9 @@ for p in "${PROGRAMS[@]}"; do
             timeout "$PER_PROGRAM_TIMEOUT" "$ROOT/bin/vmcuda" run --appliance 127.0.0.1:17090 -- "$p" \
             >"$WORK/region/$(basename "$p").out" 2>"$WORK/region/$(basename "$p").err" </dev/null)
         echo $? >"$WORK/region/$(basename "$p").rc"; echo 0 >"$WORK/region/$(basename "$p").t"
-        judge region "$WORK/native" "$WORK/region" "$(basename "$p")" ;;
+        judge region "$WORK/native" "$WORK/region" "$(basename "$p")"
+        sleep 0.5
+        say "  lanes held after $(basename "$p"): $(region_lanes_held)" ;;
     esac
 done
 if [ -x "$CARRY/bench/bench_transfer" ]; then
@@ -229,9 +235,12 @@ sleep 1
 attached=$(cat "$WORK"/rstate/sessions/*/worker.log 2>/dev/null | grep -c "ring attached: lane")
 say "region: $attached ring attachments logged; $(grep -h "ring attached: lane" "$WORK"/rstate/sessions/*/worker.log | head -1 | cut -c1-160)"
 [ "$attached" -gt 0 ] || fail "region: no worker attached a lane of the shared region"
-held=$(od -A n -t u8 -j 40 -N 2048 "$REGION" | tr -s ' ' '\n' | grep -cv '^0*$')
-say "region: lanes still held after every program ended: $held"
-[ "$held" = 0 ] || fail "region: $held lanes still held"
+held=$(region_lanes_held | awk '{print $(NF - 1)}')
+say "region: lanes still held after every program ended: $(region_lanes_held)"
+if [ "$held" != 0 ]; then
+    fail "region: $held lanes still held"
+    grep -h "lane" "$WORK"/rstate/sessions/*/worker.log | cut -c1-120 | tail -40 | sed 's/^/  /' | tee -a "$SUMMARY"
+fi
 kill -TERM -- "-$RPID" 2>/dev/null; sleep 1; kill -KILL -- "-$RPID" 2>/dev/null
 rm -f "$REGION"
 

@@ -157,6 +157,7 @@ void vmc_w_shm_release(struct vmc_wconn *c) {
     if (shm->region) { /* the lane goes back even if the client never says so (it may have died) */
         track(shm, 0);
         vmc_region_release(shm->region->base, &shm->geometry, shm->lane, shm->nonce);
+        vmc_w_log("shared-region lane %u given back", shm->lane);
     }
     else
         munmap(shm->base, shm->size);
