@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
 
@@ -169,6 +170,46 @@ uint16_t vmc_in_u16(struct vmc_in *in) { const uint8_t *p = vmc_in_view(in, 2); 
 uint32_t vmc_in_u32(struct vmc_in *in) { const uint8_t *p = vmc_in_view(in, 4); return p ? (uint32_t)get_le(p, 4) : 0; }
 uint64_t vmc_in_u64(struct vmc_in *in) { const uint8_t *p = vmc_in_view(in, 8); return p ? get_le(p, 8) : 0; }
 
+/* How long a reader polls its socket before it blocks (VMCUDA_POLL_US, default 50 us, 0 = never; at most
+ * 1000). A small call's answer, or the next call of a program that makes many, usually comes within a
+ * loopback round trip; a thread that sleeps in read() for it pays a wake-up on each side of every round trip,
+ * several microseconds on a VM, while one that polls briefly picks the bytes up as they land. */
+static long poll_ns(void) {
+    static long cached = -1;
+    long v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *s = getenv("VMCUDA_POLL_US");
+        long us = s && *s ? strtol(s, NULL, 10) : 50;
+        v = (us < 0 ? 0 : us > 1000 ? 1000 : us) * 1000;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+static long elapsed_ns(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
+/* read(), after polling the socket for up to poll_ns() when nothing has arrived yet. */
+static ssize_t read_some(int fd, void *p, size_t cap) {
+    long budget = poll_ns();
+    if (budget > 0) {
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+            ssize_t got = recv(fd, p, cap, MSG_DONTWAIT);
+            if (got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+                return got < 0 && errno == ENOTSOCK ? read(fd, p, cap) : got;
+            if (elapsed_ns(&t0) >= budget)
+                break;
+            __builtin_ia32_pause();
+        }
+    }
+    return read(fd, p, cap);
+}
+
 int vmc_reader_read(struct vmc_reader *r, int fd, void *dst, size_t n) {
     uint8_t *out = dst;
     size_t take = r->len - r->pos < n ? r->len - r->pos : n;
@@ -186,7 +227,7 @@ int vmc_reader_read(struct vmc_reader *r, int fd, void *dst, size_t n) {
         return vmc_read_full(fd, out, n);
     r->pos = r->len = 0;
     while (r->len < n) {
-        ssize_t got = read(fd, r->buf + r->len, r->cap - r->len);
+        ssize_t got = read_some(fd, r->buf + r->len, r->cap - r->len);
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0) {

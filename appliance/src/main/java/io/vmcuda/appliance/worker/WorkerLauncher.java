@@ -15,7 +15,8 @@ import java.util.Map;
  */
 public final class WorkerLauncher {
     /** Daemon variables a worker may need (CUDA's JIT cache lives under HOME; PATH for popen'd tools). */
-    private static final List<String> INHERITED = List.of("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR");
+    /** Passed through from the daemon; VMCUDA_POLL_US: how long a worker polls its sockets before it blocks (vmc_io.c). */
+    private static final List<String> INHERITED = List.of("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "VMCUDA_POLL_US");
     private static final Path BASH = Path.of("/bin/bash");
 
     private final Path workerSocket;
