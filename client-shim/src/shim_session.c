@@ -53,8 +53,8 @@ static void say(const char *fmt, ...) {
 static void close_thread_conn(void *p) {
     struct vmc_conn *c = p;
     if (c && c != primary) {
-        vmc_shm_release(c);
-        close(c->fd);
+        close(c->fd); /* first: the worker gives a lane of a shared region back when it sees the end */
+        vmc_shm_forget(c);
         vmc_out_free(&c->out);
         vmc_reader_free(&c->in);
         free(c->payload);
@@ -453,7 +453,6 @@ struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
 cudaError_t vmc_session_lost(struct vmc_conn *c, const char *why) {
     if (!c->broken) {
         c->broken = 1;
-        vmc_shm_release(c); /* a lane of a shared region must not outlive its worker */
         say("lost the appliance session (%s); CUDA calls now fail with cudaErrorDevicesUnavailable", why);
     }
     failure_error = cudaErrorDevicesUnavailable;

@@ -134,25 +134,28 @@ static pthread_once_t region_once = PTHREAD_ONCE_INIT;
 
 /* Lanes this process holds, so that they go back when it exits: the first connection's thread never
  * ends before the process, and its worker may exit before it has given the others back. */
-#define MAX_HELD 64
+#define MAX_HELD VMC_REGION_MAX_LANES
 static struct held_lane {
     uint32_t lane;
     uint64_t nonce;
 } held[MAX_HELD];
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void note_held(uint32_t lane, uint64_t nonce, int add) {
+/* One entry per lane this process has held: a lane claimed again replaces its old entry (whoever held it
+ * before has given it back, or the claim could not have succeeded). */
+static void note_held(uint32_t lane, uint64_t nonce) {
     pthread_mutex_lock(&held_lock);
-    for (int i = 0; i < MAX_HELD; i++)
-        if (add ? held[i].nonce == 0 : held[i].nonce == nonce && held[i].lane == lane) {
-            held[i] = add ? (struct held_lane){lane, nonce} : (struct held_lane){0, 0};
-            break;
-        }
+    if (lane < MAX_HELD)
+        held[lane] = (struct held_lane){lane, nonce};
     pthread_mutex_unlock(&held_lock);
 }
 
-/* A forked child holds none of its parent's lanes: its exit must not give them back. */
-static void forget_held_lanes(void) { memset(held, 0, sizeof held); }
+/* A forked child holds none of its parent's lanes: its exit must not give them back. (Its lock may have
+ * been taken by a parent thread at the fork.) */
+static void forget_held_lanes(void) {
+    memset(held, 0, sizeof held);
+    pthread_mutex_init(&held_lock, NULL);
+}
 
 __attribute__((destructor)) static void release_held_lanes(void) {
     if (!region_base)
@@ -226,7 +229,7 @@ static void attach_region(struct vmc_conn *conn) {
     conn->shm_lane = lane;
     conn->shm_nonce = nonce;
     conn->shm_state = 1;
-    note_held((uint32_t)lane, nonce, 1);
+    note_held((uint32_t)lane, nonce);
 }
 
 static void attach(struct vmc_conn *conn) {
@@ -237,12 +240,10 @@ static void attach(struct vmc_conn *conn) {
         attach_file(conn);
 }
 
-void vmc_shm_release(struct vmc_conn *conn) {
-    if (conn->shm_lane >= 0) {
-        vmc_region_release(region_base, &region_geometry, (uint32_t)conn->shm_lane, conn->shm_nonce);
-        note_held((uint32_t)conn->shm_lane, conn->shm_nonce, 0);
-    }
-    else if (conn->shm_base)
+void vmc_shm_forget(struct vmc_conn *conn) {
+    /* A lane stays in held[]: should its worker never give it back (killed), the exit does; if the worker
+     * did and the lane was claimed again, that nonce no longer matches and nothing happens. */
+    if (conn->shm_lane < 0 && conn->shm_base)
         munmap(conn->shm_base, conn->shm_size);
     conn->shm_base = NULL;
     conn->shm_lane = -1;

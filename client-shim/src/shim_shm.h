@@ -20,7 +20,10 @@ cudaError_t vmc_shm_host_to_device(uint32_t symbol, uint64_t dst, const void *sr
 cudaError_t vmc_shm_device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
                                    unsigned mode);
 
-/* The connection is closing: its ring's mapping goes, or its lane of the shared region goes back. */
-void vmc_shm_release(struct vmc_conn *conn);
+/* The connection has been closed: its ring's mapping goes. A lane of the shared region is given back by
+ * the worker, which sees the end of the connection once it has stopped using and registering the lane
+ * (a lane freed here first could be claimed again while that worker still holds it); lanes still held
+ * when the process exits are given back then, as a fallback. */
+void vmc_shm_forget(struct vmc_conn *conn);
 
 #endif

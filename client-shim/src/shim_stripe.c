@@ -16,7 +16,8 @@ static int helpers_cannot_join;
 unsigned vmc_stripe_ways(size_t count) {
     const struct vmc_client_config *cfg = vmc_client_config();
     /* Multi-GPU sessions: a helper's connection has device 0 current, not the caller's device. */
-    if (cfg->tcp_streams <= 1 || cfg->gpus != 1 || count < VMC_STRIPE_MIN || helpers_cannot_join)
+    if (cfg->tcp_streams <= 1 || cfg->gpus != 1 || count < VMC_STRIPE_MIN ||
+        __atomic_load_n(&helpers_cannot_join, __ATOMIC_RELAXED))
         return 1;
     size_t by_size = count / STRIPE_BLOCKS_MIN;
     unsigned ways = cfg->tcp_streams < MAX_STRIPES ? cfg->tcp_streams : MAX_STRIPES;
@@ -69,10 +70,9 @@ cudaError_t vmc_striped_copy(unsigned ways, uint8_t *host, uint64_t device, size
     ways = vmc_parallel(ways, stripe_part, &j);
     for (unsigned p = 0; p < ways; p++)
         if (j.unserved[p]) {
-            if (!helpers_cannot_join)
+            if (!__atomic_exchange_n(&helpers_cannot_join, 1, __ATOMIC_RELAXED))
                 fprintf(stderr, "vmcuda: large copies use one connection from now on (a helper thread could not "
                                 "join the session)\n");
-            helpers_cannot_join = 1;
             size_t off, n;
             stripe_bounds(&j, p, ways, &off, &n);
             j.status[p] = move(host + off, device + off, n, mode);

@@ -144,8 +144,8 @@ static int worker_main(int argc, char **argv, char **envp) {
     /* The client is gone. Exiting releases every allocation, stream and context of this process on
      * the GPU; the application's destructors are not run (its main never ran either). */
     vmc_w_log("client disconnected; exiting");
-    vmc_w_shm_release_all_lanes();
     vmc_w_daemon_bye(0);
+    vmc_w_shm_release_all_lanes(); /* as late as possible: other connection threads may still be finishing */
     _exit(0);
 }
 

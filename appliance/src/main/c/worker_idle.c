@@ -93,8 +93,8 @@ void vmc_w_release_session(uint32_t code, const char *msg, int exit_status) {
         vmc_send_error(conns[i], code, msg);
         shutdown(conns[i], SHUT_WR);
     }
-    vmc_w_shm_release_all_lanes();
     vmc_w_daemon_bye(exit_status);
+    vmc_w_shm_release_all_lanes(); /* as late as possible: other connection threads may still be finishing */
     _exit(exit_status);
 }
 

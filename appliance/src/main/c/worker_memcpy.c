@@ -167,8 +167,10 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
         if (st != cudaSuccess)
             break;
     }
-    /* The staging buffers are reused by the next copy, so the last block must have left them. */
-    if (st == cudaSuccess && pinned)
+    /* The staging buffers are reused by the next copy, so the last block must have left them. Pageable
+     * copies may also still be in flight when cudaMemcpy returns, and the client may have cut this copy
+     * into stripes on other connections' streams (PROTOCOL.md "Bulk data"): it is done when we reply. */
+    if (st == cudaSuccess)
         st = cudaStreamSynchronize(stream);
     vmc_w_count_h2d(count);
     if (wc->async)

@@ -181,6 +181,8 @@ static long poll_ns(void) {
         const char *s = getenv("VMCUDA_POLL_US");
         long us = s && *s ? strtol(s, NULL, 10) : 50;
         v = (us < 0 ? 0 : us > 1000 ? 1000 : us) * 1000;
+        if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+            v = 0; /* the peer that must answer may need this very CPU */
         __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
     }
     return v;
@@ -204,7 +206,9 @@ static ssize_t read_some(int fd, void *p, size_t cap) {
                 return got < 0 && errno == ENOTSOCK ? read(fd, p, cap) : got;
             if (elapsed_ns(&t0) >= budget)
                 break;
+#if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
+#endif
         }
     }
     return read(fd, p, cap);
