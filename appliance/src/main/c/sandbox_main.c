@@ -49,27 +49,30 @@
 
 extern char **environ;
 
+/* One line on stderr: the launcher's name, a kind, the message, and errno's text when there is one. */
+static void vreport(const char *kind, int e, const char *fmt, va_list ap) {
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, "vmcuda-sandbox: %s%s%s%s\n", kind, msg, e ? ": " : "", e ? strerror(e) : "");
+}
+
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void die(const char *fmt, ...) {
     int e = errno;
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vreport("", e, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "vmcuda-sandbox: %s%s%s\n", msg, e ? ": " : "", e ? strerror(e) : "");
     _exit(126);
 }
 
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void warn(const char *fmt, ...) {
     int e = errno;
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vreport("warning: ", e, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "vmcuda-sandbox: warning: %s: %s\n", msg, strerror(e));
 }
 
 static int under(const char *path, const char *dir) {
