@@ -4,10 +4,12 @@
 #   vmcuda-VERSION/
 #     bin/      vmcudad, vmcuda, vmcuda-rewrite (the launchers from the repo's bin/)
 #     lib/      the daemon jar and all its runtime dependency jars
-#     native/   libvmcuda-worker.so (the worker library, preloaded into rewritten binaries) and
-#               vmcuda-sandbox (the worker sandbox launcher, next to the library where the daemon looks)
-#     client/   libcudart.so.13 (the client shim, for client VMs and `vmcuda run`) and vmcuda-doctor
-#               (the program behind `vmcuda doctor`, linked against the shim)
+#     native/   libvmcuda-worker.so (the worker library, preloaded into rewritten binaries), vmcuda-worker
+#               (the plain worker, for sessions that ship no executable) and vmcuda-sandbox (the worker
+#               sandbox launcher), next to the library where the daemon looks
+#     client/   the client libraries (for client VMs and `vmcuda run`): libvmcuda-client.so (the core),
+#               libcudart.so.13 (the runtime front end), libcuda.so.1 (the driver front end, + the
+#               libcuda.so link), and vmcuda-doctor (the program behind `vmcuda doctor`)
 #     jre/      a jlink'd runtime: the GPU machines run Ubuntu 24.04 without any Java
 #
 # and packs it into OUT_DIR/vmcuda-VERSION-linux-x86_64.tar.gz.
@@ -46,8 +48,12 @@ for launcher in vmcudad vmcuda vmcuda-rewrite; do
 done
 chmod 755 "$top"/bin/* 2>/dev/null || true
 copy_required "$repo/appliance/target/native/libvmcuda-worker.so" "$top/native"
+copy_required "$repo/appliance/target/native/vmcuda-worker" "$top/native"
 copy_required "$repo/appliance/target/native/vmcuda-sandbox" "$top/native"
+copy_required "$repo/client-shim/target/lib/libvmcuda-client.so" "$top/client"
 copy_required "$repo/client-shim/target/lib/libcudart.so.13" "$top/client"
+copy_required "$repo/client-shim/target/lib/libcuda.so.1" "$top/client"
+[ -f "$top/client/libcuda.so.1" ] && ln -sf libcuda.so.1 "$top/client/libcuda.so"
 copy_required "$repo/client-shim/target/bin/vmcuda-doctor" "$top/client"
 
 shopt -s nullglob

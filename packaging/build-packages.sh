@@ -70,20 +70,25 @@ build_deb() { # STAGE OUT
 # ============================================================================================
 # Client: one staged tree for the .deb and the tarball
 # ============================================================================================
-shim_lib="$repo/client-shim/target/lib/libcudart.so.13"
+client_libs="$repo/client-shim/target/lib"
 doctor="$repo/client-shim/target/bin/vmcuda-doctor"
-need "$shim_lib"
+for lib in libvmcuda-client.so libcudart.so.13 libcuda.so.1; do need "$client_libs/$lib"; done
 need "$doctor"
 need "$repo/bin/vmcuda"
 
 cfiles="$stage_root/client-files"
 mkdir -p "$cfiles/usr/lib/vmcuda" "$cfiles/usr/bin" "$cfiles/etc/vmcuda" "$cfiles/etc/ld.so.conf.d" \
          "$cfiles/usr/share/man/man1"
-install -m 644 "$shim_lib" "$cfiles/usr/lib/vmcuda/libcudart.so.13"
+# the core and both front ends (runtime: libcudart.so.13; driver: libcuda.so.1, and libcuda.so for the
+# tools that look that name up, as Triton does)
+for lib in libvmcuda-client.so libcudart.so.13 libcuda.so.1; do
+    install -m 644 "$client_libs/$lib" "$cfiles/usr/lib/vmcuda/$lib"
+done
 ln -s libcudart.so.13 "$cfiles/usr/lib/vmcuda/libcudart.so"
+ln -s libcuda.so.1 "$cfiles/usr/lib/vmcuda/libcuda.so"
 install -m 755 "$doctor" "$cfiles/usr/lib/vmcuda/vmcuda-doctor"
 if command -v strip >/dev/null; then
-    strip --strip-debug "$cfiles/usr/lib/vmcuda/libcudart.so.13" "$cfiles/usr/lib/vmcuda/vmcuda-doctor"
+    strip --strip-debug "$cfiles"/usr/lib/vmcuda/lib*.so* "$cfiles/usr/lib/vmcuda/vmcuda-doctor" 2>/dev/null || true
 fi
 sed "s/^VERSION=.*/VERSION=\"$version\"/" "$repo/bin/vmcuda" > "$cfiles/usr/bin/vmcuda"
 chmod 755 "$cfiles/usr/bin/vmcuda"
@@ -108,10 +113,12 @@ Section: libs
 Priority: optional
 Homepage: https://github.com/vmcuda/vmcuda
 Description: run CUDA programs of a GPU-less VM on a vmcuda appliance's GPUs
- Installs the vmcuda client shim as /usr/lib/vmcuda/libcudart.so.13 and makes it the system's CUDA
- runtime (/etc/ld.so.conf.d/vmcuda.conf): unmodified, dynamically linked CUDA programs then run their
- CUDA calls on the GPUs of a vmcuda appliance (set it in /etc/vmcuda/client.conf). Also installs the
- vmcuda launcher (vmcuda run, vmcuda doctor, vmcuda status). No Java needed.
+ Installs vmcuda's client libraries in /usr/lib/vmcuda (libcudart.so.13, the CUDA runtime front end;
+ libcuda.so.1, the CUDA driver front end; libvmcuda-client.so, their core) and makes them the system's
+ (/etc/ld.so.conf.d/vmcuda.conf): unmodified CUDA programs - built with the shared or the static CUDA
+ runtime, using the CUDA libraries or the driver API - then run their CUDA calls on the GPUs of a
+ vmcuda appliance (set it in /etc/vmcuda/client.conf). Also installs the vmcuda launcher (vmcuda run,
+ vmcuda doctor, vmcuda status). No Java needed.
  .
  Intended for VMs without a GPU: on a machine with NVIDIA's CUDA runtime installed system-wide the
  ld.so.conf.d entry shadows it.
@@ -122,10 +129,12 @@ cat > "$cdeb/DEBIAN/postinst" <<'EOF'
 set -e
 if [ "$1" = configure ]; then
     ldconfig
-    # The shim is meant for GPU-less VMs: say so when NVIDIA's own runtime is installed system-wide.
-    if ldconfig -p 2>/dev/null | grep 'libcudart.so.13 ' | grep -vq '/usr/lib/vmcuda/'; then
-        echo "vmcuda-client: NOTE: another libcudart.so.13 is installed; /usr/lib/vmcuda now shadows it for every program." >&2
-    fi
+    # The libraries are meant for GPU-less VMs: say so when NVIDIA's own are installed system-wide.
+    for lib in libcudart.so.13 libcuda.so.1; do
+        if ldconfig -p 2>/dev/null | grep "$lib " | grep -vq '/usr/lib/vmcuda/'; then
+            echo "vmcuda-client: NOTE: another $lib is installed; /usr/lib/vmcuda now shadows it for every program." >&2
+        fi
+    done
     if ! grep -Eq '^[[:space:]]*appliance[[:space:]]*=' /etc/vmcuda/client.conf 2>/dev/null; then
         echo "vmcuda-client: set 'appliance = HOST:PORT' (and 'token') in /etc/vmcuda/client.conf, then run: vmcuda doctor"
     fi

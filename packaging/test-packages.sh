@@ -52,6 +52,7 @@ dpkg-deb -f "$cdeb" Depends > "$work/client.depends"
 expect_grep "client Depends" '^libc6 \(>= 2\.3[0-9]\)$' "$work/client.depends"
 dpkg-deb -c "$cdeb" | awk '{ o = $2; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print o " " $0 }' > "$work/client.list"
 for p in './usr/lib/vmcuda/libcudart.so.13' './usr/lib/vmcuda/libcudart.so -> libcudart.so.13' \
+         './usr/lib/vmcuda/libcuda.so.1' './usr/lib/vmcuda/libcuda.so -> libcuda.so.1' './usr/lib/vmcuda/libvmcuda-client.so' \
          './usr/lib/vmcuda/vmcuda-doctor' './etc/ld.so.conf.d/vmcuda.conf' './etc/vmcuda/client.conf' \
          './usr/bin/vmcuda' './usr/share/man/man1/vmcuda.1.gz' './usr/share/doc/vmcuda-client/copyright'; do
     grep -Fqx "root/root $p" "$work/client.list" || fail "client file list lacks $p"
@@ -75,6 +76,7 @@ expect_grep "ld.so.conf entry" '^/usr/lib/vmcuda$' "$work/client-deb/etc/ld.so.c
 zcat "$work/client-deb/usr/share/man/man1/vmcuda.1.gz" > "$work/vmcuda.1"
 expect_grep "man page names doctor" '^\.B vmcuda doctor' "$work/vmcuda.1"
 expect_eq "shim soname" "$(readelf -d "$work/client-deb/usr/lib/vmcuda/libcudart.so.13" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')" libcudart.so.13
+expect_eq "driver front end soname" "$(readelf -d "$work/client-deb/usr/lib/vmcuda/libcuda.so.1" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')" libcuda.so.1
 readelf -d "$work/client-deb/usr/lib/vmcuda/vmcuda-doctor" > "$work/doctor.dynamic"
 expect_grep "doctor links the shim" 'NEEDED.*\[libcudart\.so\.13\]' "$work/doctor.dynamic"
 expect_grep "doctor finds the shim next to it" 'RUNPATH.*\[\$ORIGIN' "$work/doctor.dynamic"
@@ -86,7 +88,8 @@ expect_eq "appliance Version" "$(dpkg-deb -f "$adeb" Version)" "$debversion"
 expect_eq "appliance Architecture" "$(dpkg-deb -f "$adeb" Architecture)" amd64
 dpkg-deb -c "$adeb" | awk '{ o = $2; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print o " " $0 }' > "$work/appliance.list"
 for p in ./opt/vmcuda/bin/vmcudad ./opt/vmcuda/jre/bin/java ./opt/vmcuda/native/libvmcuda-worker.so \
-         ./opt/vmcuda/client/libcudart.so.13 ./opt/vmcuda/client/vmcuda-doctor \
+         ./opt/vmcuda/native/vmcuda-worker ./opt/vmcuda/client/libcudart.so.13 ./opt/vmcuda/client/libcuda.so.1 \
+         ./opt/vmcuda/client/libvmcuda-client.so ./opt/vmcuda/client/vmcuda-doctor \
          ./opt/vmcuda/libexec/vmcuda-gpu-check ./opt/vmcuda/libexec/vmcudad-prestart \
          ./lib/systemd/system/vmcudad.service ./lib/systemd/system/vmcuda-gpu-check.service \
          ./etc/vmcuda/vmcudad.properties ./var/lib/vmcuda/ './usr/sbin/vmcudad -> /opt/vmcuda/bin/vmcudad'; do

@@ -6,8 +6,8 @@
  * any program), and the calls run there. Run it as `vmcuda doctor` (which puts the shim first in
  * LD_LIBRARY_PATH) or directly (/usr/lib/vmcuda/vmcuda-doctor, RUNPATH $ORIGIN).
  *
- * Steps: 1 which libcudart was loaded; 2 the configuration the shim will use and where each value
- * comes from (same rules as client-shim/src/shim_config.c: file, then environment); 3 a TCP connect
+ * Steps: 1 which libcudart was loaded and which libcuda.so.1 the loader finds; 2 the configuration the shim will use and where each value
+ * comes from (same rules as client-shim/src/core/shim_config.c: file, then environment); 3 a TCP connect
  * to the appliance; 4 the session (authentication, protocol version, GPUs) through cudaGetDeviceCount,
  * with the shim's own explanation captured from stderr; 5 each GPU's properties; 6 the round trip
  * (200 cudaDeviceGetAttribute calls) and a 64 MiB cudaMemcpy host-to-device and back.
@@ -119,27 +119,53 @@ static int file_contains(const char *path, const char *needle) {
     return found;
 }
 
+/* Ours when the file links vmcuda's core library (NVIDIA's files never name it). */
+static int is_vmcuda_front_end(const char *path) { return file_contains(path, "libvmcuda-client.so") == 1; }
+
+static const char *real_path(const char *file, char *buf) { return realpath(file, buf) ? buf : file; }
+
 static int check_runtime(void) {
-    section("1. CUDA runtime loaded by this program");
+    section("1. CUDA runtime and driver this program loads");
     Dl_info info;
     if (!dladdr((void *)cudaGetDeviceCount, &info) || !info.dli_fname) {
         line("libcudart: cannot tell which file (dladdr failed)");
         return 0;
     }
     char real[4096];
-    const char *path = realpath(info.dli_fname, real) ? real : info.dli_fname;
-    int shim = file_contains(path, "no appliance configured");
-    if (shim == 1) {
-        line("libcudart.so.13: %s (the vmcuda client shim, protocol version %u)", path, VMC_PROTO_VERSION);
-        return 0;
+    const char *path = real_path(info.dli_fname, real);
+    int rc = 0;
+    if (is_vmcuda_front_end(path)) {
+        line("libcudart.so.13: %s (vmcuda's runtime front end, protocol version %u)", path, VMC_PROTO_VERSION);
+    } else {
+        line("libcudart.so.13: %s", path);
+        problem("this program loaded %s, which is not vmcuda's runtime front end (NVIDIA's own runtime?): run "
+                "`vmcuda doctor`, or put /usr/lib/vmcuda first in LD_LIBRARY_PATH", path);
+        rc = -1;
     }
-    line("libcudart.so.13: %s", path);
-    problem("this program loaded %s, which is not the vmcuda shim (NVIDIA's own runtime?): run `vmcuda doctor`, "
-            "or put /usr/lib/vmcuda first in LD_LIBRARY_PATH", path);
-    return -1;
+    /* Programs built with nvcc's default static runtime, the math libraries and the frameworks reach the
+     * GPU through libcuda.so.1 instead: the one the dynamic loader finds must be vmcuda's too. */
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    void *cu_init = driver ? dlsym(driver, "cuInit") : NULL;
+    if (!cu_init || !dladdr(cu_init, &info) || !info.dli_fname) {
+        line("libcuda.so.1: not found (%s)", driver ? "it has no cuInit" : dlerror());
+        problem("no libcuda.so.1 is found: programs linked with the static CUDA runtime, the CUDA math libraries "
+                "and frameworks (PyTorch, CuPy) will not run; put /usr/lib/vmcuda first in LD_LIBRARY_PATH");
+        return -1;
+    }
+    path = real_path(info.dli_fname, real);
+    if (is_vmcuda_front_end(path)) {
+        line("libcuda.so.1: %s (vmcuda's driver front end)", path);
+    } else {
+        line("libcuda.so.1: %s", path);
+        problem("libcuda.so.1 resolves to %s, which is not vmcuda's driver front end (an NVIDIA driver installed in "
+                "this VM?): programs linked with the static runtime and the math libraries would use it; put "
+                "/usr/lib/vmcuda first in LD_LIBRARY_PATH", path);
+        rc = -1;
+    }
+    return rc;
 }
 
-/* ---- 2. configuration (the shim's rules, client-shim/src/shim_config.c) ----------------------- */
+/* ---- 2. configuration (the shim's rules, client-shim/src/core/shim_config.c) ----------------------- */
 
 struct setting {
     const char *key, *env;

@@ -5,7 +5,9 @@
 #   ./install.sh [--prefix DIR] --uninstall [--purge]
 #
 # Installs what the vmcuda-client .deb installs:
-#   /usr/lib/vmcuda/libcudart.so.13 (+ libcudart.so)  the client shim
+#   /usr/lib/vmcuda/libcudart.so.13 (+ libcudart.so)  the runtime front end
+#   /usr/lib/vmcuda/libcuda.so.1 (+ libcuda.so)        the driver front end (static cudart, CUDA libraries)
+#   /usr/lib/vmcuda/libvmcuda-client.so                their core
 #   /usr/lib/vmcuda/vmcuda-doctor                     the program behind `vmcuda doctor`
 #   /usr/bin/vmcuda                                   the launcher (run, doctor, status)
 #   /etc/vmcuda/client.conf                           the configuration (never overwritten: an existing one
@@ -116,14 +118,16 @@ mv "$manifest.new" "$manifest"
 ldconfig_now
 
 echo "install.sh: vmcuda client $VERSION installed into ${dest:-/}"
-echo "  shim:     $libdir/libcudart.so.13"
+echo "  libraries: $libdir/libcudart.so.13, libcuda.so.1, libvmcuda-client.so"
 echo "  launcher: $dest/usr/bin/vmcuda (vmcuda run | doctor | status)"
 echo "  config:   $dest/etc/vmcuda/client.conf"
 if $system; then
     echo "  every program now loads the shim (/etc/ld.so.conf.d/vmcuda.conf): meant for VMs without a GPU"
-    if ldconfig -p 2>/dev/null | grep 'libcudart.so.13 ' | grep -vq '/usr/lib/vmcuda/'; then
-        echo "  NOTE: another libcudart.so.13 is installed on this machine; /usr/lib/vmcuda shadows it"
-    fi
+    for lib in libcudart.so.13 libcuda.so.1; do
+        if ldconfig -p 2>/dev/null | grep "$lib " | grep -vq '/usr/lib/vmcuda/'; then
+            echo "  NOTE: another $lib is installed on this machine; /usr/lib/vmcuda shadows it"
+        fi
+    done
     $run_ldconfig || echo "  --no-ldconfig: run ldconfig before programs can find the shim"
 else
     echo "  not system-wide (--prefix): run programs with $dest/usr/bin/vmcuda run, or LD_LIBRARY_PATH=$libdir"

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#define VMC_PROTO_VERSION 1u
+#define VMC_PROTO_VERSION 2u
 #define VMC_MAGIC 0x31434D56u /* the bytes 'V' 'M' 'C' '1' read little-endian */
 
 enum vmc_frame_type {
@@ -19,6 +19,12 @@ enum vmc_frame_type {
 };
 
 #define VMC_FLAG_ASYNC 1u
+
+/* The `mode` byte of the bulk copy operations (PROTOCOL.md "Bulk data"). */
+#define COPY_ASYNC 1u       /* an asynchronous API call (cudaMemcpyAsync, cuMemcpyHtoDAsync...) on its stream */
+#define COPY_PER_THREAD 2u  /* stream 0 is the per-thread default stream (the _ptds/_ptsz entry points) */
+#define COPY_DRIVER 4u      /* a driver API call: the worker copies with the driver and answers a CUresult */
+#define COPY_MODE_BITS 7u
 
 #define VMC_MAX_CONTROL_PAYLOAD (64u * 1024u)
 #define VMC_MAX_BINARY_CHUNK (4u * 1024u * 1024u)

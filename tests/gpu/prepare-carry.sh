@@ -6,6 +6,10 @@
 #   .carry/vmcuda-bundle.tar.gz   packaging/target/vmcuda-VERSION-linux-x86_64.tar.gz
 #   .carry/cuda/*                 tests/target/cuda/* (the prebuilt CUDA test programs)
 #   .carry/bench/*, .carry/isolation/*   tests/target/{bench,isolation}/*
+#   .carry/driver.tar.gz          with --driver, for tests/gpu/run-driver-on-device.sh: cuda-static/
+#                                 (tests/target/cuda-static), driver/ (drv_api, rt_static), disc-tools/
+#                                 (the discovery tracer and procmap, tests/driver/discovery/build.sh);
+#                                 compressed, as the static-runtime programs are ~1 MiB each
 #   .carry/perf.tar.gz            with --with-perf: this machine's perf and its libraries, for
 #                                 tests/gpu/profile-tcp.sh (the GPU machine has no perf)
 #
@@ -17,11 +21,13 @@ repo="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
 carry="$repo/.carry"
 allow_incomplete=false
 with_perf=false
+with_driver=false
 for arg in "$@"; do
     case "$arg" in
     --allow-incomplete) allow_incomplete=true ;;
     --with-perf) with_perf=true ;; # .carry/perf.tar.gz for tests/gpu/profile-tcp.sh
-    *) echo "usage: prepare-carry.sh [--allow-incomplete] [--with-perf]" >&2; exit 2 ;;
+    --driver) with_driver=true ;;  # .carry/driver for tests/gpu/run-driver-on-device.sh
+    *) echo "usage: prepare-carry.sh [--allow-incomplete] [--with-perf] [--driver]" >&2; exit 2 ;;
     esac
 done
 
@@ -52,6 +58,20 @@ cp -p "${bundles[0]}" "$carry/vmcuda-bundle.tar.gz"
 cp -p "${programs[@]}" "$carry/cuda/"
 cp -p "$repo"/tests/target/bench/* "$carry/bench/" 2>/dev/null || echo "prepare-carry: no benchmarks in tests/target/bench" >&2
 cp -p "$repo"/tests/target/isolation/* "$carry/isolation/" 2>/dev/null || echo "prepare-carry: no isolation programs in tests/target/isolation" >&2
+
+rm -f "$carry/driver.tar.gz"
+if [ "$with_driver" = true ]; then
+    pack="$(mktemp -d)"
+    mkdir -p "$pack/cuda-static" "$pack/driver"
+    cp -p "$repo"/tests/target/cuda-static/* "$pack/cuda-static/" 2>/dev/null ||
+        { echo "prepare-carry: --driver: no programs in tests/target/cuda-static; run: mvn -B install" >&2; exit 1; }
+    cp -p "$repo"/tests/target/driver/drv_api "$repo"/tests/target/driver/rt_static "$pack/driver/" ||
+        { echo "prepare-carry: --driver: no tests/target/driver/{drv_api,rt_static}; run: mvn -B install" >&2; exit 1; }
+    bash "$repo/tests/driver/discovery/build.sh" "$pack/disc-tools" >/dev/null
+    tar -czf "$carry/driver.tar.gz" -C "$pack" .
+    rm -rf "$pack"
+    echo "prepare-carry: driver front end -> .carry/driver.tar.gz ($(du -h "$carry/driver.tar.gz" | cut -f1)): static-runtime programs, drv_api, rt_static, discovery tools"
+fi
 
 # perf and the libraries it links, except the C/C++ runtime the GPU machine's newer Ubuntu has itself.
 rm -f "$carry/perf.tar.gz"

@@ -1,10 +1,14 @@
 // A session that lasts: ITERATIONS small CUDA calls, PAUSE_MS apart; with a third argument the program
 // sleeps that many ms without CUDA calls before its last call (idle release). Prints one line per call.
 // Usage: long_runner ITERATIONS PAUSE_MS [IDLE_MS]
+// It defines a kernel (never launched) so that its executable is shipped and cached: the tests that use it
+// are about program sessions (a rewritten binary, the cache that outlives a daemon restart).
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <cuda_runtime.h>
+
+__global__ void tick(int *counter) { atomicAdd(counter, 1); }
 
 int main(int argc, char **argv)
 {

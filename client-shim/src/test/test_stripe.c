@@ -1,7 +1,7 @@
 /* Striping a large copy over several connections (shim_stripe.c): the stripes must cover the copy
  * exactly once, run on different threads at once, wait first for the caller's default stream, report
  * the first error in address order, and a stripe whose helper thread cannot join the session must be
- * moved by the caller instead. The session, the config and cudaStreamSynchronize are the shim's
+ * moved by the caller instead. The session, the config and vmc_sync_default_stream are the shim's
  * collaborators and are stood in for here; the "device" is a host buffer. */
 #include <pthread.h>
 #include <stdint.h>
@@ -29,7 +29,8 @@ struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
 
 static cudaStream_t synced_stream = (cudaStream_t)(uintptr_t)0xdead;
 static int syncs;
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+cudaError_t vmc_sync_default_stream(unsigned mode) {
+    cudaStream_t stream = (mode & 2u) ? cudaStreamPerThread : 0;
     synced_stream = stream;
     syncs++;
     return cudaSuccess;

@@ -60,9 +60,7 @@ void vmc_w_staging_invalidate(void);
 unsigned vmc_w_staging_epoch(void);
 
 /* Bulk-copy building blocks shared by the socket path (worker_memcpy.c) and the shared-memory ring
- * (worker_shm.c). `mode` bits of the copy calls: */
-#define COPY_ASYNC 1u
-#define COPY_PER_THREAD 2u
+ * (worker_shm.c). `mode` bits of the copy calls: COPY_* in vmc_wire.h. */
 /* The device end of a copy: a plain device pointer, or a registered variable plus an offset. */
 struct vmc_device_side {
     const void *symbol; /* host shadow of the variable, or NULL for a plain pointer */
@@ -75,6 +73,8 @@ struct vmc_device_side vmc_w_device_side(uint32_t symbol, uint64_t addr_or_offse
 cudaError_t vmc_w_copy_block(const struct vmc_device_side *d, size_t at, void *host, size_t n, int to_device, int pinned,
                              cudaStream_t stream, unsigned mode);
 cudaStream_t vmc_w_copy_stream(uint64_t stream, unsigned mode);
+/* Waits for a copy's stream with the API the copy came from (COPY_DRIVER: the driver's). */
+cudaError_t vmc_w_copy_sync(cudaStream_t stream, unsigned mode);
 
 /* The shared-memory ring (worker_shm.c). */
 enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc);

@@ -4,16 +4,20 @@
  * the device). The worker moves them through one pageable buffer of at most its block size, a chunk at a
  * time: whole slices, whole rows of one slice, or one piece of one row (when a row is wider than the
  * block). Each chunk is one real 2-D/3-D/array copy on the client's stream, so every check (bad handle,
- * pitch, offset, extent) is the runtime's own. No client-given length sizes an allocation here. */
+ * pitch, offset, extent) is the runtime's own (the driver's, for the driver front end's copies). No
+ * client-given length sizes an allocation here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vmc_api.h"
 #include "worker.h"
+#include "worker_driver.h"
+#include <cudaTypedefs.h>
 
 #define BOX_ASYNC 1u
 #define BOX_PER_THREAD 2u
+#define BOX_DRIVER 4u /* a driver API copy (cuMemcpy2D/3D): done with the driver, answered with a CUresult */
 
 enum dev_kind {
     DEV_PITCHED = 0,   /* device pointer + pitch (+ rows per slice) */
@@ -70,11 +74,44 @@ static struct cudaPitchedPtr pitched(void *ptr, size_t pitch, size_t xsize, size
     return p;
 }
 
+/* The driver front end's chunk: one cuMemcpy3DAsync (x in bytes for arrays too, as the driver counts). */
+static cudaError_t copy_chunk_driver(const struct box *b, void *buf, uint64_t z0, uint64_t nz, uint64_t y0, uint64_t ny,
+                                     uint64_t b0, uint64_t nb) {
+    CUDA_MEMCPY3D p;
+    memset(&p, 0, sizeof p);
+    CUmemorytype dev_type = b->dev_kind == DEV_PITCHED ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_ARRAY;
+    size_t x = (size_t)(b->x + b0), y = (size_t)(b->y + y0), z = (size_t)(b->z + z0);
+    if (b->to_device) {
+        p.srcMemoryType = CU_MEMORYTYPE_HOST, p.srcHost = buf, p.srcPitch = (size_t)nb, p.srcHeight = (size_t)ny;
+        p.dstMemoryType = dev_type, p.dstXInBytes = x, p.dstY = y, p.dstZ = z;
+        if (dev_type == CU_MEMORYTYPE_ARRAY)
+            p.dstArray = (CUarray)(uintptr_t)b->handle;
+        else
+            p.dstDevice = b->handle, p.dstPitch = (size_t)b->pitch, p.dstHeight = (size_t)b->slice_rows;
+    } else {
+        p.dstMemoryType = CU_MEMORYTYPE_HOST, p.dstHost = buf, p.dstPitch = (size_t)nb, p.dstHeight = (size_t)ny;
+        p.srcMemoryType = dev_type, p.srcXInBytes = x, p.srcY = y, p.srcZ = z;
+        if (dev_type == CU_MEMORYTYPE_ARRAY)
+            p.srcArray = (CUarray)(uintptr_t)b->handle;
+        else
+            p.srcDevice = b->handle, p.srcPitch = (size_t)b->pitch, p.srcHeight = (size_t)b->slice_rows;
+    }
+    p.WidthInBytes = (size_t)nb;
+    p.Height = (size_t)ny;
+    p.Depth = (size_t)nz;
+    static PFN_cuMemcpy3DAsync_v3020 copy3d;
+    if (!copy3d)
+        copy3d = (PFN_cuMemcpy3DAsync_v3020)vmc_w_drv_resolve("cuMemcpy3DAsync", 3020, 0);
+    return (cudaError_t)(copy3d ? copy3d(&p, (CUstream)b->stream) : vmc_w_drv_missing("cuMemcpy3DAsync"));
+}
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 /* One chunk: slices [z0, z0+nz), rows [y0, y0+ny), bytes [b0, b0+nb) of each row, packed in buf. */
 static cudaError_t copy_chunk(const struct box *b, void *buf, uint64_t z0, uint64_t nz, uint64_t y0, uint64_t ny,
                               uint64_t b0, uint64_t nb) {
+    if (b->mode & BOX_DRIVER)
+        return copy_chunk_driver(b, buf, z0, nz, y0, ny, b0, nb);
     enum cudaMemcpyKind kind = b->to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     switch (b->dev_kind) {
     case DEV_PITCHED:
@@ -225,7 +262,8 @@ enum vmc_w_result vmc_w_memcpy_box_host(struct vmc_wcall *wc) {
     uint64_t total = 0;
     int sizes_ok = !__builtin_mul_overflow(b.w, b.h, &total) && !__builtin_mul_overflow(total, b.d, &total);
     /* Without a trustworthy byte count the stream cannot be resynchronised: close the connection. */
-    if (!vmc_w_args_ok(wc) || !sizes_ok || b.to_device > 1 || b.mode > 3 || b.dev_kind > DEV_ARRAY_3D ||
+    if (!vmc_w_args_ok(wc) || !sizes_ok || b.to_device > 1 || b.mode > 7 || b.dev_kind > DEV_ARRAY_3D ||
+        ((b.mode & BOX_DRIVER) && b.dev_kind == DEV_LINEAR) ||
         (b.dev_kind == DEV_LINEAR && (b.h > 1 || b.d > 1)) || (b.dev_kind == DEV_ARRAY_2D && (b.z || b.d > 1)))
         return b.to_device ? VMC_W_FATAL : VMC_W_BAD_ARGS;
     if (!b.to_device && wc->async)
@@ -244,7 +282,7 @@ enum vmc_w_result vmc_w_memcpy_box_host(struct vmc_wcall *wc) {
     if (vmc_w_stream_capturing(stream_arg, (b.mode & BOX_PER_THREAD) != 0)) {
         vmc_w_capture_refusal_note();
         st = cudaErrorStreamCaptureUnsupported;
-    } else if (total && (b.dev_kind == DEV_ARRAY_3D || b.dev_kind == DEV_LINEAR)) {
+    } else if (total && !(b.mode & BOX_DRIVER) && (b.dev_kind == DEV_ARRAY_3D || b.dev_kind == DEV_LINEAR)) {
         st = array_geometry(&b);
     }
     struct plan plan = make_plan(&b, cap);

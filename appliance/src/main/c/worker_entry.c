@@ -1,9 +1,12 @@
-/* How the worker starts: the rewritten executable calls vmcuda_worker_start_main where it called
+/* How the worker starts. A session that ships its executable: the rewritten executable calls
+ * vmcuda_worker_start_main where it called
  * glibc's __libc_start_main. We call the real one with our own main, so glibc still runs the
  * application's constructors, which register every fat binary, kernel and variable with NVIDIA's
  * runtime exactly as in a native run; the application's main never runs here.
  * The registration entry points are interposed (this library is the executable's first DT_NEEDED)
- * to remember what was registered, in order, for the client's manifest. */
+ * to remember what was registered, in order, for the client's manifest. A session without a shipped
+ * executable (the driver front end's: static cudart, the CUDA libraries, frameworks) runs the plain
+ * worker (worker_plain.c), whose main calls vmcuda_worker_serve directly. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -121,8 +124,8 @@ __attribute__((visibility("default"))) void __cudaRegisterManagedVar(void **fatC
 
 /* ---- start ---- */
 
-static int worker_main(int argc, char **argv, char **envp) {
-    (void)argc; (void)argv; (void)envp;
+/* Serves the session: the daemon hands over the client's connections; returns only by exiting. */
+__attribute__((visibility("default"))) int vmcuda_worker_serve(void) {
     /* Keep the session log (the daemon's redirect of our stderr) for diagnostics before stdout and
      * stderr are captured for the client. */
     log_fd = dup(2);
@@ -147,6 +150,11 @@ static int worker_main(int argc, char **argv, char **envp) {
     vmc_w_daemon_bye(0);
     vmc_w_shm_release_all_lanes(); /* as late as possible: other connection threads may still be finishing */
     _exit(0);
+}
+
+static int worker_main(int argc, char **argv, char **envp) {
+    (void)argc; (void)argv; (void)envp;
+    return vmcuda_worker_serve();
 }
 
 __attribute__((visibility("default"))) int vmcuda_worker_start_main(int (*main)(int, char **, char **), int argc,

@@ -5,7 +5,6 @@
 #include "vmc_api.h"
 #include "worker.h"
 
-#define COPY_PER_THREAD 2u
 
 /* A bulk copy between client host memory and the device on a stream that is being captured would put
  * the worker's staging buffer into the graph (and synchronise a capturing stream): refuse it clearly,

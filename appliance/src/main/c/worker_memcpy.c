@@ -7,6 +7,7 @@
 
 #include "vmc_api.h"
 #include "worker.h"
+#include "worker_driver.h"
 
 #define BUFFERS 2
 /* Copies up to this size travel in one write each way (they are latency-bound, not bandwidth-bound). */
@@ -79,6 +80,10 @@ static int staging(struct vmc_wconn *c) {
     return c->fallback ? 0 : -1;
 }
 
+cudaError_t vmc_w_copy_sync(cudaStream_t stream, unsigned mode) {
+    return (mode & COPY_DRIVER) ? (cudaError_t)vmc_w_drv_stream_sync((CUstream)stream) : cudaStreamSynchronize(stream);
+}
+
 cudaStream_t vmc_w_copy_stream(uint64_t stream, unsigned mode) {
     if (stream == 0 && (mode & COPY_PER_THREAD))
         return cudaStreamPerThread;
@@ -101,6 +106,11 @@ struct vmc_device_side vmc_w_device_side(uint32_t symbol, uint64_t addr_or_offse
 cudaError_t vmc_w_copy_block(const struct vmc_device_side *d, size_t at, void *host, size_t n, int to_device, int pinned,
                              cudaStream_t stream, unsigned mode) {
     int per_thread = (mode & COPY_PER_THREAD) != 0;
+    /* The driver API has no variables by index: a driver copy names a plain device address. */
+    if (mode & COPY_DRIVER)
+        return d->is_symbol ? cudaErrorInvalidValue
+                            : (cudaError_t)vmc_w_drv_copy_block((CUdeviceptr)(uintptr_t)(d->ptr + at), host, n, to_device,
+                                                                pinned, (CUstream)stream, per_thread);
     enum cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     size_t offset = (size_t)(uintptr_t)d->ptr + at;
     if (d->is_symbol && to_device)
@@ -139,7 +149,7 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
     uint64_t stream_arg = vmc_in_u64(&wc->in);
     unsigned mode = vmc_in_u8(&wc->in);
     /* Without a trustworthy count the byte stream cannot be resynchronised: close the connection. */
-    if (!vmc_w_args_ok(wc))
+    if (!vmc_w_args_ok(wc) || (mode & ~COPY_MODE_BITS))
         return VMC_W_FATAL;
     int pinned = staging(c);
     if (pinned < 0)
@@ -157,7 +167,7 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
             return VMC_W_FATAL;
         /* Before block k's copy is issued, block k-1's must be done: that frees its buffer for block k+1. */
         if (pinned && k >= 1 && st == cudaSuccess)
-            st = cudaStreamSynchronize(stream);
+            st = vmc_w_copy_sync(stream, mode);
         if (st == cudaSuccess)
             st = vmc_w_copy_block(&dst, done, buf, n, 1, pinned, stream, mode);
         done += n;
@@ -171,7 +181,7 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
      * copies may also still be in flight when cudaMemcpy returns, and the client may have cut this copy
      * into stripes on other connections' streams (PROTOCOL.md "Bulk data"): it is done when we reply. */
     if (st == cudaSuccess)
-        st = cudaStreamSynchronize(stream);
+        st = vmc_w_copy_sync(stream, mode);
     vmc_w_count_h2d(count);
     if (wc->async)
         vmc_w_async_done(wc, st);
@@ -187,7 +197,7 @@ enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc) {
     uint64_t count = vmc_in_u64(&wc->in);
     uint64_t stream_arg = vmc_in_u64(&wc->in);
     unsigned mode = vmc_in_u8(&wc->in);
-    if (!vmc_w_args_ok(wc) || wc->async)
+    if (!vmc_w_args_ok(wc) || wc->async || (mode & ~COPY_MODE_BITS))
         return VMC_W_BAD_ARGS;
     int pinned = staging(c);
     if (pinned < 0)
@@ -201,7 +211,7 @@ enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc) {
     void *buf0 = pinned ? c->staging[0] : c->fallback;
     cudaError_t st = vmc_w_copy_block(&src, 0, buf0, first, 0, pinned, stream, mode);
     if (st == cudaSuccess && pinned)
-        st = cudaStreamSynchronize(stream);
+        st = vmc_w_copy_sync(stream, mode);
     vmc_w_reply_status(wc, st);
     if (st == cudaSuccess && count <= SMALL_COPY) {
         /* Small copies are latency-bound: answer, data and trailer leave in one write. */
@@ -231,7 +241,7 @@ enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc) {
         if (vmc_write_full(c->fd, buf, n) != 0)
             return VMC_W_FATAL;
         if (next_off < count && late == cudaSuccess)
-            late = pinned ? cudaStreamSynchronize(stream) : vmc_w_copy_block(&src, next_off, c->fallback, next_n, 0, 0, stream, mode);
+            late = pinned ? vmc_w_copy_sync(stream, mode) : vmc_w_copy_block(&src, next_off, c->fallback, next_n, 0, 0, stream, mode);
         done = next_off;
         k++;
     }

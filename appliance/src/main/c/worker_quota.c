@@ -13,7 +13,10 @@
 #include <string.h>
 
 #include "vmc_api.h"
+#include "vmc_drv_api.h"
 #include "worker.h"
+#include "worker_driver.h"
+#include <cudaTypedefs.h>
 
 extern cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
 extern cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
@@ -245,6 +248,114 @@ static enum vmc_w_result serve_free(struct vmc_wcall *wc) {
     return VMC_W_DONE;
 }
 
+/* ---- the same for the driver API's allocations (static cudart, the CUDA libraries, frameworks) ----
+ * Same wire format as the generated dispatch (cuda-driver.spec); a refusal is the driver's own
+ * CUDA_ERROR_OUT_OF_MEMORY (the driver API keeps no last-error state to leave behind). */
+
+static enum vmc_w_result serve_drv_alloc(struct vmc_wcall *wc) {
+    CUdeviceptr v = 0;
+    CUdeviceptr *dptr = vmc_w_arg_pointee(wc, &v, sizeof v);
+    size_t pitch_v = 0, *pitch = NULL, width = 0, height = 1, size = 0;
+    unsigned elem = 0;
+    CUmemoryPool pool = NULL;
+    CUstream stream = NULL;
+    int id = (int)wc->id;
+    if (id == VMC_DRV_cuMemAllocPitch_v2) {
+        pitch = vmc_w_arg_pointee(wc, &pitch_v, sizeof pitch_v);
+        vmc_w_arg(wc, &width, sizeof width);
+        vmc_w_arg(wc, &height, sizeof height);
+        vmc_w_arg(wc, &elem, sizeof elem);
+    } else {
+        vmc_w_arg(wc, &size, sizeof size);
+    }
+    if (id == VMC_DRV_cuMemAllocFromPoolAsync || id == VMC_DRV_cuMemAllocFromPoolAsync_ptsz)
+        vmc_w_arg(wc, &pool, sizeof pool);
+    if (id != VMC_DRV_cuMemAlloc_v2 && id != VMC_DRV_cuMemAllocPitch_v2)
+        vmc_w_arg(wc, &stream, sizeof stream);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    uint64_t want = size;
+    CUresult st;
+    if ((id == VMC_DRV_cuMemAllocPitch_v2 && __builtin_mul_overflow((uint64_t)width, (uint64_t)height, &want)) ||
+        !reserve(want)) {
+        vmc_w_log("quota: refused %s of %" PRIu64 " bytes", vmc_drv_api_name(wc->id), want);
+        st = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        static PFN_cuMemAlloc_v3020 alloc;
+        static PFN_cuMemAllocPitch_v3020 alloc_pitch;
+        static PFN_cuMemAllocAsync_v11020 alloc_async, alloc_async_pt;
+        static PFN_cuMemAllocFromPoolAsync_v11020 from_pool, from_pool_pt;
+        static PFN_cuMemFree_v3020 free_mem;
+        if (!free_mem) {
+            alloc = (PFN_cuMemAlloc_v3020)vmc_w_drv_resolve("cuMemAlloc", 3020, 0);
+            alloc_pitch = (PFN_cuMemAllocPitch_v3020)vmc_w_drv_resolve("cuMemAllocPitch", 3020, 0);
+            alloc_async = (PFN_cuMemAllocAsync_v11020)vmc_w_drv_resolve("cuMemAllocAsync", 11020, 0);
+            alloc_async_pt = (PFN_cuMemAllocAsync_v11020)vmc_w_drv_resolve("cuMemAllocAsync", 11020, 1);
+            from_pool = (PFN_cuMemAllocFromPoolAsync_v11020)vmc_w_drv_resolve("cuMemAllocFromPoolAsync", 11020, 0);
+            from_pool_pt = (PFN_cuMemAllocFromPoolAsync_v11020)vmc_w_drv_resolve("cuMemAllocFromPoolAsync", 11020, 1);
+            free_mem = (PFN_cuMemFree_v3020)vmc_w_drv_resolve("cuMemFree", 3020, 0);
+        }
+        CUdeviceptr got = 0;
+        if (!alloc || !alloc_pitch || !alloc_async || !alloc_async_pt || !from_pool || !from_pool_pt || !free_mem)
+            st = vmc_w_drv_missing(vmc_drv_api_name(wc->id));
+        else if (id == VMC_DRV_cuMemAlloc_v2)
+            st = alloc(&got, size);
+        else if (id == VMC_DRV_cuMemAllocPitch_v2)
+            st = alloc_pitch(&got, &pitch_v, width, height, elem);
+        else if (id == VMC_DRV_cuMemAllocAsync || id == VMC_DRV_cuMemAllocAsync_ptsz)
+            st = (id == VMC_DRV_cuMemAllocAsync ? alloc_async : alloc_async_pt)(&got, size, stream);
+        else
+            st = (id == VMC_DRV_cuMemAllocFromPoolAsync ? from_pool : from_pool_pt)(&got, size, pool, stream);
+        uint64_t bytes = want;
+        if (st == CUDA_SUCCESS && id == VMC_DRV_cuMemAllocPitch_v2 &&
+            !__builtin_mul_overflow((uint64_t)pitch_v, (uint64_t)height, &bytes) && bytes > want && !reserve(bytes - want)) {
+            free_mem(got); /* the padded rows do not fit */
+            got = 0;
+            st = CUDA_ERROR_OUT_OF_MEMORY;
+            bytes = want;
+        }
+        if (st == CUDA_SUCCESS)
+            track((void *)(uintptr_t)got, bytes > want ? bytes : want);
+        else
+            unreserve(want);
+        if (dptr)
+            *dptr = got;
+    }
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    vmc_w_reply_pointee(wc, dptr, sizeof v);
+    if (id == VMC_DRV_cuMemAllocPitch_v2)
+        vmc_w_reply_pointee(wc, pitch, sizeof pitch_v);
+    return VMC_W_DONE;
+}
+
+static enum vmc_w_result serve_drv_free(struct vmc_wcall *wc) {
+    CUdeviceptr p;
+    CUstream stream = NULL;
+    vmc_w_arg(wc, &p, sizeof p);
+    if (wc->id != VMC_DRV_cuMemFree_v2)
+        vmc_w_arg(wc, &stream, sizeof stream);
+    if (!vmc_w_args_ok(wc))
+        return VMC_W_BAD_ARGS;
+    static PFN_cuMemFree_v3020 free_mem;
+    static PFN_cuMemFreeAsync_v11020 free_async, free_async_pt;
+    if (!free_mem) {
+        free_async = (PFN_cuMemFreeAsync_v11020)vmc_w_drv_resolve("cuMemFreeAsync", 11020, 0);
+        free_async_pt = (PFN_cuMemFreeAsync_v11020)vmc_w_drv_resolve("cuMemFreeAsync", 11020, 1);
+        free_mem = (PFN_cuMemFree_v3020)vmc_w_drv_resolve("cuMemFree", 3020, 0);
+    }
+    CUresult st = !free_mem || !free_async || !free_async_pt ? vmc_w_drv_missing(vmc_drv_api_name(wc->id))
+                  : wc->id == VMC_DRV_cuMemFree_v2        ? free_mem(p)
+                  : wc->id == VMC_DRV_cuMemFreeAsync      ? free_async(p, stream)
+                                                           : free_async_pt(p, stream);
+    if (st == CUDA_SUCCESS && p)
+        release((void *)(uintptr_t)p);
+    if (wc->async)
+        vmc_w_async_done(wc, (cudaError_t)st);
+    else
+        vmc_w_reply_status(wc, (cudaError_t)st);
+    return VMC_W_DONE;
+}
+
 int vmc_w_quota_intercept(struct vmc_wcall *wc, enum vmc_w_result *r) {
     pthread_once(&once, read_quota);
     if (!quota)
@@ -266,6 +377,19 @@ int vmc_w_quota_intercept(struct vmc_wcall *wc, enum vmc_w_result *r) {
     case VMC_API_cudaFreeAsync:
     case VMC_API_cudaFreeAsync_ptsz:
         *r = serve_free(wc);
+        return 1;
+    case VMC_DRV_cuMemAlloc_v2:
+    case VMC_DRV_cuMemAllocPitch_v2:
+    case VMC_DRV_cuMemAllocAsync:
+    case VMC_DRV_cuMemAllocAsync_ptsz:
+    case VMC_DRV_cuMemAllocFromPoolAsync:
+    case VMC_DRV_cuMemAllocFromPoolAsync_ptsz:
+        *r = serve_drv_alloc(wc);
+        return 1;
+    case VMC_DRV_cuMemFree_v2:
+    case VMC_DRV_cuMemFreeAsync:
+    case VMC_DRV_cuMemFreeAsync_ptsz:
+        *r = serve_drv_free(wc);
         return 1;
     default:
         return 0;

@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 
 #include "vmc_api.h"
+#include "vmc_drv_api.h"
 #include "worker.h"
+#include "worker_driver.h"
 
 /* ---- argument readers ---- */
 
@@ -150,6 +152,8 @@ static enum vmc_w_result dispatch(struct vmc_wcall *wc) {
 }
 
 static enum vmc_w_result dispatch_call(struct vmc_wcall *wc) {
+    if (wc->id >= VMC_DRV_FIRST_ID)
+        return vmc_w_drv_dispatch(wc); /* the driver front end's calls (worker_driver.c) */
     enum vmc_w_result fidelity; /* host callbacks, box copies, capture guard (worker_fidelity.c) */
     if (vmc_w_fidelity_dispatch(wc, &fidelity))
         return fidelity;
@@ -221,14 +225,17 @@ void vmc_w_serve(int fd, int primary) {
         const char *why = "connection closed";
         uint8_t raw[VMC_HEADER_BYTES];
         int rc = vmc_w_read_bytes(&c, raw, sizeof raw);
-        if (rc != 0 && errno != 0)
+        /* a client killed while its data was in flight resets the connection instead of closing it */
+        if (rc != 0 && (errno == ECONNRESET || errno == EPIPE))
+            why = "client connection lost (reset by peer)";
+        else if (rc != 0 && errno != 0)
             why = "read failed";
         if (rc != 0 || vmc_parse_header(raw, &h, &why) != 0) {
             if (errno != 0 || strcmp(why, "connection closed") != 0)
                 vmc_w_log("closing a client connection: %s", why);
             if (strcmp(why, "connection closed") != 0)
                 vmc_w_note_abort(why); /* isolation hook */
-            if (strcmp(why, "connection closed") != 0 && strcmp(why, "read failed") != 0)
+            if (rc == 0) /* a malformed header from a live client: tell it why */
                 vmc_send_error(fd, 2, why);
             break;
         }
@@ -256,8 +263,9 @@ void vmc_w_serve(int fd, int primary) {
             break;
         }
         if (r == VMC_W_BAD_ARGS || r == VMC_W_UNKNOWN) {
-            const char *name = vmc_api_name(h.id);
+            const char *name = h.id >= VMC_DRV_FIRST_ID ? vmc_drv_api_name(h.id) : vmc_api_name(h.id);
             vmc_w_log("%s call %u (%s)", r == VMC_W_UNKNOWN ? "unsupported" : "malformed", h.id, name ? name : "unknown id");
+            /* the same numbers in the runtime's and the driver's enums */
             cudaError_t st = r == VMC_W_UNKNOWN ? cudaErrorNotSupported : cudaErrorInvalidValue;
             if (wc.async) {
                 vmc_w_async_done(&wc, st);

@@ -300,7 +300,7 @@ static cudaError_t move_block(struct vmc_wshm *shm, const struct ring_copy *rc, 
     cudaError_t st = vmc_w_copy_block(&rc->side, (size_t)k * shm->slot_size, slot_of(shm, k),
                                       block_bytes(rc, shm->slot_size, k), to_device, shm->registered, rc->stream, rc->mode);
     if (st == cudaSuccess && shm->registered)
-        st = cudaStreamSynchronize(rc->stream);
+        st = vmc_w_copy_sync(rc->stream, rc->mode);
     return st;
 }
 

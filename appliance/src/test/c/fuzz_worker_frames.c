@@ -2,7 +2,8 @@
  * hostile or broken client would: valid headers with random payloads for every call id, bad magic,
  * unknown types, lengths of 0, 2^31 and 2^32-1, truncated frames. The worker must answer or close
  * the connection, never crash, hang or allocate what the client asks for. Built with ASan/UBSan.
- * On a machine without a GPU every CUDA call fails early, so random pointers are never touched.
+ * On a machine without a GPU (and without NVIDIA's driver) every CUDA call fails early, so random
+ * pointers are never touched.
  * Usage: fuzz_worker_frames CASES [SEED] */
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "vmc_api.h"
+#include "vmc_drv_api.h"
 #include "worker.h"
 
 static uint64_t rng;
@@ -22,7 +24,7 @@ static uint32_t next_u32(void) {
     return (uint32_t)(rng >> 11);
 }
 
-static uint32_t ids[2048];
+static uint32_t ids[4096];
 static int n_ids;
 
 struct served {
@@ -56,8 +58,10 @@ int main(int argc, char **argv) {
     long cases = argc > 1 ? atol(argv[1]) : 10000;
     rng = argc > 2 ? strtoull(argv[2], NULL, 10) : 0x9e3779b97f4a7c15ull;
     printf("fuzz_worker_frames: %ld cases, seed %llu\n", cases, (unsigned long long)rng);
-    for (uint32_t id = 0; id < 2048; id++)
-        if (vmc_api_name(id))
+    /* the runtime's ids and the driver's (whose calls here find no NVIDIA driver, or none of the images,
+     * handles and kernels they name) */
+    for (uint32_t id = 0; id < 4096; id++)
+        if (vmc_api_name(id) || vmc_drv_api_name(id))
             ids[n_ids++] = id;
     static const uint32_t nasty_lengths[] = {0, 1, 7, 8, 0x7fffffffu, 0x80000000u, 0xffffffffu, VMC_MAX_CALL_PAYLOAD,
                                              VMC_MAX_CALL_PAYLOAD + 1};

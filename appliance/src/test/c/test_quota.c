@@ -1,14 +1,18 @@
 /* worker_quota.c against a simulated GPU, under ASan/UBSan: allocations within the quota reach the
  * "GPU", one past it never does (the refusal calls cudaMalloc with an impossible size, which fails with
  * cudaErrorMemoryAllocation), frees give bytes back, pitch padding is counted, overflowing sizes are
- * refused, thousands of allocations in and out leave nothing counted, and cudaDeviceReset clears all. */
+ * refused, thousands of allocations in and out leave nothing counted, and cudaDeviceReset clears all.
+ * The driver API's allocations (cuMemAlloc...) count against the same quota, refused with the driver's
+ * CUDA_ERROR_OUT_OF_MEMORY. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vmc_api.h"
+#include "vmc_drv_api.h"
 #include "worker.h"
+#include "worker_driver.h"
 
 uint64_t vmc_w_quota_used(void);
 
@@ -52,6 +56,36 @@ cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h) {
 cudaError_t cudaFree(void *p) { return gpu_free(p); }
 cudaError_t cudaFreeAsync(void *p, cudaStream_t s) { (void)s; return gpu_free(p); }
 cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) { (void)s; return gpu_free(p); }
+
+/* ---- the simulated driver (what worker_driver.c resolves in NVIDIA's libcuda) ---- */
+static uint64_t driver_allocs;
+static CUresult drv_alloc(CUdeviceptr *p, size_t n) {
+    void *q = NULL;
+    driver_allocs++;
+    cudaError_t st = gpu_alloc(&q, n);
+    *p = (CUdeviceptr)(uintptr_t)q;
+    return st == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult drv_alloc_async(CUdeviceptr *p, size_t n, CUstream s) { (void)s; return drv_alloc(p, n); }
+static CUresult drv_alloc_pool(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { (void)pool; (void)s; return drv_alloc(p, n); }
+static CUresult drv_alloc_pitch(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e) {
+    (void)e;
+    *pitch = (w + 127) & ~(size_t)127;
+    return drv_alloc(p, *pitch * h);
+}
+static CUresult drv_free(CUdeviceptr p) { return gpu_free((void *)(uintptr_t)p) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+static CUresult drv_free_async(CUdeviceptr p, CUstream s) { (void)s; return drv_free(p); }
+void *vmc_w_drv_resolve(const char *name, int version, int per_thread) {
+    (void)version; (void)per_thread;
+    if (!strcmp(name, "cuMemAlloc")) return (void *)drv_alloc;
+    if (!strcmp(name, "cuMemAllocPitch")) return (void *)drv_alloc_pitch;
+    if (!strcmp(name, "cuMemAllocAsync")) return (void *)drv_alloc_async;
+    if (!strcmp(name, "cuMemAllocFromPoolAsync")) return (void *)drv_alloc_pool;
+    if (!strcmp(name, "cuMemFree")) return (void *)drv_free;
+    if (!strcmp(name, "cuMemFreeAsync")) return (void *)drv_free_async;
+    return NULL;
+}
+CUresult vmc_w_drv_missing(const char *function) { (void)function; return CUDA_ERROR_NOT_SUPPORTED; }
 
 /* ---- what worker_serve.c provides ---- */
 static cudaError_t replied_status, async_status;
@@ -165,6 +199,42 @@ int main(void) {
     do_malloc(VMC_API_cudaMalloc, 999999, &st);
     vmc_w_quota_reset();
     CHECK(vmc_w_quota_used() == 0);
+    /* the driver API: the same quota, the driver's out-of-memory error, nothing reaches the GPU past it */
+    {
+        size_t len = 0, n = 700000;
+        uint64_t gpu_before = gpu_bytes; /* what the reset above left on the simulated GPU */
+        payload[len++] = 1; memset(payload + len, 0, 8); len += 8;
+        memcpy(payload + len, &n, 8); len += 8;
+        int hd;
+        CHECK(call(VMC_DRV_cuMemAlloc_v2, 0, len, &hd) == VMC_W_DONE && hd);
+        CHECK((int)replied_status == CUDA_SUCCESS && vmc_w_quota_used() == 700000 && reply_len == 8);
+        CUdeviceptr first; memcpy(&first, reply_buf, 8);
+        uint64_t before = driver_allocs;
+        memset(payload + len, 0, 8); len += 8; /* cuMemAllocAsync: + stream */
+        CHECK(call(VMC_DRV_cuMemAllocAsync, 0, len, &hd) == VMC_W_DONE && hd);
+        CHECK((int)replied_status == CUDA_ERROR_OUT_OF_MEMORY && driver_allocs == before && vmc_w_quota_used() == 700000);
+        memcpy(payload, &first, 8);
+        CHECK(call(VMC_DRV_cuMemFree_v2, 0, 8, &hd) == VMC_W_DONE && hd);
+        CHECK((int)replied_status == CUDA_SUCCESS && vmc_w_quota_used() == 0 && gpu_bytes == gpu_before);
+        /* pitched: the padded rows count */
+        size_t w = 100, hgt = 1000;
+        unsigned elem = 4;
+        len = 0;
+        payload[len++] = 1; memset(payload + len, 0, 8); len += 8;
+        payload[len++] = 1; memset(payload + len, 0, 8); len += 8;
+        memcpy(payload + len, &w, 8); len += 8;
+        memcpy(payload + len, &hgt, 8); len += 8;
+        memcpy(payload + len, &elem, 4); len += 4;
+        CHECK(call(VMC_DRV_cuMemAllocPitch_v2, 0, len, &hd) == VMC_W_DONE && hd);
+        CHECK((int)replied_status == CUDA_SUCCESS && vmc_w_quota_used() == 128 * 1000 && reply_len == 16);
+        CUdeviceptr pitched; memcpy(&pitched, reply_buf, 8);
+        memcpy(payload, &pitched, 8); memset(payload + 8, 0, 8);
+        async_status = (cudaError_t)-1;
+        CHECK(call(VMC_DRV_cuMemFreeAsync, 1, 16, &hd) == VMC_W_DONE && hd);
+        CHECK((int)async_status == CUDA_SUCCESS && vmc_w_quota_used() == 0 && gpu_bytes == gpu_before);
+        /* malformed: judged */
+        CHECK(call(VMC_DRV_cuMemAlloc_v2, 0, 5, &hd) == VMC_W_BAD_ARGS && hd);
+    }
     /* malformed payloads: judged, not crashed on */
     int h;
     payload[0] = 1;

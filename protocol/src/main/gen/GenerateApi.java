@@ -5,52 +5,37 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
  * Turns protocol/cuda-api.spec into the code both native halves and the daemon share:
  * C client stubs, C worker dispatch, the linker version script, the expected export list and Java ids.
- * Run by the build (protocol/pom.xml) as a single-file program:
- *   java GenerateApi.java SPEC C_OUT_DIR JAVA_OUT_DIR
+ * Compiled and run by the build (protocol/pom.xml) with SpecSupport:
+ *   java -cp CLASSES GenerateApi SPEC C_OUT_DIR JAVA_OUT_DIR
  * Every output is derived from the spec; nothing it writes is edited by hand.
  */
-public final class GenerateApi {
-
-    enum Mode { SYNC, ASYNC, SYNC_WRAPPED, ASYNC_WRAPPED, LOCAL, HAND, UNSUPPORTED, INTERNAL }
+public final class GenerateApi extends SpecSupport {
 
     /** D2D: a cudaMemcpyKind the worker accepts only as cudaMemcpyDeviceToDevice (the client turns
      *  cudaMemcpyDefault into it); IN_D2D: an @in struct whose `kind` member is held to the same rule.
      *  Both keep client-given host addresses from ever being read or written by the worker. */
     enum Kind { VALUE, OUT, IN, FUNC, SYMBOL, STR, D2D, IN_D2D }
 
-    record Param(String type, String name, Kind kind) {
-        /** The type a pointer parameter points to, without const: storage for it in the worker. */
-        String pointee() {
-            String t = type.trim();
-            if (!t.endsWith("*")) throw new IllegalStateException("not a pointer: " + type + " " + name);
-            t = t.substring(0, t.length() - 1).trim();
-            if (t.startsWith("const ")) t = t.substring(6).trim();
-            return t;
-        }
-    }
+    static final Map<String, Kind> ANNOTATIONS = Map.of("out", Kind.OUT, "in", Kind.IN, "func", Kind.FUNC,
+            "symbol", Kind.SYMBOL, "str", Kind.STR, "d2d", Kind.D2D, "in_d2d", Kind.IN_D2D);
 
-    record Api(int id, Mode mode, String returnType, String name, List<Param> params, int line) {
-        boolean forwarded() {
-            return mode == Mode.SYNC || mode == Mode.ASYNC || mode == Mode.SYNC_WRAPPED || mode == Mode.ASYNC_WRAPPED;
-        }
-        boolean async() { return mode == Mode.ASYNC || mode == Mode.ASYNC_WRAPPED; }
-        boolean wrapped() { return mode == Mode.SYNC_WRAPPED || mode == Mode.ASYNC_WRAPPED; }
-        boolean exported() { return mode != Mode.INTERNAL; }
+    record Api(int id, Mode mode, String returnType, String name, List<Param<Kind>> params, int line) {
+        boolean forwarded() { return mode.forwarded(); }
+        boolean async() { return mode.async(); }
+        boolean wrapped() { return mode.wrapped(); }
+        boolean exported() { return mode.exported(); }
         boolean perThread() { return name.endsWith("_ptsz") || name.endsWith("_ptds"); }
     }
 
     private static final Pattern PROTOTYPE = Pattern.compile("^(.*?)\\b(\\w+)\\s*\\((.*)\\)$");
-    private static final Pattern ANNOTATION = Pattern.compile("@(\\w+)");
-    private static final Pattern TRAILING_NAME = Pattern.compile("(\\w+)$");
 
     public static void main(String[] args) throws IOException {
         if (args.length != 3) {
@@ -69,14 +54,14 @@ public final class GenerateApi {
         Path java = Path.of(args[2]).resolve("io/vmcuda/protocol");
         Files.createDirectories(c);
         Files.createDirectories(java);
-        write(c.resolve("vmc_api.h"), apiHeader(apis));
-        write(c.resolve("vmc_api_names.c"), apiNames(apis));
-        write(c.resolve("vmc_client_stubs.c"), clientStubs(apis));
-        write(c.resolve("vmc_client_unsupported.c"), clientUnsupported(apis));
-        write(c.resolve("vmc_worker_dispatch.c"), workerDispatch(apis));
-        write(c.resolve("libcudart.map"), versionScript(apis));
-        write(c.resolve("exports.txt"), exportList(apis));
-        write(java.resolve("ApiIds.java"), javaIds(apis));
+        SpecSupport.write(c.resolve("vmc_api.h"), apiHeader(apis));
+        SpecSupport.write(c.resolve("vmc_api_names.c"), apiNames(apis));
+        SpecSupport.write(c.resolve("vmc_client_stubs.c"), clientStubs(apis));
+        SpecSupport.write(c.resolve("vmc_client_unsupported.c"), clientUnsupported(apis));
+        SpecSupport.write(c.resolve("vmc_worker_dispatch.c"), workerDispatch(apis));
+        SpecSupport.write(c.resolve("libcudart.map"), versionScript(apis));
+        SpecSupport.write(c.resolve("exports.txt"), exportList(apis));
+        SpecSupport.write(java.resolve("ApiIds.java"), javaIds(apis));
         long forwarded = apis.stream().filter(Api::forwarded).count();
         long unsupported = apis.stream().filter(a -> a.mode() == Mode.UNSUPPORTED).count();
         System.out.printf("cuda-api.spec: %d entries, %d forwarded, %d unsupported%n", apis.size(), forwarded, unsupported);
@@ -101,12 +86,7 @@ public final class GenerateApi {
             } catch (NumberFormatException e) {
                 throw new IllegalArgumentException("line " + lineNo + ": bad id '" + parts[0] + "'");
             }
-            Mode mode;
-            try {
-                mode = Mode.valueOf(parts[1].toUpperCase(Locale.ROOT).replace('-', '_'));
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("line " + lineNo + ": unknown mode '" + parts[1] + "'");
-            }
+            Mode mode = Mode.parse(parts[1], lineNo);
             Api api = parsePrototype(id, mode, parts[2].strip(), lineNo);
             if (!ids.add(id)) throw new IllegalArgumentException("line " + lineNo + ": duplicate id " + id);
             if (!names.add(api.name())) throw new IllegalArgumentException("line " + lineNo + ": duplicate name " + api.name());
@@ -128,33 +108,12 @@ public final class GenerateApi {
         String ret = m.group(1).strip();
         String name = m.group(2);
         String plist = m.group(3).strip();
-        List<Param> params = new ArrayList<>();
+        List<Param<Kind>> params = new ArrayList<>();
         if (!plist.isEmpty() && !plist.equals("void")) {
             if (plist.contains("(")) throw new IllegalArgumentException("line " + line + ": function-pointer parameters need a typedef");
-            for (String p : plist.split(",")) params.add(parseParam(p.strip(), line));
+            for (String p : plist.split(",")) params.add(SpecSupport.parseParam(p.strip(), line, ANNOTATIONS, Kind.VALUE));
         }
         return new Api(id, mode, ret, name, params, line);
-    }
-
-    static Param parseParam(String p, int line) {
-        Kind kind = Kind.VALUE;
-        Matcher a = ANNOTATION.matcher(p);
-        if (a.find()) {
-            kind = switch (a.group(1)) {
-                case "out" -> Kind.OUT;
-                case "in" -> Kind.IN;
-                case "func" -> Kind.FUNC;
-                case "symbol" -> Kind.SYMBOL;
-                case "str" -> Kind.STR;
-                case "d2d" -> Kind.D2D;
-                case "in_d2d" -> Kind.IN_D2D;
-                default -> throw new IllegalArgumentException("line " + line + ": unknown annotation @" + a.group(1));
-            };
-            p = p.substring(0, a.start()).strip();
-        }
-        Matcher n = TRAILING_NAME.matcher(p);
-        if (!n.find() || n.start() == 0) throw new IllegalArgumentException("line " + line + ": parameter without a name: '" + p + "'");
-        return new Param(p.substring(0, n.start()).strip(), n.group(1), kind);
     }
 
     /** Forwarded calls must say how every non-trivial pointer travels: the wire cannot guess. */
@@ -162,7 +121,7 @@ public final class GenerateApi {
         if (!api.forwarded()) return;
         if (!api.returnType().equals("cudaError_t"))
             throw new IllegalArgumentException("line " + api.line() + ": forwarded " + api.name() + " must return cudaError_t");
-        for (Param p : api.params()) {
+        for (Param<Kind> p : api.params()) {
             String t = p.type().replace(" ", "");
             if (p.kind() == Kind.VALUE && t.endsWith("*") && !t.equals("void*") && !t.equals("constvoid*") && !t.equals("structCUstream_st*"))
                 throw new IllegalArgumentException("line " + api.line() + ": " + api.name() + "(" + p.name()
@@ -197,14 +156,7 @@ public final class GenerateApi {
     }
 
     static String prototype(Api a, String name) {
-        StringBuilder s = new StringBuilder(a.returnType()).append(' ').append(name).append('(');
-        if (a.params().isEmpty()) s.append("void");
-        for (int i = 0; i < a.params().size(); i++) {
-            Param p = a.params().get(i);
-            if (i > 0) s.append(", ");
-            s.append(p.type()).append(p.type().endsWith("*") ? "" : " ").append(p.name());
-        }
-        return s.append(')').toString();
+        return SpecSupport.declaration(a.returnType(), name, a.params());
     }
 
     /** The per-thread variants (_ptsz/_ptds) are only declared by the headers in per-thread builds. */
@@ -230,7 +182,7 @@ public final class GenerateApi {
             s.append("    cudaError_t vmc_st = vmc_call_begin(&vmc_c, VMC_API_").append(a.name()).append(", ")
                     .append(a.async() ? 1 : 0).append(");\n");
             s.append("    if (vmc_st != cudaSuccess)\n        return vmc_st;\n");
-            for (Param p : a.params()) {
+            for (Param<Kind> p : a.params()) {
                 switch (p.kind()) {
                     case VALUE -> s.append("    vmc_arg(&vmc_c, &").append(p.name()).append(", sizeof ").append(p.name()).append(");\n");
                     case D2D -> s.append("    if (").append(p.name()).append(" == cudaMemcpyDefault)\n        ").append(p.name())
@@ -242,7 +194,7 @@ public final class GenerateApi {
                 }
             }
             s.append("    vmc_st = vmc_call_finish(&vmc_c);\n");
-            for (Param p : a.params())
+            for (Param<Kind> p : a.params())
                 if (p.kind() == Kind.OUT)
                     s.append("    vmc_ret_pointee(&vmc_c, ").append(p.name()).append(", sizeof *").append(p.name()).append(");\n");
             s.append("    return vmc_st;\n}\n\n");
@@ -251,17 +203,8 @@ public final class GenerateApi {
     }
 
     static String clientUnsupported(List<Api> apis) {
-        StringBuilder s = new StringBuilder(BANNER);
-        s.append("/* Deliberately without the CUDA headers: these functions ignore their arguments, so they are\n")
-         .append(" * defined without prototypes; every one returns cudaErrorNotSupported. */\n");
-        s.append("#include \"shim_unsupported.h\"\n\n");
-        for (Api a : apis) {
-            if (a.mode() != Mode.UNSUPPORTED) continue;
-            s.append("__attribute__((visibility(\"default\"))) int ").append(a.name()).append("() {\n")
-             .append("    static int vmc_told;\n")
-             .append("    return vmc_unsupported(\"").append(a.name()).append("\", &vmc_told);\n}\n");
-        }
-        return s.toString();
+        return SpecSupport.unsupportedStubs(BANNER, "shim_unsupported.h", "vmc_unsupported", "cudaErrorNotSupported",
+                apis.stream().filter(a -> a.mode() == Mode.UNSUPPORTED).map(Api::name).toList());
     }
 
     static String workerDispatch(List<Api> apis) {
@@ -276,7 +219,7 @@ public final class GenerateApi {
             if (!a.forwarded()) continue;
             s.append("    case VMC_API_").append(a.name()).append(": {\n");
             List<String> callArgs = new ArrayList<>();
-            for (Param p : a.params()) {
+            for (Param<Kind> p : a.params()) {
                 String n = p.name();
                 switch (p.kind()) {
                     case VALUE, D2D -> {
@@ -307,7 +250,7 @@ public final class GenerateApi {
                 }
             }
             s.append("        if (!vmc_w_args_ok(vmc_wc))\n            return VMC_W_BAD_ARGS;\n");
-            for (Param p : a.params()) {
+            for (Param<Kind> p : a.params()) {
                 if (p.kind() == Kind.D2D)
                     s.append("        if (").append(p.name()).append(" != cudaMemcpyDeviceToDevice)\n            return VMC_W_BAD_ARGS;\n");
                 if (p.kind() == Kind.IN_D2D)
@@ -319,7 +262,7 @@ public final class GenerateApi {
                 s.append("        vmc_w_async_done(vmc_wc, vmc_st);\n");
             } else {
                 s.append("        vmc_w_reply_status(vmc_wc, vmc_st);\n");
-                for (Param p : a.params())
+                for (Param<Kind> p : a.params())
                     if (p.kind() == Kind.OUT)
                         s.append("        vmc_w_reply_pointee(vmc_wc, ").append(p.name()).append(", sizeof ").append(p.name()).append("_v);\n");
             }
@@ -330,16 +273,16 @@ public final class GenerateApi {
     }
 
     static String versionScript(List<Api> apis) {
-        StringBuilder s = new StringBuilder("/* Generated from protocol/cuda-api.spec. Applications' references to the runtime carry\n")
-                .append(" * this version node, so the shim must define every symbol under it. */\nlibcudart.so.13 {\n  global:\n");
-        for (Api a : apis) if (a.exported()) s.append("    ").append(a.name()).append(";\n");
-        return s.append("  local:\n    *;\n};\n").toString();
+        return SpecSupport.versionScript("/* Generated from protocol/cuda-api.spec. Applications' references to the runtime carry\n"
+                + " * this version node, so the shim must define every symbol under it. */\n", "libcudart.so.13", exported(apis));
     }
 
     static String exportList(List<Api> apis) {
-        TreeSet<String> names = new TreeSet<>();
-        for (Api a : apis) if (a.exported()) names.add(a.name());
-        return String.join("\n", names) + "\n";
+        return SpecSupport.exportList(exported(apis));
+    }
+
+    static List<String> exported(List<Api> apis) {
+        return apis.stream().filter(Api::exported).map(Api::name).toList();
     }
 
     // ---------------------------------------------------------------- Java output
@@ -355,12 +298,5 @@ public final class GenerateApi {
         s.append("    /** How many exported symbols the spec lists. */\n    public static final int EXPORTED_SYMBOLS = ")
          .append(apis.stream().filter(Api::exported).count()).append(";\n}\n");
         return s.toString();
-    }
-
-    static void write(Path p, String content) throws IOException {
-        // Rewrite only on change so that make does not rebuild everything on each Maven run.
-        byte[] bytes = content.getBytes(StandardCharsets.UTF_8);
-        if (Files.exists(p) && java.util.Arrays.equals(Files.readAllBytes(p), bytes)) return;
-        Files.write(p, bytes);
     }
 }

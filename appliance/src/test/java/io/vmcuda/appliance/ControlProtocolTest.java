@@ -89,7 +89,7 @@ class ControlProtocolTest {
 
     @Test
     void helloWithNameLengthPastThePayloadIsMalformed() throws Exception {
-        byte[] hello = ProtocolClient.hello(1, 0, 10, new byte[32], 1, 0, new byte[32], "abc");
+        byte[] hello = ProtocolClient.hello(Wire.PROTO_VERSION, 0, 10, new byte[32], 1, 0, new byte[32], "abc");
         hello[hello.length - 5] = (byte) 0xff; // name_len low byte: now claims 255+ bytes
         try (ProtocolClient c = harness.connect()) {
             c.sendFrame(Wire.TYPE_HELLO, hello);
@@ -103,7 +103,7 @@ class ControlProtocolTest {
             c.sendFrame(Wire.TYPE_HELLO, ProtocolClient.hello(7, 0, 10, new byte[32], 1, 0, new byte[32], "app"));
             ProtocolClient.Reply r = c.readReply();
             assertEquals(Wire.HELLO_REFUSED, r.status());
-            assertEquals("protocol version 7, appliance speaks 1", r.message());
+            assertEquals("protocol version 7, appliance speaks " + Wire.PROTO_VERSION, r.message());
             assertTrue(c.peerClosed());
         }
         assertTrue(harness.body("/metrics").contains("vmcuda_sessions_refused_total 1\n"));
@@ -113,7 +113,7 @@ class ControlProtocolTest {
     void binaryOverTheSizeLimitIsRefused() throws Exception {
         try (ProtocolClient c = harness.connect()) {
             c.sendFrame(Wire.TYPE_HELLO,
-                    ProtocolClient.hello(1, 0, 100001, new byte[32], 1, 0, new byte[32], "big"));
+                    ProtocolClient.hello(Wire.PROTO_VERSION, 0, 100001, new byte[32], 1, 0, new byte[32], "big"));
             ProtocolClient.Reply r = c.readReply();
             assertEquals(Wire.HELLO_REFUSED, r.status());
             assertTrue(r.message().contains("100001") && r.message().contains("binary.max_bytes"), r.message());
@@ -126,7 +126,7 @@ class ControlProtocolTest {
         byte[] wrongSha = ProtocolClient.sha256("something else".getBytes(StandardCharsets.UTF_8));
         try (ProtocolClient c = harness.connect()) {
             c.sendFrame(Wire.TYPE_HELLO,
-                    ProtocolClient.hello(1, 0, binary.length, wrongSha, 1, 0, new byte[32], "app"));
+                    ProtocolClient.hello(Wire.PROTO_VERSION, 0, binary.length, wrongSha, 1, 0, new byte[32], "app"));
             assertEquals(Wire.HELLO_SEND_BINARY, c.readReply().status());
             c.upload(binary, 7);
             ProtocolClient.Reply r = c.readReply();
@@ -144,7 +144,7 @@ class ControlProtocolTest {
         byte[] binary = "twelve bytes".getBytes(StandardCharsets.UTF_8);
         try (ProtocolClient c = harness.connect()) {
             c.sendFrame(Wire.TYPE_HELLO,
-                    ProtocolClient.hello(1, 0, 5, ProtocolClient.sha256(binary), 1, 0, new byte[32], "app"));
+                    ProtocolClient.hello(Wire.PROTO_VERSION, 0, 5, ProtocolClient.sha256(binary), 1, 0, new byte[32], "app"));
             assertEquals(Wire.HELLO_SEND_BINARY, c.readReply().status());
             c.upload(binary, binary.length);
             ProtocolClient.Reply r = c.readReply();

@@ -65,6 +65,27 @@ class WorkerHandoffTest {
         assertEquals(text, ProtocolClient.text(c.readExactly(b.length)));
     }
 
+    /**
+     * A client that ships no executable (binary size 0: the driver front end's programs) gets the appliance's
+     * own plain worker at once, with no upload: READY, then its empty MANIFEST, and /status says "plain".
+     */
+    @Test
+    void sessionWithoutABinaryGetsThePlainWorker() throws Exception {
+        Path native_ = Path.of("target/native").toAbsolutePath();
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(native_.resolve("vmcuda-worker")),
+                "the plain worker is built by this module's make step: " + native_);
+        try (DaemonHarness d = new DaemonHarness(state, native_, TestInventory.none(), Map.of());
+             ProtocolClient c = d.connect()) {
+            c.sendFrame(Wire.TYPE_HELLO, ProtocolClient.hello(Wire.PROTO_VERSION, Wire.ROLE_NEW, 0, new byte[32], 1, 0,
+                    new byte[32], "static-app"));
+            ProtocolClient.Reply r = c.readReply();
+            assertEquals(Wire.HELLO_READY, r.status(), r.message());
+            assertManifest(c.readFrame());
+            String status = d.awaitBody("/status", s -> s.contains("\"program\":\"static-app\""));
+            assertTrue(status.contains("\"worker\":\"plain\""), status);
+        }
+    }
+
     @Test
     void clientReachesTheWorkerThroughTheSameConnection() throws Exception {
         try (DaemonHarness d = daemon(TestInventory.gpus(1), Map.of())) {

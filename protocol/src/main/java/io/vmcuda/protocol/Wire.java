@@ -7,7 +7,7 @@ package io.vmcuda.protocol;
 public final class Wire {
     private Wire() {}
 
-    public static final int PROTO_VERSION = 1;
+    public static final int PROTO_VERSION = 2;
     /** The bytes 'V' 'M' 'C' '1' read as a little-endian u32. */
     public static final int MAGIC = 0x31434D56;
     public static final int HEADER_BYTES = 16;

@@ -114,6 +114,15 @@ final class DaemonProcess implements AutoCloseable {
         children.forEach(ProcessHandle::destroyForcibly);
     }
 
+    /** Polls {@code cond} until it holds; fails the test with {@code what} when it has not within the timeout. */
+    static void await(String what, long timeoutMs, java.util.concurrent.Callable<Boolean> cond) throws Exception {
+        long deadline = System.nanoTime() + timeoutMs * 1_000_000;
+        while (!cond.call()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for: " + what);
+            Thread.sleep(20);
+        }
+    }
+
     static String sha256Hex(String s) {
         try {
             return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")

@@ -27,9 +27,11 @@ import org.junit.jupiter.api.TestInstance;
 
 /**
  * Runs every CUDA test program twice — natively on the real libcudart, then through
- * {@code bin/vmcuda run} against a real vmcudad — and requires identical stdout and exit code.
- * Without a GPU (CI) both runs stop at the same first CUDA error, which proves the call went
- * through the shim, the daemon and a worker forked from the rewritten binary and came back.
+ * {@code bin/vmcuda run} against a real vmcudad — and requires identical stdout and exit code. Each program
+ * is built twice (tests/cuda/Makefile): with -cudart shared (the runtime front end; its worker is the
+ * rewritten binary) and with nvcc's default static cudart (the driver front end; a plain worker).
+ * Without a GPU (CI) both runs stop at the same first CUDA error, which proves the call went through a
+ * front end, the daemon and a worker and came back.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class EndToEndTest {
@@ -50,7 +52,8 @@ class EndToEndTest {
         Path programDir = Path.of(System.getProperty("vmcuda.test.programs", "target/cuda")).toAbsolutePath();
         work = Path.of(System.getProperty("vmcuda.test.work", "target/e2e")).toAbsolutePath();
         cudaLib = Path.of(System.getProperty("vmcuda.cuda.home", "/usr/local/cuda"), "lib64");
-        programs = listPrograms(programDir);
+        programs = new ArrayList<>(listPrograms(programDir));
+        programs.addAll(listPrograms(Path.of(programDir + "-static"))); // the same programs, static cudart
         assumeTrue(!programs.isEmpty(), "no CUDA test programs in " + programDir
                 + " (nvcc missing? the build printed the reason): end-to-end test skipped");
 
@@ -69,16 +72,21 @@ class EndToEndTest {
 
     @TestFactory
     Stream<DynamicTest> nativeAndVmcudaRunsAgree() {
-        Stream<DynamicTest> perProgram = programs.stream()
-                .map(p -> dynamicTest(p.getFileName().toString(), () -> compare(p)));
+        Stream<DynamicTest> perProgram = programs.stream().map(p -> dynamicTest(label(p), () -> compare(p)));
         // Dynamic tests run in stream order, so this one sees every program's session.
         Stream<DynamicTest> sessions = Stream.of(dynamicTest("daemon recorded one session per program",
                 this::checkSessionsRecorded));
         return Stream.concat(perProgram, sessions);
     }
 
+    /** "launch", or "launch (static cudart)" for the build in the -static directory. */
+    private static String label(Path program) {
+        return program.getFileName() + (program.getParent().getFileName().toString().endsWith("-static") ? " (static cudart)" : "");
+    }
+
     private void compare(Path program) throws Exception {
         String name = program.getFileName().toString();
+        String outName = program.getParent().getFileName().toString().endsWith("-static") ? name + ".static" : name;
         Map<String, String> env = new HashMap<>();
         env.put("LD_LIBRARY_PATH", joinPath(cudaLib.toString(), System.getenv("LD_LIBRARY_PATH")));
         env.put("VMCUDA_APPLIANCE", null); // the native run must not see any vmcuda setting
@@ -87,7 +95,7 @@ class EndToEndTest {
         env.put("VMCUDA_TRANSPORT", null);
 
         ProgramRunner.Result nat = ProgramRunner.run(List.of(program.toString()), env,
-                program.getParent(), work.resolve("native").resolve(name));
+                program.getParent(), work.resolve("native").resolve(outName));
         assertTrue(PROGRAM_EXIT_CODES.contains(nat.exitCode()),
                 name + ": the native run did not reach the program's own checks\n" + nat.describe());
         // Both bulk-data paths: the socket, and the shared-memory ring of a co-located client.
@@ -95,18 +103,19 @@ class EndToEndTest {
             env.put("VMCUDA_TRANSPORT", transport);
             ProgramRunner.Result vm = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run",
                     "--appliance", "127.0.0.1:" + daemon.port, "--", program.toString()), env,
-                    program.getParent(), work.resolve("vmcuda-" + transport).resolve(name));
+                    program.getParent(), work.resolve("vmcuda-" + transport).resolve(outName));
             String both = "\n=== native ===\n" + nat.describe() + "=== vmcuda (" + transport + ") ===\n" + vm.describe();
             assertFalse(nat.timedOut() || vm.timedOut(), name + ": a run timed out" + both);
             assertEquals(nat.exitCode(), vm.exitCode(), name + " over " + transport + ": exit codes differ" + both);
             assertEquals(nat.stdout(), vm.stdout(), name + " over " + transport + ": stdout differs" + both);
         }
         env.remove("VMCUDA_TRANSPORT");
-        runThroughVmcuda.add(name);
+        if (!runThroughVmcuda.contains(name))
+            runThroughVmcuda.add(name);
     }
 
     private void checkSessionsRecorded() throws Exception {
-        int expected = runThroughVmcuda.size();
+        int expected = runThroughVmcuda.size(); // at least one session per program name (twice for most)
         assumeTrue(expected > 0, "no program ran through vmcuda");
         String context = "\n--- daemon log ---\n" + daemon.logText();
 

@@ -89,14 +89,6 @@ class IsolationTest {
         return read(d.stateDir.resolve("sessions.jsonl"));
     }
 
-    private static void await(String what, long timeoutMs, java.util.concurrent.Callable<Boolean> cond) throws Exception {
-        long deadline = System.nanoTime() + timeoutMs * 1_000_000;
-        while (!cond.call()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for: " + what);
-            Thread.sleep(20);
-        }
-    }
-
     private static String workerLogs(DaemonProcess d) throws IOException {
         StringBuilder b = new StringBuilder();
         try (Stream<Path> s = Files.list(d.stateDir.resolve("sessions"))) {
@@ -125,7 +117,7 @@ class IsolationTest {
             assertEquals(nat.exitCode(), vm.exitCode(), ctx);
             assertEquals(nat.stdout(), vm.stdout(), ctx);
             assertTrue(d.logText().contains("workers sandboxed as nobody"), ctx);
-            await("session record", 10_000, () -> records(d).contains("sandbox_probe"));
+            DaemonProcess.await("session record", 10_000, () -> records(d).contains("sandbox_probe"));
             String log = workerLogs(d);
             assertTrue(log.contains("probe: tcp connect 127.0.0.1: Network is unreachable"), log);
             assertTrue(log.contains("probe: tcp connect 1.1.1.1: Network is unreachable"), log);
@@ -148,17 +140,17 @@ class IsolationTest {
             Path prefix = work.resolve("bigcopy");
             Process client = start(d, iso.resolve("big_copy"), prefix, "-1", "h2d");
             // the first 1 GiB copy is through; the second is streaming
-            await("first 1 GiB H2D", 60_000, () -> read(Path.of(prefix + ".err")).contains("round 0 H2D"));
+            DaemonProcess.await("first 1 GiB H2D", 60_000, () -> read(Path.of(prefix + ".err")).contains("round 0 H2D"));
             Thread.sleep(150);
             List<ProcessHandle> ws = workers(d);
             assertFalse(ws.isEmpty(), "no worker running");
             client.destroyForcibly();
             long t0 = System.nanoTime();
-            await("worker exit", 5_000, () -> ws.stream().noneMatch(ProcessHandle::isAlive));
+            DaemonProcess.await("worker exit", 5_000, () -> ws.stream().noneMatch(ProcessHandle::isAlive));
             long ms = (System.nanoTime() - t0) / 1_000_000;
             System.out.println("worker gone " + ms + " ms after its client was SIGKILLed mid-copy");
             assertTrue(ms <= 1000, "the worker took " + ms + " ms to exit");
-            await("session record", 5_000, () -> records(d).contains("big_copy"));
+            DaemonProcess.await("session record", 5_000, () -> records(d).contains("big_copy"));
             String rec = records(d);
             assertTrue(rec.contains("\"state\":\"aborted\"") && rec.contains("client connection lost"), rec);
         }
@@ -170,7 +162,7 @@ class IsolationTest {
             Path program = iso.resolve("long_runner");
             Process a = start(d, program, work.resolve("runner-a"), "40", "100");
             Process b = start(d, program, work.resolve("runner-b"), "40", "100");
-            await("two sessions running", 60_000, () -> read(work.resolve("runner-a.out")).contains("call 2")
+            DaemonProcess.await("two sessions running", 60_000, () -> read(work.resolve("runner-a.out")).contains("call 2")
                     && read(work.resolve("runner-b.out")).contains("call 2"));
             // the worker itself: the leaf process (under the sandbox launcher when sandboxed)
             List<ProcessHandle> leaves = workers(d).stream().filter(p -> p.children().findAny().isEmpty()).toList();
@@ -185,7 +177,7 @@ class IsolationTest {
             assertTrue(lost.endsWith("done\n"), "the failed client still ends normally: " + lost);
             String err = read(work.resolve(aLost ? "runner-a.err" : "runner-b.err"));
             assertTrue(err.contains("vmcuda:"), "the client was told why: " + err);
-            await("two session records", 10_000, () -> records(d).lines().count() >= 2);
+            DaemonProcess.await("two session records", 10_000, () -> records(d).lines().count() >= 2);
             String rec = records(d);
             assertTrue(rec.contains("worker killed by signal 9") && rec.contains("\"state\":\"ended\""), rec);
         }
@@ -200,12 +192,12 @@ class IsolationTest {
         Process client;
         try {
             client = start(first, program, work.resolve("orphan"), "100", "100");
-            await("session running", 60_000, () -> read(work.resolve("orphan.out")).contains("call 2"));
+            DaemonProcess.await("session running", 60_000, () -> read(work.resolve("orphan.out")).contains("call 2"));
             ws = workers(first);
             assertFalse(ws.isEmpty());
             first.process.destroyForcibly(); // SIGKILL: no shutdown hook, no SIGTERM to the workers
             long t0 = System.nanoTime();
-            await("workers exit after their daemon died", 5_000, () -> ws.stream().noneMatch(ProcessHandle::isAlive));
+            DaemonProcess.await("workers exit after their daemon died", 5_000, () -> ws.stream().noneMatch(ProcessHandle::isAlive));
             System.out.println("workers gone " + (System.nanoTime() - t0) / 1_000_000 + " ms after the daemon was SIGKILLed");
         } finally {
             first.close();
@@ -216,7 +208,7 @@ class IsolationTest {
             ProgramRunner.Result r = ProgramRunner.run(viaVmcuda(second, program, "2", "0"), env(second), work,
                     work.resolve("after-restart"));
             assertEquals(0, r.exitCode(), r.describe());
-            await("record", 10_000, () -> records(second).contains("\"cache_hit\":true"));
+            DaemonProcess.await("record", 10_000, () -> records(second).contains("\"cache_hit\":true"));
         }
     }
 
@@ -228,7 +220,7 @@ class IsolationTest {
                     env(d), work, work.resolve("idle"));
             String ctx = "\n" + r.describe();
             assertTrue(r.stdout().contains("after idle: cudaErrorDevicesUnavailable"), ctx);
-            await("record", 10_000, () -> records(d).contains("long_runner"));
+            DaemonProcess.await("record", 10_000, () -> records(d).contains("long_runner"));
             String rec = records(d);
             assertTrue(rec.contains("\"state\":\"aborted\"")
                     && rec.contains("session released after 0.05 minutes without CUDA calls"), rec + ctx);
@@ -247,7 +239,7 @@ class IsolationTest {
             ProgramRunner.Result vm = ProgramRunner.run(viaVmcuda(d, program, "256", "64"), env(d), work,
                     work.resolve("quota-vmcuda"));
             assertEquals(nat.stdout(), vm.stdout(), nat.describe() + vm.describe());
-            await("record", 10_000, () -> records(d).contains("quota_probe"));
+            DaemonProcess.await("record", 10_000, () -> records(d).contains("quota_probe"));
             String log = workerLogs(d);
             assertTrue(log.contains("device memory quota: 1048576 bytes"), log);
             assertTrue(log.contains("quota: refused cudaMalloc of 67108864 bytes"), log);
@@ -268,7 +260,7 @@ class IsolationTest {
         try (DaemonProcess d = DaemonProcess.start(root, work, Map.of(), null, "daemon-load.log")) {
             ProgramRunner.Result warm = ProgramRunner.run(viaVmcuda(d, program), env(d), work, work.resolve("load-warm"));
             assertEquals(nat.stdout(), warm.stdout(), warm.describe());
-            await("no worker after warm-up", 10_000, () -> workers(d).isEmpty());
+            DaemonProcess.await("no worker after warm-up", 10_000, () -> workers(d).isEmpty());
             Thread.sleep(500);
             int fdsBefore = fdCount(d.process.pid());
             ExecutorService pool = Executors.newFixedThreadPool(64);
@@ -288,10 +280,10 @@ class IsolationTest {
             }
             pool.shutdown();
             System.out.printf("64 concurrent clients: %d identical to native in %.1f s%n", ok, (System.nanoTime() - t0) / 1e9);
-            await("every worker reaped", 30_000, () -> workers(d).isEmpty());
-            await("64 more session records", 30_000, () -> records(d).lines().count() >= 65);
+            DaemonProcess.await("every worker reaped", 30_000, () -> workers(d).isEmpty());
+            DaemonProcess.await("64 more session records", 30_000, () -> records(d).lines().count() >= 65);
             int[] fdsAfter = {fdCount(d.process.pid())};
-            await("daemon descriptors back to " + fdsBefore + " (now " + fdsAfter[0] + ")", 15_000, () -> {
+            DaemonProcess.await("daemon descriptors back to " + fdsBefore + " (now " + fdsAfter[0] + ")", 15_000, () -> {
                 fdsAfter[0] = fdCount(d.process.pid());
                 return fdsAfter[0] <= fdsBefore;
             });

@@ -135,8 +135,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
             return;
         }
         long max = ctxShared.binaryMaxBytes();
-        if (h.binarySize() <= 0 || h.binarySize() > max) {
-            refuse(ctx, "binary size " + Long.toUnsignedString(h.binarySize()) + " bytes outside 1.." + max
+        if (h.binarySize() < 0 || h.binarySize() > max) {
+            refuse(ctx, "binary size " + Long.toUnsignedString(h.binarySize()) + " bytes outside 0.." + max
                     + " (appliance setting binary.max_bytes)");
             return;
         }
@@ -149,6 +149,11 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         }
         if (tenant.maxSessions() > 0 && ctxShared.sessions().tenantSessions(tenant) >= tenant.maxSessions()) {
             refuse(ctx, SessionManager.sessionCapMessage(tenant));
+            return;
+        }
+        if (h.binarySize() == 0) {
+            // ships no executable (PROTOCOL.md "Session setup"): the plain worker serves the driver front end
+            ctxShared.sessions().openPlain(ctx.channel(), h.name(), (int) Math.min(wanted, Integer.MAX_VALUE), tenant);
             return;
         }
         String sha = h.sha256Hex();

@@ -6,9 +6,13 @@ import io.vmcuda.appliance.JsonWriter;
 public final class SessionJson {
     private SessionJson() {}
 
-    /** {@code "cache_hit": .., "setup_ms": {"upload": .., "rewrite": .., "worker_start": ..}} (-1 = not run). */
+    /**
+     * {@code "worker": "program"|"plain", "cache_hit": .., "setup_ms": {"upload": .., "rewrite": ..,
+     * "worker_start": ..}} (-1 = not run; "plain": the session shipped no executable).
+     */
     public static void setup(JsonWriter w, SetupTimings t) {
-        w.name("cache_hit").value(t.isCacheHit())
+        w.field("worker", t.isPlainWorker() ? "plain" : "program")
+                .name("cache_hit").value(t.isCacheHit())
                 .name("setup_ms").beginObject()
                 .field("upload", t.uploadMs())
                 .field("rewrite", t.rewriteMs())

@@ -84,6 +84,16 @@ public final class SessionManager implements WorkerEvents {
         openNew(client, program, binary, gpusWanted, timings, Tenant.ANONYMOUS);
     }
 
+    /**
+     * A NEW connection that ships no executable (binary size 0: the driver front end's static-cudart,
+     * library and framework programs): the appliance's plain worker serves it, sandboxed and placed like
+     * any other.
+     */
+    public void openPlain(Channel client, String program, int gpusWanted, Tenant tenant) {
+        openNew(client, program, CachedBinary.plainWorker(launcher.workerLibDir().resolve(WorkerLauncher.PLAIN_WORKER)),
+                gpusWanted, SetupTimings.plainWorker(), tenant);
+    }
+
     /** Sessions of this tenant that are queued, starting or running. */
     public int tenantSessions(Tenant tenant) {
         return perTenant.getOrDefault(tenant.name(), 0);
@@ -178,8 +188,8 @@ public final class SessionManager implements WorkerEvents {
         synchronized (s) {
             s.process = p;
         }
-        LOG.info("session " + id + ": started worker pid " + p.pid() + " for " + program + " (" + binary.sha256()
-                + ") on GPUs " + binding + "; log " + s.logFile());
+        LOG.info("session " + id + ": started worker pid " + p.pid() + " for " + program.replaceAll("\\p{Cntrl}", "?") + " ("
+                + (binary.isPlainWorker() ? "plain worker" : binary.sha256()) + ") on GPUs " + binding + "; log " + s.logFile());
         p.onExit().thenAccept(exited -> workerExited(s, exited.exitValue()));
         timer.schedule(() -> startTimedOut(s), workerStartTimeout.toMillis(), TimeUnit.MILLISECONDS);
         client.closeFuture().addListener(f -> newConnectionClosed(s, client));

@@ -18,6 +18,8 @@ public final class WorkerLauncher {
     /** Passed through from the daemon; VMCUDA_POLL_US: how long a worker polls its sockets before it blocks (vmc_io.c). */
     private static final List<String> INHERITED = List.of("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "VMCUDA_POLL_US");
     private static final Path BASH = Path.of("/bin/bash");
+    /** The worker for sessions that ship no executable, next to libvmcuda-worker.so. */
+    public static final String PLAIN_WORKER = "vmcuda-worker";
 
     private final Path workerSocket;
     private final Path workerLibDir;

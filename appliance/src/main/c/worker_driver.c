@@ -1,0 +1,577 @@
+/* Driver calls on the worker (PROTOCOL.md "Driver front end"). NVIDIA's libcuda.so.1 is loaded on first
+ * use; each ABI the client calls is resolved with NVIDIA's own cuGetProcAddress by the same key the
+ * client answered cuGetProcAddress with (cuda-driver.spec), so both ends agree on every signature. The
+ * generated dispatch serves the plain calls; this file the hand-written operations: the snapshot of the
+ * driver and GPUs, module images by content, parameter layouts, launches, names, copies with both sides
+ * here, pointer attributes. Everything the client sends is checked before the driver sees it; no client
+ * address is ever dereferenced. */
+#define _GNU_SOURCE
+#include "worker_driver.h"
+
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmc_api.h"
+#include "vmc_drv_api.h"
+#include "vmc_drv_wire.h"
+#include "vmc_sha256.h"
+#include "worker.h"
+
+/* ---- NVIDIA's driver ---- */
+
+static void *driver;
+static PFN_cuGetProcAddress_v12000 get_proc;
+static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
+
+static void load_driver(void) {
+    /* VMCUDA_WORKER_LIBCUDA: tests on machines without a GPU point it at a stand-in (tests/driver). */
+    const char *path = getenv("VMCUDA_WORKER_LIBCUDA");
+    driver = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!driver) {
+        vmc_w_log("no CUDA driver: %s; driver calls answer that there is no device", dlerror());
+        return;
+    }
+    get_proc = (PFN_cuGetProcAddress_v12000)dlsym(driver, "cuGetProcAddress_v2");
+    if (!get_proc)
+        vmc_w_log("the CUDA driver has no cuGetProcAddress_v2; driver calls are not served");
+}
+
+int vmc_w_drv_present(void) {
+    pthread_once(&driver_once, load_driver);
+    return get_proc != NULL;
+}
+
+void *vmc_w_drv_resolve(const char *name, int version, int per_thread) {
+    if (!vmc_w_drv_present())
+        return NULL;
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CUresult st = get_proc(name, &fn, version,
+                           per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                           &found);
+    return st == CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS ? fn : NULL;
+}
+
+#define MAX_IDS 4096
+static void *resolved[MAX_IDS];
+
+void *vmc_w_drv_proc(uint32_t id, const char *name, int version, int per_thread) {
+    uint32_t slot = id - VMC_DRV_FIRST_ID;
+    void *fn = slot < MAX_IDS ? __atomic_load_n(&resolved[slot], __ATOMIC_ACQUIRE) : NULL;
+    if (fn)
+        return fn;
+    fn = vmc_w_drv_resolve(name, version, per_thread);
+    if (fn && slot < MAX_IDS)
+        __atomic_store_n(&resolved[slot], fn, __ATOMIC_RELEASE);
+    return fn;
+}
+
+CUresult vmc_w_drv_missing(const char *function) {
+    if (!vmc_w_drv_present())
+        return CUDA_ERROR_NO_DEVICE;
+    vmc_w_log("the appliance's CUDA driver has no %s", function);
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* The hand-written operations' own functions, resolved once each. */
+#define DRV(type, var, name, version, per_thread)                                                  \
+    static type var;                                                                               \
+    if (!var)                                                                                      \
+        var = (type)vmc_w_drv_resolve(name, version, per_thread)
+
+/* ---- the snapshot: the driver and the session's GPUs, once per client process ---- */
+
+static enum vmc_w_result snapshot(struct vmc_wcall *wc) {
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    DRV(PFN_cuDriverGetVersion_v2020, version_of, "cuDriverGetVersion", 2020, 0);
+    DRV(PFN_cuInit_v2000, init, "cuInit", 2000, 0);
+    DRV(PFN_cuDeviceGetCount_v2000, count_of, "cuDeviceGetCount", 2000, 0);
+    DRV(PFN_cuDeviceGetName_v2000, name_of, "cuDeviceGetName", 2000, 0);
+    DRV(PFN_cuDeviceGetUuid_v11040, uuid_of, "cuDeviceGetUuid", 11040, 0);
+    DRV(PFN_cuDeviceGetLuid_v10000, luid_of, "cuDeviceGetLuid", 10000, 0);
+    DRV(PFN_cuDeviceTotalMem_v3020, total_of, "cuDeviceTotalMem", 3020, 0);
+    DRV(PFN_cuDeviceGetPCIBusId_v4010, bus_of, "cuDeviceGetPCIBusId", 4010, 0);
+    DRV(PFN_cuDeviceGetAttribute_v2000, attr_of, "cuDeviceGetAttribute", 2000, 0);
+    int version = 0, n = 0;
+    CUresult init_status = CUDA_ERROR_NO_DEVICE;
+    if (version_of && init && count_of && name_of && uuid_of && luid_of && total_of && bus_of && attr_of) {
+        version_of(&version);
+        init_status = init(0);
+        if (init_status == CUDA_SUCCESS && count_of(&n) != CUDA_SUCCESS)
+            n = 0;
+    }
+    vmc_w_reply_status(wc, cudaSuccess);
+    vmc_w_reply_u32(wc, (uint32_t)version);
+    vmc_w_reply_u32(wc, (uint32_t)init_status);
+    vmc_w_reply_u32(wc, (uint32_t)n);
+    vmc_w_reply_u32(wc, CU_DEVICE_ATTRIBUTE_MAX);
+    for (int d = 0; d < n; d++) {
+        char name[256] = {0}, bus[32] = {0}, luid[8] = {0};
+        CUuuid uuid;
+        unsigned mask = 0;
+        size_t total = 0;
+        memset(&uuid, 0, sizeof uuid);
+        name_of(name, sizeof name, d);
+        uuid_of(&uuid, d);
+        CUresult luid_status = luid_of(luid, &mask, d);
+        total_of(&total, d);
+        bus_of(bus, sizeof bus, d);
+        uint64_t total64 = total;
+        vmc_w_reply_pointee(wc, name, sizeof name);
+        vmc_w_reply_pointee(wc, &uuid, sizeof uuid);
+        vmc_w_reply_pointee(wc, luid, sizeof luid);
+        vmc_w_reply_u32(wc, mask);
+        vmc_w_reply_u32(wc, (uint32_t)luid_status);
+        vmc_w_reply_pointee(wc, &total64, sizeof total64);
+        vmc_w_reply_pointee(wc, bus, sizeof bus);
+        for (int a = 0; a < CU_DEVICE_ATTRIBUTE_MAX; a++) {
+            int value = 0;
+            CUresult as = a == 0 ? CUDA_ERROR_INVALID_VALUE : attr_of(&value, (CUdevice_attribute)a, d);
+            vmc_w_reply_u32(wc, (uint32_t)as);
+            vmc_w_reply_u32(wc, (uint32_t)value);
+        }
+    }
+    return VMC_W_DONE;
+}
+
+/* ---- module images, by content ---- */
+
+struct image {
+    uint8_t sha[32];
+    uint8_t *bytes;
+    uint64_t size;
+    struct image *next;
+};
+
+static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct image *images;
+static uint64_t image_bytes;
+
+/* What one session may keep of module images (VMCUDA_MODULE_STORE_BYTES, default 4 GiB). */
+static uint64_t image_budget(void) {
+    const char *s = getenv("VMCUDA_MODULE_STORE_BYTES");
+    unsigned long long v = s ? strtoull(s, NULL, 10) : 0;
+    return v ? v : (4ull << 30);
+}
+
+static struct image *find_image(const uint8_t sha[32]) {
+    pthread_mutex_lock(&images_lock);
+    struct image *i = images;
+    while (i && memcmp(i->sha, sha, 32) != 0)
+        i = i->next;
+    pthread_mutex_unlock(&images_lock);
+    return i;
+}
+
+static enum vmc_w_result image_query(struct vmc_wcall *wc) {
+    uint8_t sha[32];
+    vmc_w_arg(wc, sha, sizeof sha);
+    uint64_t size = vmc_in_u64(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    struct image *i = find_image(sha);
+    vmc_w_reply_status(wc, cudaSuccess);
+    vmc_w_reply_u32(wc, i && i->size == size);
+    return VMC_W_DONE;
+}
+
+/* The bytes follow the frame (as a host-to-device copy's do) and are always consumed, so that a refused
+ * upload leaves the connection in step. */
+static enum vmc_w_result image_upload(struct vmc_wcall *wc) {
+    struct vmc_wconn *c = wc->conn;
+    uint8_t sha[32];
+    vmc_w_arg(wc, sha, sizeof sha);
+    uint64_t size = vmc_in_u64(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_FATAL; /* without a trustworthy size the stream cannot be resynchronised */
+    CUresult st = CUDA_SUCCESS;
+    pthread_mutex_lock(&images_lock);
+    int fits = size > 0 && size <= image_budget() && image_bytes <= image_budget() - size;
+    if (fits)
+        image_bytes += size;
+    pthread_mutex_unlock(&images_lock);
+    uint8_t *bytes = fits ? malloc(size) : NULL;
+    if (!bytes) {
+        if (fits) {
+            pthread_mutex_lock(&images_lock);
+            image_bytes -= size;
+            pthread_mutex_unlock(&images_lock);
+        }
+        st = CUDA_ERROR_OUT_OF_MEMORY;
+        vmc_w_log("module image of %llu bytes refused: the session's module store is full or out of memory",
+                  (unsigned long long)size);
+        uint8_t sink[1 << 16];
+        for (uint64_t left = size; left;) {
+            size_t take = left < sizeof sink ? (size_t)left : sizeof sink;
+            if (vmc_w_read_bytes(c, sink, take) != 0)
+                return VMC_W_FATAL;
+            left -= take;
+        }
+    } else {
+        if (vmc_w_read_bytes(c, bytes, (size_t)size) != 0) {
+            free(bytes);
+            return VMC_W_FATAL;
+        }
+        uint8_t got[32];
+        struct vmc_sha256 h;
+        vmc_sha256_init(&h);
+        vmc_sha256_update(&h, bytes, (size_t)size);
+        vmc_sha256_final(&h, got);
+        struct image *i = memcmp(got, sha, 32) == 0 ? calloc(1, sizeof *i) : NULL;
+        if (!i) {
+            vmc_w_log(memcmp(got, sha, 32) ? "module image refused: its bytes do not match its SHA-256"
+                                           : "module image refused: out of memory");
+            st = memcmp(got, sha, 32) ? CUDA_ERROR_INVALID_IMAGE : CUDA_ERROR_OUT_OF_MEMORY;
+            free(bytes);
+            pthread_mutex_lock(&images_lock);
+            image_bytes -= size;
+            pthread_mutex_unlock(&images_lock);
+        } else {
+            memcpy(i->sha, sha, 32);
+            i->bytes = bytes;
+            i->size = size;
+            pthread_mutex_lock(&images_lock);
+            i->next = images;
+            images = i;
+            pthread_mutex_unlock(&images_lock);
+        }
+    }
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    return VMC_W_DONE;
+}
+
+/* ---- loading a module or library from a stored image ---- */
+
+static enum vmc_w_result module_load(struct vmc_wcall *wc) {
+    unsigned how = vmc_in_u8(&wc->in), wrapper_version = vmc_in_u8(&wc->in);
+    uint8_t sha[32];
+    vmc_w_arg(wc, sha, sizeof sha);
+    uint32_t n = vmc_in_u32(&wc->in);
+    if (n > VMC_MAX_JIT_OPTIONS || how > VMC_LOAD_LIBRARY || wrapper_version > 2)
+        return VMC_W_BAD_ARGS;
+    CUjit_option options[VMC_MAX_JIT_OPTIONS];
+    void *values[VMC_MAX_JIT_OPTIONS];
+    char *logs[VMC_MAX_JIT_OPTIONS] = {0};
+    int allowed = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        options[i] = (CUjit_option)vmc_in_u32(&wc->in);
+        uint64_t v = vmc_in_u64(&wc->in);
+        allowed = allowed && (vmc_jit_option_by_value(options[i]) || vmc_jit_option_is_log(options[i]));
+        if (options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES || options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+            v = v < VMC_MAX_JIT_LOG ? v : VMC_MAX_JIT_LOG;
+        values[i] = (void *)(uintptr_t)v;
+    }
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    CUresult st = CUDA_SUCCESS;
+    struct image *img = find_image(sha);
+    if (!img)
+        st = CUDA_ERROR_INVALID_VALUE; /* the client loads only what it made sure is here */
+    if (!allowed)
+        st = CUDA_ERROR_INVALID_VALUE;
+    for (uint32_t i = 0; i < n && st == CUDA_SUCCESS; i++)
+        if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER) {
+            size_t size = (size_t)(uintptr_t)values[i];
+            logs[i] = calloc(1, (size < VMC_MAX_JIT_LOG ? size : VMC_MAX_JIT_LOG) + 1);
+            values[i] = logs[i];
+            if (!logs[i])
+                st = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    uint64_t handle = 0;
+    if (st == CUDA_SUCCESS) {
+        DRV(PFN_cuModuleLoadData_v2000, load_data, "cuModuleLoadData", 2000, 0);
+        DRV(PFN_cuModuleLoadDataEx_v2010, load_data_ex, "cuModuleLoadDataEx", 2010, 0);
+        DRV(PFN_cuModuleLoadFatBinary_v2000, load_fatbinary, "cuModuleLoadFatBinary", 2000, 0);
+        DRV(PFN_cuLibraryLoadData_v12000, load_library, "cuLibraryLoadData", 12000, 0);
+        struct vmc_fatbin_wrapper w = {VMC_FATBIN_WRAPPER_MAGIC, wrapper_version, img->bytes, NULL};
+        const void *image = how == VMC_LOAD_LIBRARY && wrapper_version ? (const void *)&w : (const void *)img->bytes;
+        CUmodule m = NULL;
+        CUlibrary l = NULL;
+        switch (how) {
+        case VMC_LOAD_MODULE_DATA: st = load_data ? load_data(&m, image) : vmc_w_drv_missing("cuModuleLoadData"); break;
+        case VMC_LOAD_MODULE_DATA_EX:
+            st = load_data_ex ? load_data_ex(&m, image, n, options, values) : vmc_w_drv_missing("cuModuleLoadDataEx");
+            break;
+        case VMC_LOAD_MODULE_FATBINARY:
+            st = load_fatbinary ? load_fatbinary(&m, image) : vmc_w_drv_missing("cuModuleLoadFatBinary");
+            break;
+        default:
+            st = load_library ? load_library(&l, image, n ? options : NULL, n ? values : NULL, n, NULL, NULL, 0)
+                              : vmc_w_drv_missing("cuLibraryLoadData");
+        }
+        handle = how == VMC_LOAD_LIBRARY ? (uint64_t)(uintptr_t)l : (uint64_t)(uintptr_t)m;
+    }
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    vmc_w_reply_pointee(wc, &handle, sizeof handle);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        if (!logs[i])
+            memcpy(&v, &values[i], sizeof v); /* what the driver wrote back in place (sizes, wall time) */
+        vmc_w_reply_pointee(wc, &v, sizeof v);
+    }
+    for (int which = 0; which < 2; which++) {
+        const char *text = "";
+        for (uint32_t i = 0; i < n; i++)
+            if (logs[i] && options[i] == (which == 0 ? CU_JIT_INFO_LOG_BUFFER : CU_JIT_ERROR_LOG_BUFFER))
+                text = logs[i];
+        size_t len = strnlen(text, VMC_MAX_JIT_LOG);
+        vmc_w_reply_u32(wc, (uint32_t)len);
+        vmc_w_reply_pointee(wc, text, len);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        free(logs[i]);
+    return VMC_W_DONE;
+}
+
+/* ---- kernels: parameter layouts and names ---- */
+
+static enum vmc_w_result param_layout(struct vmc_wcall *wc) {
+    uint64_t handle = vmc_in_u64(&wc->in);
+    unsigned kind = vmc_in_u8(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async || kind > VMC_KIND_KERNEL)
+        return VMC_W_BAD_ARGS;
+    DRV(PFN_cuFuncGetParamInfo_v12040, func_info, "cuFuncGetParamInfo", 12040, 0);
+    DRV(PFN_cuKernelGetParamInfo_v12040, kernel_info, "cuKernelGetParamInfo", 12040, 0);
+    static size_t offsets[VMC_MAX_PARAMS], sizes[VMC_MAX_PARAMS];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    uint32_t n = 0;
+    CUresult st = CUDA_SUCCESS;
+    if (!(kind == VMC_KIND_KERNEL ? (void *)kernel_info : (void *)func_info))
+        st = vmc_w_drv_missing(kind == VMC_KIND_KERNEL ? "cuKernelGetParamInfo" : "cuFuncGetParamInfo");
+    while (st == CUDA_SUCCESS && n < VMC_MAX_PARAMS) {
+        CUresult r = kind == VMC_KIND_KERNEL ? kernel_info((CUkernel)(uintptr_t)handle, n, &offsets[n], &sizes[n])
+                                         : func_info((CUfunction)(uintptr_t)handle, n, &offsets[n], &sizes[n]);
+        if (r == CUDA_ERROR_INVALID_VALUE)
+            break; /* one past the last parameter (or none at all) */
+        if (r != CUDA_SUCCESS)
+            st = r;
+        else if (offsets[n] >= VMC_MAX_PARAM_BYTES || sizes[n] > VMC_MAX_PARAM_BYTES)
+            st = CUDA_ERROR_INVALID_VALUE;
+        else
+            n++;
+    }
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    if (st == CUDA_SUCCESS) {
+        vmc_w_reply_u32(wc, n);
+        for (uint32_t i = 0; i < n; i++) {
+            vmc_w_reply_u32(wc, (uint32_t)offsets[i]);
+            vmc_w_reply_u32(wc, (uint32_t)sizes[i]);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return VMC_W_DONE;
+}
+
+static enum vmc_w_result function_name(struct vmc_wcall *wc) {
+    uint64_t handle = vmc_in_u64(&wc->in);
+    unsigned kind = vmc_in_u8(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async || kind > VMC_KIND_KERNEL)
+        return VMC_W_BAD_ARGS;
+    DRV(PFN_cuFuncGetName_v12030, func_name, "cuFuncGetName", 12030, 0);
+    DRV(PFN_cuKernelGetName_v12030, kernel_name, "cuKernelGetName", 12030, 0);
+    const char *name = NULL;
+    CUresult st = kind == VMC_KIND_KERNEL ? (kernel_name ? kernel_name(&name, (CUkernel)(uintptr_t)handle)
+                                                     : vmc_w_drv_missing("cuKernelGetName"))
+                                      : (func_name ? func_name(&name, (CUfunction)(uintptr_t)handle)
+                                                   : vmc_w_drv_missing("cuFuncGetName"));
+    size_t len = st == CUDA_SUCCESS && name ? strnlen(name, 65535) : 0;
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    if (st == CUDA_SUCCESS) {
+        vmc_w_reply_u32(wc, (uint32_t)len);
+        vmc_w_reply_pointee(wc, name, len);
+    }
+    return VMC_W_DONE;
+}
+
+/* ---- launches ---- */
+
+static enum vmc_w_result launch(struct vmc_wcall *wc) {
+    uint64_t f = vmc_in_u64(&wc->in);
+    unsigned kind = vmc_in_u8(&wc->in);
+    CUlaunchConfig config;
+    memset(&config, 0, sizeof config);
+    config.gridDimX = vmc_in_u32(&wc->in);
+    config.gridDimY = vmc_in_u32(&wc->in);
+    config.gridDimZ = vmc_in_u32(&wc->in);
+    config.blockDimX = vmc_in_u32(&wc->in);
+    config.blockDimY = vmc_in_u32(&wc->in);
+    config.blockDimZ = vmc_in_u32(&wc->in);
+    config.sharedMemBytes = vmc_in_u32(&wc->in);
+    config.hStream = (CUstream)(uintptr_t)vmc_in_u64(&wc->in);
+    unsigned flags = vmc_in_u8(&wc->in);
+    uint32_t n_attrs = vmc_in_u32(&wc->in);
+    if (n_attrs > VMC_MAX_LAUNCH_ATTRS || kind > VMC_KIND_KERNEL || flags > 3)
+        return VMC_W_BAD_ARGS;
+    CUlaunchAttribute attrs[VMC_MAX_LAUNCH_ATTRS + 1];
+    vmc_w_arg(wc, attrs, n_attrs * sizeof attrs[0]);
+    uint32_t bytes = vmc_in_u32(&wc->in);
+    const void *args = vmc_in_view(&wc->in, bytes);
+    if (!vmc_w_args_ok(wc) || bytes > VMC_MAX_LAUNCH_ARG_BYTES)
+        return VMC_W_BAD_ARGS;
+    size_t size = bytes;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    void **extra_or_null = bytes ? extra : NULL;
+    int per_thread = (flags & VMC_LAUNCH_PER_THREAD) != 0;
+    CUresult st;
+    if (n_attrs || (flags & VMC_LAUNCH_COOPERATIVE)) {
+        if (flags & VMC_LAUNCH_COOPERATIVE) {
+            memset(&attrs[n_attrs], 0, sizeof attrs[n_attrs]);
+            attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+            attrs[n_attrs].value.cooperative = 1;
+            n_attrs++;
+        }
+        config.attrs = attrs;
+        config.numAttrs = n_attrs;
+        DRV(PFN_cuLaunchKernelEx_v11060, ex, "cuLaunchKernelEx", 11060, 0);
+        DRV(PFN_cuLaunchKernelEx_v11060_ptsz, ex_ptsz, "cuLaunchKernelEx", 11060, 1);
+        PFN_cuLaunchKernelEx_v11060 fn = per_thread ? ex_ptsz : ex;
+        st = fn ? fn(&config, (CUfunction)(uintptr_t)f, NULL, extra_or_null) : vmc_w_drv_missing("cuLaunchKernelEx");
+    } else {
+        DRV(PFN_cuLaunchKernel_v4000, plain, "cuLaunchKernel", 4000, 0);
+        DRV(PFN_cuLaunchKernel_v7000_ptsz, plain_ptsz, "cuLaunchKernel", 7000, 1);
+        PFN_cuLaunchKernel_v4000 fn = per_thread ? plain_ptsz : plain;
+        st = fn ? fn((CUfunction)(uintptr_t)f, config.gridDimX, config.gridDimY, config.gridDimZ, config.blockDimX,
+                     config.blockDimY, config.blockDimZ, config.sharedMemBytes, config.hStream, NULL, extra_or_null)
+                : vmc_w_drv_missing("cuLaunchKernel");
+    }
+    if (wc->async)
+        vmc_w_async_done(wc, (cudaError_t)st);
+    else
+        vmc_w_reply_status(wc, (cudaError_t)st);
+    return VMC_W_DONE;
+}
+
+/* ---- copies with both sides on the appliance (cuMemcpy2D/3D between device memory and arrays) ---- */
+
+static int on_appliance(CUmemorytype t) { return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY; }
+
+static enum vmc_w_result memcpy_on_appliance(struct vmc_wcall *wc) {
+    unsigned dims = vmc_in_u8(&wc->in), mode = vmc_in_u8(&wc->in);
+    CUstream stream = (CUstream)(uintptr_t)vmc_in_u64(&wc->in);
+    CUDA_MEMCPY2D d2;
+    CUDA_MEMCPY3D d3;
+    if (dims == 2 || dims == VMC_DIMS_2D_UNALIGNED)
+        vmc_w_arg(wc, &d2, sizeof d2);
+    else if (dims == 3)
+        vmc_w_arg(wc, &d3, sizeof d3);
+    if (!vmc_w_args_ok(wc) || dims < 2 || dims > VMC_DIMS_2D_UNALIGNED || (mode & ~COPY_MODE_BITS) ||
+        (dims == VMC_DIMS_2D_UNALIGNED && (mode & COPY_ASYNC)))
+        return VMC_W_BAD_ARGS;
+    int async = (mode & COPY_ASYNC) != 0, per_thread = (mode & COPY_PER_THREAD) != 0;
+    CUresult st;
+    /* Host memory never takes part here: a client that says so is refused, and host pointers are cleared. */
+    if (dims == 2 || dims == VMC_DIMS_2D_UNALIGNED) {
+        if (!on_appliance(d2.srcMemoryType) || !on_appliance(d2.dstMemoryType)) {
+            st = CUDA_ERROR_INVALID_VALUE;
+        } else if (dims == VMC_DIMS_2D_UNALIGNED) {
+            d2.srcHost = NULL;
+            d2.dstHost = NULL;
+            DRV(PFN_cuMemcpy2DUnaligned_v3020, u, "cuMemcpy2DUnaligned", 3020, 0);
+            DRV(PFN_cuMemcpy2DUnaligned_v7000_ptds, u_pt, "cuMemcpy2DUnaligned", 7000, 1);
+            PFN_cuMemcpy2DUnaligned_v3020 fn = per_thread ? u_pt : u;
+            st = fn ? fn(&d2) : vmc_w_drv_missing("cuMemcpy2DUnaligned");
+        } else {
+            d2.srcHost = NULL;
+            d2.dstHost = NULL;
+            DRV(PFN_cuMemcpy2D_v3020, c, "cuMemcpy2D", 3020, 0);
+            DRV(PFN_cuMemcpy2D_v7000_ptds, c_pt, "cuMemcpy2D", 7000, 1);
+            DRV(PFN_cuMemcpy2DAsync_v3020, ca, "cuMemcpy2DAsync", 3020, 0);
+            DRV(PFN_cuMemcpy2DAsync_v7000_ptsz, ca_pt, "cuMemcpy2DAsync", 7000, 1);
+            st = async ? ((per_thread ? ca_pt : ca) ? (per_thread ? ca_pt : ca)(&d2, stream) : vmc_w_drv_missing("cuMemcpy2DAsync"))
+                       : ((per_thread ? c_pt : c) ? (per_thread ? c_pt : c)(&d2) : vmc_w_drv_missing("cuMemcpy2D"));
+        }
+    } else {
+        if (!on_appliance(d3.srcMemoryType) || !on_appliance(d3.dstMemoryType)) {
+            st = CUDA_ERROR_INVALID_VALUE;
+        } else {
+            d3.srcHost = NULL;
+            d3.dstHost = NULL;
+            d3.reserved0 = NULL;
+            d3.reserved1 = NULL;
+            DRV(PFN_cuMemcpy3D_v3020, c, "cuMemcpy3D", 3020, 0);
+            DRV(PFN_cuMemcpy3D_v7000_ptds, c_pt, "cuMemcpy3D", 7000, 1);
+            DRV(PFN_cuMemcpy3DAsync_v3020, ca, "cuMemcpy3DAsync", 3020, 0);
+            DRV(PFN_cuMemcpy3DAsync_v7000_ptsz, ca_pt, "cuMemcpy3DAsync", 7000, 1);
+            st = async ? ((per_thread ? ca_pt : ca) ? (per_thread ? ca_pt : ca)(&d3, stream) : vmc_w_drv_missing("cuMemcpy3DAsync"))
+                       : ((per_thread ? c_pt : c) ? (per_thread ? c_pt : c)(&d3) : vmc_w_drv_missing("cuMemcpy3D"));
+        }
+    }
+    if (wc->async)
+        vmc_w_async_done(wc, (cudaError_t)st);
+    else
+        vmc_w_reply_status(wc, (cudaError_t)st);
+    return VMC_W_DONE;
+}
+
+/* ---- pointer attributes of device memory ---- */
+
+static enum vmc_w_result pointer_attributes(struct vmc_wcall *wc) {
+    uint32_t n = vmc_in_u32(&wc->in);
+    if (n == 0 || n > VMC_MAX_POINTER_ATTRS)
+        return VMC_W_BAD_ARGS;
+    CUpointer_attribute attrs[VMC_MAX_POINTER_ATTRS];
+    for (uint32_t i = 0; i < n; i++)
+        attrs[i] = (CUpointer_attribute)vmc_in_u32(&wc->in);
+    CUdeviceptr ptr = vmc_in_u64(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    /* every value fits in VMC_POINTER_ATTR_BYTES (the largest, P2P tokens, is 16) */
+    static _Thread_local unsigned char values[VMC_MAX_POINTER_ATTRS][VMC_POINTER_ATTR_BYTES];
+    void *data[VMC_MAX_POINTER_ATTRS];
+    memset(values, 0, sizeof values);
+    for (uint32_t i = 0; i < n; i++)
+        data[i] = values[i];
+    DRV(PFN_cuPointerGetAttributes_v7000, get, "cuPointerGetAttributes", 7000, 0);
+    CUresult st = get ? get(n, attrs, data, ptr) : vmc_w_drv_missing("cuPointerGetAttributes");
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    if (st == CUDA_SUCCESS)
+        for (uint32_t i = 0; i < n; i++)
+            vmc_w_reply_pointee(wc, values[i], VMC_POINTER_ATTR_BYTES);
+    return VMC_W_DONE;
+}
+
+/* ---- bulk copies in driver mode (worker_memcpy.c, worker_shm.c) ---- */
+
+CUresult vmc_w_drv_copy_block(CUdeviceptr device, void *host, size_t n, int to_device, int pinned, CUstream stream,
+                              int per_thread) {
+    DRV(PFN_cuMemcpyHtoDAsync_v3020, htod_async, "cuMemcpyHtoDAsync", 3020, 0);
+    DRV(PFN_cuMemcpyDtoHAsync_v3020, dtoh_async, "cuMemcpyDtoHAsync", 3020, 0);
+    DRV(PFN_cuMemcpyHtoD_v3020, htod, "cuMemcpyHtoD", 3020, 0);
+    DRV(PFN_cuMemcpyDtoH_v3020, dtoh, "cuMemcpyDtoH", 3020, 0);
+    DRV(PFN_cuMemcpyHtoD_v7000_ptds, htod_pt, "cuMemcpyHtoD", 7000, 1);
+    DRV(PFN_cuMemcpyDtoH_v7000_ptds, dtoh_pt, "cuMemcpyDtoH", 7000, 1);
+    if (pinned) /* the stream handle already says which default stream (2 = per-thread) */
+        return to_device ? (htod_async ? htod_async(device, host, n, stream) : vmc_w_drv_missing("cuMemcpyHtoDAsync"))
+                         : (dtoh_async ? dtoh_async(host, device, n, stream) : vmc_w_drv_missing("cuMemcpyDtoHAsync"));
+    PFN_cuMemcpyHtoD_v3020 h = per_thread ? htod_pt : htod;
+    PFN_cuMemcpyDtoH_v3020 d = per_thread ? dtoh_pt : dtoh;
+    return to_device ? (h ? h(device, host, n) : vmc_w_drv_missing("cuMemcpyHtoD"))
+                     : (d ? d(host, device, n) : vmc_w_drv_missing("cuMemcpyDtoH"));
+}
+
+CUresult vmc_w_drv_stream_sync(CUstream stream) {
+    DRV(PFN_cuStreamSynchronize_v2000, sync, "cuStreamSynchronize", 2000, 0);
+    return sync ? sync(stream) : vmc_w_drv_missing("cuStreamSynchronize");
+}
+
+/* ---- dispatch ---- */
+
+enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
+    switch (wc->id) {
+    case VMC_DRV_vmc_drv_Snapshot: return snapshot(wc);
+    case VMC_DRV_vmc_drv_ImageQuery: return image_query(wc);
+    case VMC_DRV_vmc_drv_ImageUpload: return image_upload(wc);
+    case VMC_DRV_vmc_drv_ModuleLoad: return module_load(wc);
+    case VMC_DRV_vmc_drv_ParamLayout: return param_layout(wc);
+    case VMC_DRV_vmc_drv_FunctionName: return function_name(wc);
+    case VMC_DRV_vmc_drv_Launch: return launch(wc);
+    case VMC_DRV_vmc_drv_MemcpyOnAppliance: return memcpy_on_appliance(wc);
+    case VMC_DRV_cuPointerGetAttributes: return pointer_attributes(wc);
+    default: return vmc_worker_drv_dispatch_generated(wc);
+    }
+}

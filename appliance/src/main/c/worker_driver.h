@@ -1,0 +1,30 @@
+/* The worker's side of the driver front end: NVIDIA's libcuda.so.1, loaded on first use, serves the
+ * driver calls in this process, in the same primary context as the runtime calls. */
+#ifndef WORKER_DRIVER_H
+#define WORKER_DRIVER_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <stdint.h>
+#include "worker_call.h"
+
+/* NVIDIA's implementation of one ABI (a cuda-driver.spec key), resolved with NVIDIA's cuGetProcAddress
+ * and remembered under the call's wire id; NULL when the appliance has no driver or its driver lacks it. */
+void *vmc_w_drv_proc(uint32_t id, const char *name, int version, int per_thread);
+/* The same without the id (the hand-written operations keep their own). */
+void *vmc_w_drv_resolve(const char *name, int version, int per_thread);
+/* What a call returns when its function could not be resolved. */
+CUresult vmc_w_drv_missing(const char *function);
+/* 1 when NVIDIA's driver could be loaded in this process. */
+int vmc_w_drv_present(void);
+
+/* Serves a driver call (id >= VMC_DRV_FIRST_ID): the hand-written operations, else the generated ones. */
+enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc);
+enum vmc_w_result vmc_worker_drv_dispatch_generated(struct vmc_wcall *wc);
+
+/* Driver-mode bulk copies (COPY_DRIVER): one block, and waiting for a stream. */
+CUresult vmc_w_drv_copy_block(CUdeviceptr device, void *host, size_t n, int to_device, int pinned, CUstream stream,
+                              int per_thread);
+CUresult vmc_w_drv_stream_sync(CUstream stream);
+
+#endif

@@ -1,0 +1,117 @@
+#include "bulk.h"
+
+#include "shim_call.h"
+#include "shim_ranges.h"
+#include "shim_shm.h"
+#include "shim_stripe.h"
+#include "vmc_api.h"
+#include "vmc_drv_api.h"
+
+static struct vmc_range_set device_ranges = VMC_RANGE_SET_INIT;
+
+void vmc_device_range_add(uint64_t base, size_t size) {
+    vmc_ranges_add(&device_ranges, (const void *)(uintptr_t)base, size, 0);
+}
+
+void vmc_device_range_remove(uint64_t base) { vmc_ranges_remove(&device_ranges, (const void *)(uintptr_t)base); }
+
+int vmc_device_range_find(uint64_t p, uint64_t *base, size_t *size) {
+    struct vmc_range r;
+    if (!vmc_ranges_find(&device_ranges, (const void *)(uintptr_t)p, &r))
+        return 0;
+    if (base)
+        *base = r.base;
+    if (size)
+        *size = r.size;
+    return 1;
+}
+
+cudaError_t vmc_sync_default_stream(unsigned mode) {
+    /* What the application itself would call: the runtime's or the driver's stream synchronize, whose one
+     * argument (the stream handle; 2 is the per-thread default stream in both APIs) travels by value. */
+    struct vmc_call c;
+    uint64_t stream = (mode & COPY_PER_THREAD) ? 2 : 0;
+    cudaError_t st = vmc_call_begin(&c, (mode & COPY_DRIVER) ? VMC_DRV_cuStreamSynchronize : VMC_API_cudaStreamSynchronize, 0);
+    if (st != cudaSuccess)
+        return st;
+    vmc_arg(&c, &stream, sizeof stream);
+    return vmc_call_finish(&c);
+}
+
+/* Host-to-device over the calling thread's connection: the frame, then `count` bytes straight from
+ * the application's buffer. An async copy returns once the bytes are on the wire: the buffer may be
+ * reused, as after a native cudaMemcpyAsync from pageable memory. */
+static cudaError_t socket_host_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count,
+                                         cudaStream_t stream, unsigned mode) {
+    struct vmc_call c;
+    cudaError_t st = vmc_call_begin_ex(&c, VMC_API_vmc_MemcpyHostToDevice, (mode & COPY_ASYNC) != 0, !(mode & COPY_DRIVER));
+    if (st != cudaSuccess)
+        return st;
+    vmc_arg_u32(&c, symbol);
+    vmc_arg_u64(&c, dst);
+    vmc_arg_u64(&c, count);
+    vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
+    vmc_arg_u8(&c, (uint8_t)mode);
+    return vmc_call_finish_upload(&c, src, count);
+}
+
+/* Device-to-host over the calling thread's connection: always waits for the data, even for
+ * cudaMemcpyAsync (the bytes must land in the application's buffer, and only this thread reads its
+ * connection). That is a stronger ordering than CUDA promises, never a weaker one. */
+static cudaError_t socket_device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
+                                         unsigned mode) {
+    struct vmc_call c;
+    cudaError_t st = vmc_call_begin_ex(&c, VMC_API_vmc_MemcpyDeviceToHost, 0, !(mode & COPY_DRIVER));
+    if (st != cudaSuccess)
+        return st;
+    vmc_arg_u32(&c, symbol);
+    vmc_arg_u64(&c, src);
+    vmc_arg_u64(&c, count);
+    vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
+    vmc_arg_u8(&c, (uint8_t)mode);
+    return vmc_call_finish_download(&c, dst, count);
+}
+
+/* One stripe of a striped copy (shim_stripe.h), on the calling thread's own connection. */
+static cudaError_t stripe_to_device(uint8_t *host, uint64_t device, size_t n, unsigned mode) {
+    return socket_host_to_device(VMC_NO_INDEX, device, host, n, 0, mode);
+}
+
+static cudaError_t stripe_to_host(uint8_t *host, uint64_t device, size_t n, unsigned mode) {
+    return socket_device_to_host(host, VMC_NO_INDEX, device, n, 0, mode);
+}
+
+/* How many TCP stripes a copy gets: only synchronous copies of plain device memory that lie inside
+ * one allocation (so that every stripe fails or succeeds as the whole copy would natively). */
+static unsigned stripes_for(uint32_t symbol, uint64_t device, size_t count, unsigned mode) {
+    struct vmc_range r;
+    if (symbol != VMC_NO_INDEX || (mode & COPY_ASYNC) || count < VMC_STRIPE_MIN)
+        return 1;
+    if (!vmc_ranges_find(&device_ranges, (const void *)(uintptr_t)device, &r) || device + count > r.base + r.size)
+        return 1;
+    return vmc_stripe_ways(count);
+}
+
+/* Host-to-device: the shared-memory ring when co-located, else the socket (striped when large). */
+cudaError_t vmc_copy_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, uint64_t stream_arg,
+                               unsigned mode) {
+    cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
+    /* An async copy must return once its bytes have left the buffer, without waiting for the stream:
+     * the socket gives that; the ring would wait for the device copy. */
+    if (!(mode & COPY_ASYNC) && vmc_shm_ready(count))
+        return vmc_shm_host_to_device(symbol, dst, src, count, stream, mode);
+    unsigned ways = stripes_for(symbol, dst, count, mode);
+    if (ways > 1)
+        return vmc_striped_copy(ways, (uint8_t *)(uintptr_t)src, dst, count, mode, stripe_to_device);
+    return socket_host_to_device(symbol, dst, src, count, stream, mode);
+}
+
+cudaError_t vmc_copy_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, uint64_t stream_arg, unsigned mode) {
+    cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
+    if (vmc_shm_ready(count))
+        return vmc_shm_device_to_host(dst, symbol, src, count, stream, mode);
+    unsigned ways = stripes_for(symbol, src, count, mode);
+    if (ways > 1)
+        return vmc_striped_copy(ways, dst, src, count, mode, stripe_to_host);
+    return socket_device_to_host(dst, symbol, src, count, stream, mode);
+}

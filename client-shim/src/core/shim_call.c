@@ -1,0 +1,159 @@
+#include "shim_call.h"
+
+#include <stdio.h>
+#include <string.h>
+#include "shim_registry.h"
+#include "shim_session.h"
+#include "vmc_drv_api.h"
+
+/* Counts calls that may have changed the worker thread's CUDA context state behind the driver front
+ * end's back (every runtime call may initialise the runtime, which makes its primary context current). */
+static uint64_t runtime_epoch;
+
+uint64_t vmc_runtime_epoch(void) { return __atomic_load_n(&runtime_epoch, __ATOMIC_ACQUIRE); }
+
+cudaError_t vmc_call_begin(struct vmc_call *c, uint32_t id, int async) {
+    return vmc_call_begin_ex(c, id, async, id < VMC_DRV_FIRST_ID);
+}
+
+cudaError_t vmc_call_begin_ex(struct vmc_call *c, uint32_t id, int async, int runtime_call) {
+    cudaError_t err = cudaSuccess;
+    if (runtime_call)
+        __atomic_add_fetch(&runtime_epoch, 1, __ATOMIC_ACQ_REL);
+    memset(c, 0, sizeof *c);
+    c->id = id;
+    c->async = async;
+    c->conn = vmc_thread_conn(&err);
+    if (!c->conn)
+        return err;
+    vmc_out_begin_frame(&c->conn->out);
+    return cudaSuccess;
+}
+
+void vmc_arg(struct vmc_call *c, const void *p, size_t n) { vmc_out_bytes(&c->conn->out, p, n); }
+void vmc_arg_u8(struct vmc_call *c, uint8_t v) { vmc_out_u8(&c->conn->out, v); }
+void vmc_arg_u32(struct vmc_call *c, uint32_t v) { vmc_out_u32(&c->conn->out, v); }
+void vmc_arg_u64(struct vmc_call *c, uint64_t v) { vmc_out_u64(&c->conn->out, v); }
+
+void vmc_arg_pointee(struct vmc_call *c, const void *p, size_t n) {
+    vmc_out_u8(&c->conn->out, p != NULL);
+    if (p)
+        vmc_out_bytes(&c->conn->out, p, n);
+}
+
+void vmc_arg_func(struct vmc_call *c, const void *hostFun) {
+    const struct vmc_kernel *k = vmc_kernel_by_host_fun(hostFun);
+    vmc_out_u32(&c->conn->out, k ? k->index : VMC_NO_INDEX);
+}
+
+void vmc_arg_symbol(struct vmc_call *c, const void *hostVar) {
+    const struct vmc_var *v = vmc_var_by_host_var(hostVar);
+    vmc_out_u32(&c->conn->out, v ? v->index : VMC_NO_INDEX);
+}
+
+void vmc_arg_str(struct vmc_call *c, const char *s) {
+    if (!s) {
+        vmc_out_u32(&c->conn->out, VMC_NO_INDEX);
+        return;
+    }
+    size_t n = strlen(s);
+    vmc_out_u32(&c->conn->out, (uint32_t)n);
+    vmc_out_bytes(&c->conn->out, s, n);
+}
+
+/* Up to this many bytes of bulk data ride in the same write as their CALL frame. */
+#define SMALL_UPLOAD (64u << 10)
+
+static int finish_frame(struct vmc_call *c) {
+    struct vmc_conn *conn = c->conn;
+    if (conn->out.broken || conn->out.len - VMC_HEADER_BYTES > VMC_MAX_CALL_PAYLOAD)
+        return -1;
+    vmc_out_finish_frame(&conn->out, VMC_CALL, c->async ? VMC_FLAG_ASYNC : 0, c->id);
+    return 0;
+}
+
+static int send_frame(struct vmc_call *c) {
+    return finish_frame(c) == 0 ? vmc_write_full(c->conn->fd, c->conn->out.data, c->conn->out.len) : -1;
+}
+
+/* Waits for the REPLY to this call; returns its status, or the session-lost error. */
+static cudaError_t await_reply(struct vmc_call *c) {
+    struct vmc_frame_header h;
+    if (vmc_conn_read_frame(c->conn, &h) != 0)
+        return vmc_session_lost(c->conn, "connection to the worker closed");
+    if (h.type == VMC_ERROR) {
+        /* The appliance ended the session and said why (idle release, a protocol error, ...). */
+        struct vmc_in in;
+        char why[600];
+        vmc_in_init(&in, c->conn->payload, h.len);
+        (void)vmc_in_u32(&in);
+        uint16_t n = vmc_in_u16(&in);
+        const uint8_t *text = vmc_in_view(&in, n);
+        snprintf(why, sizeof why, "%.*s", text ? (int)n : 0, text ? (const char *)text : "the worker sent an error");
+        return vmc_session_lost(c->conn, why);
+    }
+    if (h.type != VMC_REPLY || h.id != c->id || h.len < 8)
+        return vmc_session_lost(c->conn, "unexpected frame from the worker");
+    vmc_in_init(&c->reply, c->conn->payload, h.len);
+    int32_t status = (int32_t)vmc_in_u32(&c->reply);
+    (void)vmc_in_u32(&c->reply); /* async_error: the worker thread's own last-error state already holds it */
+    c->replied = 1;
+    return (cudaError_t)status;
+}
+
+cudaError_t vmc_call_finish(struct vmc_call *c) {
+    if (send_frame(c) != 0)
+        return vmc_session_lost(c->conn, c->conn->out.broken ? "out of memory building a call" : "cannot send to the worker");
+    if (c->async)
+        return cudaSuccess;
+    return await_reply(c);
+}
+
+cudaError_t vmc_call_finish_upload(struct vmc_call *c, const void *data, size_t count) {
+    int rc;
+    if (count <= SMALL_UPLOAD) {
+        /* Latency-bound: frame and data in one write (the data is outside the frame's length). */
+        rc = finish_frame(c);
+        vmc_out_bytes(&c->conn->out, data, count);
+        rc = rc || c->conn->out.broken || vmc_write_full(c->conn->fd, c->conn->out.data, c->conn->out.len);
+    } else {
+        /* Bulk data is sent straight from the application's buffer. */
+        rc = send_frame(c) || vmc_write_full(c->conn->fd, data, count);
+    }
+    if (rc != 0)
+        return vmc_session_lost(c->conn, "cannot send to the worker");
+    if (c->async)
+        return cudaSuccess;
+    return await_reply(c);
+}
+
+cudaError_t vmc_call_finish_download(struct vmc_call *c, void *dst, size_t count) {
+    if (send_frame(c) != 0)
+        return vmc_session_lost(c->conn, "cannot send to the worker");
+    cudaError_t st = await_reply(c);
+    if (!c->replied || st != cudaSuccess)
+        return st;
+    /* The data goes straight into the application's buffer: no staging copy on the client. */
+    if (vmc_conn_read(c->conn, dst, count) != 0)
+        return vmc_session_lost(c->conn, "connection closed during a device-to-host copy");
+    return await_reply(c);
+}
+
+cudaError_t vmc_call_send(struct vmc_call *c) {
+    if (send_frame(c) != 0)
+        return vmc_session_lost(c->conn, "cannot send to the worker");
+    return cudaSuccess;
+}
+
+cudaError_t vmc_call_await(struct vmc_call *c) { return await_reply(c); }
+
+void vmc_ret_pointee(struct vmc_call *c, void *p, size_t n) {
+    if (c->replied && p)
+        vmc_in_bytes(&c->reply, p, n);
+}
+
+uint32_t vmc_ret_u32(struct vmc_call *c) { return c->replied ? vmc_in_u32(&c->reply) : 0; }
+
+uint64_t vmc_ret_u64(struct vmc_call *c) { return c->replied ? vmc_in_u64(&c->reply) : 0; }
+
+int vmc_call_reply_ok(const struct vmc_call *c) { return c->replied && !c->reply.bad; }

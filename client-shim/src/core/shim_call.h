@@ -1,0 +1,58 @@
+/* The client side of one forwarded CUDA call: used by the generated stubs (vmc_client_stubs.c)
+ * and by the hand-written functions (memory, launches). */
+#ifndef SHIM_CALL_H
+#define SHIM_CALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include "vmc_io.h"
+
+struct vmc_conn;
+
+struct vmc_call {
+    struct vmc_conn *conn;
+    uint32_t id;
+    int async;
+    int replied;          /* a REPLY was received: out-values may be read from `reply` */
+    struct vmc_in reply;  /* REPLY payload after status and async_error */
+};
+
+/* Opens the calling thread's connection if needed and starts a CALL frame.
+ * Returns cudaSuccess, or the error every call gets while no appliance session is possible. */
+cudaError_t vmc_call_begin(struct vmc_call *c, uint32_t id, int async);
+/* The same; runtime_call says whether the call may change the worker thread's context state (runtime calls
+ * do: vmc_call_begin assumes so for every id below the driver's). */
+cudaError_t vmc_call_begin_ex(struct vmc_call *c, uint32_t id, int async, int runtime_call);
+/* How many such calls this process has made: the driver front end's cached context answers are valid
+ * while it does not change. */
+uint64_t vmc_runtime_epoch(void);
+void vmc_arg(struct vmc_call *c, const void *p, size_t n);
+/* @out/@in pointer: presence byte, then the pointee's current bytes. */
+void vmc_arg_pointee(struct vmc_call *c, const void *p, size_t n);
+void vmc_arg_func(struct vmc_call *c, const void *hostFun);
+void vmc_arg_symbol(struct vmc_call *c, const void *hostVar);
+void vmc_arg_str(struct vmc_call *c, const char *s);
+void vmc_arg_u8(struct vmc_call *c, uint8_t v);
+void vmc_arg_u32(struct vmc_call *c, uint32_t v);
+void vmc_arg_u64(struct vmc_call *c, uint64_t v);
+
+/* Sends the frame. Sync calls wait for the REPLY and return its status; async calls return cudaSuccess. */
+cudaError_t vmc_call_finish(struct vmc_call *c);
+/* Sync call whose frame is followed by `count` raw bytes from `data` (host-to-device bulk). */
+cudaError_t vmc_call_finish_upload(struct vmc_call *c, const void *data, size_t count);
+/* Sync call whose REPLY, when successful, is followed by `count` raw bytes into `dst`
+ * and a trailing REPLY (device-to-host bulk). */
+cudaError_t vmc_call_finish_download(struct vmc_call *c, void *dst, size_t count);
+/* The two halves of vmc_call_finish for calls that exchange more than one message (the shared-memory
+ * fast path): send the CALL frame; later wait for a REPLY (callable more than once per call). */
+cudaError_t vmc_call_send(struct vmc_call *c);
+cudaError_t vmc_call_await(struct vmc_call *c);
+/* Copies the next n reply bytes into p (when p is not NULL and the call was answered). */
+void vmc_ret_pointee(struct vmc_call *c, void *p, size_t n);
+uint32_t vmc_ret_u32(struct vmc_call *c);
+uint64_t vmc_ret_u64(struct vmc_call *c);
+/* The call was answered and every value read from the answer so far was there. */
+int vmc_call_reply_ok(const struct vmc_call *c);
+
+#endif

@@ -1,0 +1,468 @@
+/* The appliance session (PROTOCOL.md "Session setup"): the first CUDA call of the process opens it,
+ * every other thread that calls CUDA joins it with a connection of its own. */
+#include "shim_session.h"
+#include "shim_shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vmc_sha256.h"
+#include "shim_config.h"
+#include "shim_registry.h"
+
+enum session_state { SESSION_NONE, SESSION_UP, SESSION_FAILED };
+
+static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
+static enum session_state state = SESSION_NONE;
+static cudaError_t failure_error = cudaErrorNoDevice;
+static uint64_t session_id;
+static uint8_t session_key[VMC_SESSION_KEY_BYTES];
+static struct vmc_conn *primary;
+
+static __thread struct vmc_conn *thread_conn;
+static __thread int thread_failed;
+static pthread_key_t conn_key;
+static pthread_once_t conn_key_once = PTHREAD_ONCE_INIT;
+
+/* One line on stderr, prefixed, for the user of the application. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "vmcuda: %s\n", line);
+    fflush(stderr);
+}
+
+static void close_thread_conn(void *p) {
+    struct vmc_conn *c = p;
+    if (c && c != primary) {
+        close(c->fd); /* first: the worker gives a lane of a shared region back when it sees the end */
+        vmc_shm_forget(c);
+        vmc_out_free(&c->out);
+        vmc_reader_free(&c->in);
+        free(c->payload);
+        free(c);
+    }
+}
+
+static void make_conn_key(void) { pthread_key_create(&conn_key, close_thread_conn); }
+
+static int tcp_connect(const char *appliance, char *why, size_t why_len) {
+    char host[256];
+    const char *colon = strrchr(appliance, ':');
+    if (!colon || colon == appliance || (size_t)(colon - appliance) >= sizeof host || !colon[1]) {
+        snprintf(why, why_len, "'%s' is not HOST:PORT", appliance);
+        return -1;
+    }
+    memcpy(host, appliance, (size_t)(colon - appliance));
+    host[colon - appliance] = 0;
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') { /* [::1]:7070 */
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = 0;
+    }
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    int gai = getaddrinfo(host, colon + 1, &hints, &res);
+    if (gai != 0) {
+        snprintf(why, why_len, "cannot resolve %s: %s", host, gai_strerror(gai));
+        return -1;
+    }
+    int fd = -1, last_errno = 0;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            last_errno = errno;
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        last_errno = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        snprintf(why, why_len, "%s", strerror(last_errno));
+        return -1;
+    }
+    /* Small calls must not wait for Nagle; bulk copies want deep buffers. */
+    int one = 1, buf = 8 << 20;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    return fd;
+}
+
+static int hash_executable(uint8_t digest[32], uint64_t *size) {
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct vmc_sha256 s;
+    vmc_sha256_init(&s);
+    static uint8_t chunk[1 << 20];
+    uint64_t total = 0;
+    for (;;) {
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            close(fd);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        vmc_sha256_update(&s, chunk, (size_t)r);
+        total += (uint64_t)r;
+    }
+    close(fd);
+    vmc_sha256_final(&s, digest);
+    *size = total;
+    return 0;
+}
+
+/* The executable's base name, for the appliance's logs, /status and progress lines. */
+static const char *exe_name(void) {
+    static char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    return strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+}
+
+/* Large uploads say how they progress: on a terminal as one redrawn line, otherwise a line per 10 %. */
+#define PROGRESS_FROM_BYTES (64ull << 20)
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void upload_progress(const char *name, uint64_t sent, uint64_t size, int *last_decile, double started) {
+    if (size < PROGRESS_FROM_BYTES)
+        return;
+    int tty = isatty(2), decile = (int)(sent * 10 / size);
+    if (sent < size && decile == *last_decile)
+        return;
+    *last_decile = decile;
+    if (sent < size) {
+        fprintf(stderr, "%svmcuda: uploading %s (%llu MiB) to %s: %d%%%s", tty ? "\r" : "", name,
+                (unsigned long long)(size >> 20), vmc_client_config()->appliance, decile * 10, tty ? "" : "\n");
+    } else {
+        double secs = seconds_now() - started;
+        fprintf(stderr, "%svmcuda: uploaded %s (%llu MiB) in %.1f s (%.0f MB/s); the appliance now rewrites it and starts the worker\n",
+                tty ? "\r" : "", name, (unsigned long long)(size >> 20), secs, secs > 0 ? size / secs / 1e6 : 0.0);
+    }
+    fflush(stderr);
+}
+
+static int upload_executable(int sock, uint64_t size, const char *name) {
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    static uint8_t chunk[VMC_MAX_BINARY_CHUNK];
+    uint64_t sent = 0;
+    int rc = 0, decile = -1;
+    double started = seconds_now();
+    while (sent < size && rc == 0) {
+        size_t want = size - sent < sizeof chunk ? (size_t)(size - sent) : sizeof chunk;
+        if (vmc_read_full(fd, chunk, want) != 0) {
+            rc = -1;
+            break;
+        }
+        uint8_t h[VMC_HEADER_BYTES];
+        vmc_encode_header(h, VMC_BINARY_CHUNK, 0, 0, (uint32_t)want);
+        rc = vmc_write_full(sock, h, sizeof h) || vmc_write_full(sock, chunk, want) ? -1 : 0;
+        sent += want;
+        if (rc == 0)
+            upload_progress(name, sent, size, &decile, started);
+    }
+    close(fd);
+    return rc;
+}
+
+static struct vmc_conn *new_conn(int fd) {
+    struct vmc_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->fd = fd;
+    c->shm_lane = -1;
+    return c;
+}
+
+#define IN_BUFFER_BYTES (64u << 10)
+
+int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n) {
+    c->in.cap = IN_BUFFER_BYTES;
+    return vmc_reader_read(&c->in, c->fd, dst, n);
+}
+
+int vmc_conn_read_frame(struct vmc_conn *c, struct vmc_frame_header *h) {
+    for (;;) {
+        const char *why;
+        uint8_t raw[VMC_HEADER_BYTES];
+        if (vmc_conn_read(c, raw, sizeof raw) != 0 || vmc_parse_header(raw, h, &why) != 0)
+            return -1;
+        if (h->len > c->payload_cap) {
+            uint8_t *p = realloc(c->payload, h->len);
+            if (!p)
+                return -1;
+            c->payload = p;
+            c->payload_cap = h->len;
+        }
+        if (h->len && vmc_conn_read(c, c->payload, h->len) != 0)
+            return -1;
+        if (h->type != VMC_OUTPUT)
+            return 0;
+        /* What the worker's process printed (device printf, runtime messages) goes through this
+         * process's own stdio, so it interleaves with the application's output as natively. */
+        if (h->len >= 1) {
+            FILE *to = c->payload[0] == 2 ? stderr : stdout;
+            fwrite(c->payload + 1, 1, h->len - 1, to);
+            if (to == stderr)
+                fflush(stderr);
+        }
+    }
+}
+
+/* Reads HELLO_REPLY. Returns its status or -1; msg receives the daemon's message. */
+static int read_hello_reply(struct vmc_conn *c, char *msg, size_t msg_len, uint32_t *gpu_count) {
+    struct vmc_frame_header h;
+    msg[0] = 0;
+    if (vmc_conn_read_frame(c, &h) != 0) {
+        snprintf(msg, msg_len, errno == EAGAIN || errno == EWOULDBLOCK
+                                   ? "no answer to the handshake within the deadline (is this vmcudad's port?)"
+                                   : "the appliance closed the connection during the handshake");
+        return -1;
+    }
+    struct vmc_in in;
+    vmc_in_init(&in, c->payload, h.len);
+    if (h.type == VMC_ERROR) {
+        (void)vmc_in_u32(&in);
+        uint16_t n = vmc_in_u16(&in);
+        const uint8_t *text = vmc_in_view(&in, n);
+        snprintf(msg, msg_len, "%.*s", text ? (int)n : 0, text ? (const char *)text : "");
+        return -1;
+    }
+    if (h.type != VMC_HELLO_REPLY) {
+        snprintf(msg, msg_len, "unexpected frame type %u during the handshake", h.type);
+        return -1;
+    }
+    uint32_t status = vmc_in_u32(&in);
+    uint64_t id = vmc_in_u64(&in);
+    uint8_t key[VMC_SESSION_KEY_BYTES];
+    vmc_in_bytes(&in, key, sizeof key);
+    *gpu_count = vmc_in_u32(&in);
+    uint16_t n = vmc_in_u16(&in);
+    const uint8_t *text = vmc_in_view(&in, n);
+    if (in.bad) {
+        snprintf(msg, msg_len, "malformed HELLO_REPLY");
+        return -1;
+    }
+    snprintf(msg, msg_len, "%.*s", (int)n, (const char *)text);
+    if (status == VMC_READY && state == SESSION_NONE) {
+        session_id = id;
+        memcpy(session_key, key, sizeof key);
+    }
+    return (int)status;
+}
+
+/* The worker's MANIFEST must list what this process registered, in the same order: both sides ran
+ * the same executable's constructors. A mismatch means the appliance runs a different binary. */
+static int check_manifest(struct vmc_conn *c, char *why, size_t why_len) {
+    struct vmc_frame_header h;
+    if (vmc_conn_read_frame(c, &h) != 0) {
+        snprintf(why, why_len, "the worker closed the connection before its manifest");
+        return -1;
+    }
+    if (h.type != VMC_MANIFEST) {
+        snprintf(why, why_len, "expected the worker's manifest, got frame type %u", h.type);
+        return -1;
+    }
+    struct vmc_in in;
+    vmc_in_init(&in, c->payload, h.len);
+    uint32_t nf = vmc_in_u32(&in);
+    if (nf != vmc_kernel_count()) {
+        snprintf(why, why_len, "the worker registered %u kernels, this process %u", nf, vmc_kernel_count());
+        return -1;
+    }
+    for (uint32_t i = 0; i < nf; i++) {
+        uint16_t n = vmc_in_u16(&in);
+        const uint8_t *name = vmc_in_view(&in, n);
+        const struct vmc_kernel *k = vmc_kernel_at(i);
+        if (in.bad || !k || strlen(k->device_name) != n || memcmp(k->device_name, name, n) != 0) {
+            snprintf(why, why_len, "kernel %u differs between this process and the worker", i);
+            return -1;
+        }
+    }
+    uint32_t nv = vmc_in_u32(&in);
+    if (nv != vmc_var_count()) {
+        snprintf(why, why_len, "the worker registered %u variables, this process %u", nv, vmc_var_count());
+        return -1;
+    }
+    for (uint32_t i = 0; i < nv; i++) {
+        uint16_t n = vmc_in_u16(&in);
+        const uint8_t *name = vmc_in_view(&in, n);
+        (void)vmc_in_u64(&in);
+        const struct vmc_var *v = vmc_var_at(i);
+        if (in.bad || !v || strlen(v->device_name) != n || memcmp(v->device_name, name, n) != 0) {
+            snprintf(why, why_len, "variable %u differs between this process and the worker", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void put_hello(struct vmc_out *o, uint32_t role, uint64_t size, const uint8_t digest[32],
+                      const struct vmc_client_config *cfg) {
+    const char *name = exe_name();
+    size_t name_len = strlen(name) > 255 ? 255 : strlen(name);
+    size_t token_len = strlen(cfg->token) > 4096 ? 4096 : strlen(cfg->token);
+    vmc_out_begin_frame(o);
+    vmc_out_u32(o, VMC_PROTO_VERSION);
+    vmc_out_u32(o, role);
+    vmc_out_u64(o, size);
+    vmc_out_bytes(o, digest, VMC_SHA256_BYTES);
+    vmc_out_u32(o, cfg->gpus);
+    vmc_out_u64(o, role == VMC_ROLE_JOIN ? session_id : 0);
+    if (role == VMC_ROLE_JOIN) {
+        vmc_out_bytes(o, session_key, VMC_SESSION_KEY_BYTES);
+    } else {
+        uint8_t zero[VMC_SESSION_KEY_BYTES] = {0};
+        vmc_out_bytes(o, zero, sizeof zero);
+    }
+    vmc_out_u16(o, (uint16_t)token_len);
+    vmc_out_bytes(o, cfg->token, token_len);
+    vmc_out_u16(o, (uint16_t)name_len);
+    vmc_out_bytes(o, name, name_len);
+    vmc_out_finish_frame(o, VMC_HELLO, 0, 0);
+}
+
+/* Opens a connection in the given role. On failure prints nothing; fills why. */
+static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint32_t *gpu_count, char *msg, size_t msg_len) {
+    const struct vmc_client_config *cfg = vmc_client_config();
+    static uint8_t digest[32];
+    static uint64_t size;
+    /* A program that registered kernels or variables through the runtime front end needs its own
+     * executable on the appliance (its constructors register them with NVIDIA's runtime there); any
+     * other (static cudart, CUDA libraries, the driver API, frameworks) gets a plain worker, to which
+     * modules travel by content: binary size 0 (PROTOCOL.md "Session setup"). */
+    if (role == VMC_ROLE_NEW && vmc_session_ships_binary() && hash_executable(digest, &size) != 0) {
+        snprintf(why, why_len, "cannot read /proc/self/exe: %s", strerror(errno));
+        return NULL;
+    }
+    int fd = tcp_connect(cfg->appliance, why, why_len);
+    if (fd < 0)
+        return NULL;
+    struct vmc_conn *c = new_conn(fd);
+    if (!c) {
+        close(fd);
+        snprintf(why, why_len, "out of memory");
+        return NULL;
+    }
+    /* Something that is not vmcudad (a wrong port) must not hang the program: every read of the handshake
+     * has a deadline. It is generous because the appliance may queue the session for a free GPU. */
+    struct timeval deadline = {cfg->handshake_timeout_s, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    put_hello(&c->out, role, size, digest, cfg);
+    int status = vmc_write_full(fd, c->out.data, c->out.len) == 0 ? read_hello_reply(c, msg, msg_len, gpu_count) : -1;
+    if (status == VMC_SEND_BINARY && role == VMC_ROLE_NEW) {
+        if (upload_executable(fd, size, exe_name()) != 0)
+            status = -1;
+        else
+            status = read_hello_reply(c, msg, msg_len, gpu_count);
+    }
+    if (status == VMC_READY && check_manifest(c, why, why_len) == 0) {
+        /* From here on a read may legitimately wait as long as the GPU works (cudaDeviceSynchronize). */
+        struct timeval forever = {0, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
+        return c;
+    }
+    if (status == VMC_REFUSED)
+        snprintf(why, why_len, "appliance refused: %s", msg);
+    else if (status != VMC_READY)
+        snprintf(why, why_len, "%s", msg[0] ? msg : "handshake failed");
+    close_thread_conn(c);
+    return NULL;
+}
+
+int vmc_session_ships_binary(void) { return vmc_kernel_count() > 0 || vmc_var_count() > 0; }
+
+static void bind_to_thread(struct vmc_conn *c) {
+    pthread_once(&conn_key_once, make_conn_key);
+    thread_conn = c;
+    pthread_setspecific(conn_key, c);
+}
+
+struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
+    if (thread_conn && !thread_conn->broken)
+        return thread_conn;
+    if (thread_conn || thread_failed) {
+        *err = failure_error;
+        return NULL;
+    }
+    const struct vmc_client_config *cfg = vmc_client_config();
+    char why[1024] = "", msg[1024] = "";
+    uint32_t gpu_count = 0;
+    pthread_mutex_lock(&session_lock);
+    if (state == SESSION_NONE) {
+        if (!cfg->appliance[0]) {
+            say("no appliance configured: set VMCUDA_APPLIANCE=HOST:PORT or 'appliance' in %s", cfg->config_path);
+            state = SESSION_FAILED;
+        } else {
+            struct vmc_conn *c = handshake(VMC_ROLE_NEW, why, sizeof why, &gpu_count, msg, sizeof msg);
+            if (c) {
+                primary = c;
+                state = SESSION_UP;
+                /* The daemon's message already says "appliance has no usable GPU: <why>". */
+                if (gpu_count == 0)
+                    say("%s: %s", cfg->appliance, msg[0] ? msg : "appliance has no usable GPU");
+                pthread_mutex_unlock(&session_lock);
+                bind_to_thread(c);
+                return c;
+            }
+            say("cannot use appliance %s: %s", cfg->appliance, why);
+            state = SESSION_FAILED;
+        }
+    }
+    enum session_state s = state;
+    pthread_mutex_unlock(&session_lock);
+    if (s == SESSION_UP) {
+        struct vmc_conn *c = handshake(VMC_ROLE_JOIN, why, sizeof why, &gpu_count, msg, sizeof msg);
+        if (c) {
+            bind_to_thread(c);
+            return c;
+        }
+        say("cannot join the appliance session from a new thread: %s", why);
+    }
+    thread_failed = 1;
+    *err = failure_error;
+    return NULL;
+}
+
+cudaError_t vmc_session_lost(struct vmc_conn *c, const char *why) {
+    if (!c->broken) {
+        c->broken = 1;
+        say("lost the appliance session (%s); CUDA calls now fail with cudaErrorDevicesUnavailable", why);
+    }
+    failure_error = cudaErrorDevicesUnavailable;
+    return cudaErrorDevicesUnavailable;
+}
+
+size_t vmc_block_size(void) { return vmc_client_config()->block_size; }

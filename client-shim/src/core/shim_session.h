@@ -1,0 +1,50 @@
+/* The appliance session: configuration, the per-thread connections, and the error state
+ * a process is in when no session can be had. */
+#ifndef SHIM_SESSION_H
+#define SHIM_SESSION_H
+
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include "vmc_io.h"
+
+/* One TCP connection to the worker, owned by one client thread. */
+struct vmc_conn {
+    int fd;
+    int broken;
+    struct vmc_out out;   /* the CALL frame being built */
+    uint8_t *payload;     /* last received payload */
+    size_t payload_cap;
+    struct vmc_reader in; /* buffered input: a header and its payload usually arrive in one read */
+    /* Shared-memory ring for bulk copies when co-located with the appliance (shim_shm.c). */
+    int shm_state;        /* 0 = not tried, 1 = attached, -1 = not available: use the socket */
+    uint8_t *shm_base;
+    size_t shm_size, shm_slot_size;
+    uint32_t shm_slots;
+    int shm_lane;         /* the ring is lane shm_lane of the configured shared region (-1: its own file) */
+    uint64_t shm_nonce;   /* what holds that lane */
+};
+
+/* The calling thread's connection, opening the session (first thread) or joining it (others).
+ * Returns NULL and sets *err to the error the CUDA call must return when there is none. */
+struct vmc_conn *vmc_thread_conn(cudaError_t *err);
+
+/* The connection broke mid-call: print one line, and make every later call fail as CUDA does
+ * when its device is lost. Returns that error. */
+cudaError_t vmc_session_lost(struct vmc_conn *c, const char *why);
+
+/* 1 when this process's session runs its own executable on the appliance (it registered kernels or
+ * variables through the runtime front end), 0 when it gets a plain worker. */
+int vmc_session_ships_binary(void);
+
+/* Configured block size for bulk transfers (VMCUDA_BLOCK_SIZE / client.conf block_size). */
+size_t vmc_block_size(void);
+
+/* Reads exactly n bytes from the connection (buffered input first). 0, or -1 on EOF/error.
+ * Every read from the connection goes through this. */
+int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n);
+
+/* Reads one frame into c->payload, writing OUTPUT frames to the process's stdout/stderr on the way.
+ * Returns 0 with *h filled for a REPLY (or other non-OUTPUT frame), -1 if the connection broke. */
+int vmc_conn_read_frame(struct vmc_conn *c, struct vmc_frame_header *h);
+
+#endif

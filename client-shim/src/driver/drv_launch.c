@@ -1,0 +1,349 @@
+/* Kernels and launches. A launch is sent without waiting (its errors surface at the next synchronising
+ * call, as CUDA's do), with its arguments laid out at the offsets the worker's driver reports for that
+ * kernel (cuFuncGetParamInfo / cuKernelGetParamInfo, asked once per kernel); the worker launches them as
+ * one argument buffer (CU_LAUNCH_PARAM_BUFFER_POINTER). What cannot change about a kernel is
+ * remembered: which handles are CUkernels, their functions per context, their fixed attributes, names. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "drv.h"
+#include "drv_cache.h"
+#include "drv_call.h"
+#include "vmc_drv_api.h"
+#include "vmc_drv_wire.h"
+
+CUresult vmc_forward_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name);
+CUresult vmc_forward_cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);
+CUresult vmc_forward_cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev);
+CUresult vmc_forward_cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc);
+CUresult vmc_forward_cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev);
+CUresult vmc_forward_cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
+
+static struct vmc_drv_cache kernels = VMC_DRV_CACHE_INIT;    /* CUkernel handles this process was given */
+static struct vmc_drv_cache functions = VMC_DRV_CACHE_INIT;  /* (kernel, context) -> CUfunction */
+static struct vmc_drv_cache attributes = VMC_DRV_CACHE_INIT; /* (handle, attribute, device) -> value */
+static struct vmc_drv_cache layouts = VMC_DRV_CACHE_INIT;    /* (handle, kind) -> struct layout * */
+static struct vmc_drv_cache names = VMC_DRV_CACHE_INIT;      /* (handle, kind) -> char * */
+
+static unsigned kind_of(const void *handle) {
+    uint64_t v;
+    return vmc_drv_cache_get(&kernels, (uint64_t)(uintptr_t)handle, 0, 0, &v) ? VMC_KIND_KERNEL : VMC_KIND_FUNCTION;
+}
+
+__attribute__((visibility("default"))) CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
+    CUresult st = vmc_forward_cuLibraryGetKernel(pKernel, library, name);
+    if (st == CUDA_SUCCESS && pKernel && *pKernel)
+        vmc_drv_cache_put(&kernels, (uint64_t)(uintptr_t)*pKernel, 0, 0, 1);
+    return st;
+}
+
+__attribute__((visibility("default"))) CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
+    CUcontext ctx = NULL;
+    uint64_t v;
+    if (pFunc && cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx &&
+        vmc_drv_cache_get(&functions, (uint64_t)(uintptr_t)kernel, (uint64_t)(uintptr_t)ctx, 0, &v)) {
+        *pFunc = (CUfunction)(uintptr_t)v;
+        return CUDA_SUCCESS;
+    }
+    CUresult st = vmc_forward_cuKernelGetFunction(pFunc, kernel);
+    if (st == CUDA_SUCCESS && pFunc && ctx)
+        vmc_drv_cache_put(&functions, (uint64_t)(uintptr_t)kernel, (uint64_t)(uintptr_t)ctx, 0, (uint64_t)(uintptr_t)*pFunc);
+    return st;
+}
+
+/* What compilation fixed about a function; the others can be changed with cu*SetAttribute. */
+static int fixed_attribute(CUfunction_attribute a) {
+    return a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK || a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES ||
+           a == CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES || a == CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES ||
+           a == CU_FUNC_ATTRIBUTE_NUM_REGS || a == CU_FUNC_ATTRIBUTE_PTX_VERSION ||
+           a == CU_FUNC_ATTRIBUTE_BINARY_VERSION || a == CU_FUNC_ATTRIBUTE_CACHE_MODE_CA;
+}
+
+__attribute__((visibility("default"))) CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+                                                                     CUdevice dev) {
+    uint64_t v;
+    if (pi && fixed_attribute(attrib) &&
+        vmc_drv_cache_get(&attributes, (uint64_t)(uintptr_t)kernel, (uint64_t)attrib, (uint64_t)(int64_t)dev, &v)) {
+        *pi = (int)v;
+        return CUDA_SUCCESS;
+    }
+    CUresult st = vmc_forward_cuKernelGetAttribute(pi, attrib, kernel, dev);
+    if (st == CUDA_SUCCESS && pi && fixed_attribute(attrib))
+        vmc_drv_cache_put(&attributes, (uint64_t)(uintptr_t)kernel, (uint64_t)attrib, (uint64_t)(int64_t)dev, (uint64_t)*pi);
+    return st;
+}
+
+/* A function belongs to one context, hence one device: the key's device word is unused (-1). */
+__attribute__((visibility("default"))) CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc) {
+    uint64_t v;
+    if (pi && fixed_attribute(attrib) &&
+        vmc_drv_cache_get(&attributes, (uint64_t)(uintptr_t)hfunc, (uint64_t)attrib, UINT64_MAX, &v)) {
+        *pi = (int)v;
+        return CUDA_SUCCESS;
+    }
+    CUresult st = vmc_forward_cuFuncGetAttribute(pi, attrib, hfunc);
+    if (st == CUDA_SUCCESS && pi && fixed_attribute(attrib))
+        vmc_drv_cache_put(&attributes, (uint64_t)(uintptr_t)hfunc, (uint64_t)attrib, UINT64_MAX, (uint64_t)*pi);
+    return st;
+}
+
+/* Setting an attribute can move others (a larger dynamic shared memory size lowers the block limit):
+ * everything remembered about attributes goes. */
+__attribute__((visibility("default"))) CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                                                                     CUdevice dev) {
+    vmc_drv_cache_clear(&attributes);
+    return vmc_forward_cuKernelSetAttribute(attrib, val, kernel, dev);
+}
+
+__attribute__((visibility("default"))) CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
+    vmc_drv_cache_clear(&attributes);
+    return vmc_forward_cuFuncSetAttribute(hfunc, attrib, value);
+}
+
+/* ---- names ---- */
+
+static CUresult name_of(const char **name, const void *handle, unsigned kind) {
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t v;
+    if (vmc_drv_cache_get(&names, (uint64_t)(uintptr_t)handle, kind, 0, &v)) {
+        *name = (const char *)(uintptr_t)v;
+        return CUDA_SUCCESS;
+    }
+    struct vmc_call c;
+    CUresult st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_FunctionName, 0);
+    if (st != CUDA_SUCCESS)
+        return st;
+    vmc_arg_u64(&c, (uint64_t)(uintptr_t)handle);
+    vmc_arg_u8(&c, (uint8_t)kind);
+    st = (CUresult)vmc_call_finish(&c);
+    if (st != CUDA_SUCCESS)
+        return st;
+    uint32_t n = vmc_ret_u32(&c);
+    char *s = n < (1u << 16) ? malloc((size_t)n + 1) : NULL;
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    vmc_ret_pointee(&c, s, n);
+    s[n] = 0;
+    if (!vmc_call_reply_ok(&c)) {
+        free(s);
+        return CUDA_ERROR_UNKNOWN;
+    }
+    /* the driver's string lives as long as the module; ours as long as the process */
+    vmc_drv_cache_put(&names, (uint64_t)(uintptr_t)handle, kind, 0, (uint64_t)(uintptr_t)s);
+    *name = s;
+    return CUDA_SUCCESS;
+}
+
+__attribute__((visibility("default"))) CUresult cuFuncGetName(const char **name, CUfunction hfunc) {
+    return name_of(name, hfunc, VMC_KIND_FUNCTION);
+}
+
+__attribute__((visibility("default"))) CUresult cuKernelGetName(const char **name, CUkernel hfunc) {
+    return name_of(name, hfunc, VMC_KIND_KERNEL);
+}
+
+/* ---- parameter layouts ---- */
+
+struct layout {
+    uint32_t n;
+    uint32_t extent;   /* end of the last parameter: the size of the laid-out buffer */
+    uint32_t offset[]; /* n offsets, then n sizes */
+};
+
+static const uint32_t *sizes_of(const struct layout *l) { return l->offset + l->n; }
+
+static CUresult layout_of(const void *f, unsigned kind, const struct layout **out) {
+    uint64_t v;
+    if (vmc_drv_cache_get(&layouts, (uint64_t)(uintptr_t)f, kind, 0, &v)) {
+        *out = (const struct layout *)(uintptr_t)v;
+        return CUDA_SUCCESS;
+    }
+    struct vmc_call c;
+    CUresult st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_ParamLayout, 0);
+    if (st != CUDA_SUCCESS)
+        return st;
+    vmc_arg_u64(&c, (uint64_t)(uintptr_t)f);
+    vmc_arg_u8(&c, (uint8_t)kind);
+    st = (CUresult)vmc_call_finish(&c);
+    if (st != CUDA_SUCCESS)
+        return st;
+    uint32_t n = vmc_ret_u32(&c);
+    if (n > VMC_MAX_PARAMS)
+        return CUDA_ERROR_UNKNOWN;
+    struct layout *l = malloc(sizeof *l + 2 * (size_t)n * sizeof(uint32_t));
+    if (!l)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    l->n = n;
+    l->extent = 0;
+    uint32_t *sizes = l->offset + n;
+    for (uint32_t i = 0; i < n; i++) {
+        l->offset[i] = vmc_ret_u32(&c);
+        sizes[i] = vmc_ret_u32(&c);
+        if (l->offset[i] + (uint64_t)sizes[i] > l->extent)
+            l->extent = l->offset[i] + sizes[i];
+    }
+    if (!vmc_call_reply_ok(&c) || l->extent > 64 * 1024) {
+        free(l);
+        return CUDA_ERROR_UNKNOWN;
+    }
+    vmc_drv_cache_put(&layouts, (uint64_t)(uintptr_t)f, kind, 0, (uint64_t)(uintptr_t)l);
+    *out = l;
+    return CUDA_SUCCESS;
+}
+
+/* ---- launches ---- */
+
+struct grid {
+    unsigned gx, gy, gz, bx, by, bz, shared;
+};
+
+/* The argument bytes, laid out: from kernelParams at the kernel's offsets, or as the caller laid them out
+ * itself (`extra` with CU_LAUNCH_PARAM_BUFFER_POINTER). *buf is NULL for no arguments. */
+static CUresult arguments(const void *f, unsigned kind, void **kernelParams, void **extra, unsigned char **buf,
+                          size_t *size, int *owned) {
+    *buf = NULL;
+    *size = 0;
+    *owned = 0;
+    if (kernelParams && extra)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (extra) {
+        void *ptr = NULL;
+        size_t *bytes = NULL;
+        for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+            if (i > 64)
+                return CUDA_ERROR_INVALID_VALUE;
+            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+                ptr = extra[i + 1];
+            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+                bytes = extra[i + 1];
+            else
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+        if (!ptr || !bytes || *bytes > VMC_MAX_LAUNCH_ARG_BYTES)
+            return CUDA_ERROR_INVALID_VALUE;
+        *buf = ptr;
+        *size = *bytes;
+        return CUDA_SUCCESS;
+    }
+    const struct layout *l;
+    CUresult st = layout_of(f, kind, &l);
+    if (st != CUDA_SUCCESS)
+        return st;
+    if (l->n == 0)
+        return CUDA_SUCCESS;
+    if (!kernelParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned char *b = calloc(1, l->extent);
+    if (!b)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    const uint32_t *sizes = sizes_of(l);
+    for (uint32_t i = 0; i < l->n; i++)
+        memcpy(b + l->offset[i], kernelParams[i], sizes[i]);
+    *buf = b;
+    *size = l->extent;
+    *owned = 1;
+    return CUDA_SUCCESS;
+}
+
+static CUresult launch(const void *f, const struct grid *g, CUstream stream, void **kernelParams, void **extra,
+                       const CUlaunchAttribute *attrs, unsigned n_attrs, unsigned flags) {
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (n_attrs > VMC_MAX_LAUNCH_ATTRS || (n_attrs && !attrs))
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned kind = kind_of(f);
+    unsigned char *buf;
+    size_t size;
+    int owned;
+    CUresult st = arguments(f, kind, kernelParams, extra, &buf, &size, &owned);
+    if (st != CUDA_SUCCESS)
+        return st;
+    struct vmc_call c;
+    st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_Launch, 1);
+    if (st == CUDA_SUCCESS) {
+        vmc_arg_u64(&c, (uint64_t)(uintptr_t)f);
+        vmc_arg_u8(&c, (uint8_t)kind);
+        vmc_arg_u32(&c, g->gx);
+        vmc_arg_u32(&c, g->gy);
+        vmc_arg_u32(&c, g->gz);
+        vmc_arg_u32(&c, g->bx);
+        vmc_arg_u32(&c, g->by);
+        vmc_arg_u32(&c, g->bz);
+        vmc_arg_u32(&c, g->shared);
+        vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
+        vmc_arg_u8(&c, (uint8_t)flags);
+        vmc_arg_u32(&c, n_attrs);
+        vmc_arg(&c, attrs, n_attrs * sizeof *attrs);
+        vmc_arg_u32(&c, (uint32_t)size);
+        vmc_arg(&c, buf, size);
+        st = (CUresult)vmc_call_finish(&c);
+    }
+    if (owned)
+        free(buf);
+    return st;
+}
+
+static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                              unsigned shared, CUstream stream, void **kernelParams, void **extra, unsigned flags) {
+    struct grid g = {gx, gy, gz, bx, by, bz, shared};
+    return launch(f, &g, stream, kernelParams, extra, NULL, 0, flags);
+}
+
+__attribute__((visibility("default"))) CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                                               unsigned int gridDimZ, unsigned int blockDimX,
+                                                               unsigned int blockDimY, unsigned int blockDimZ,
+                                                               unsigned int sharedMemBytes, CUstream hStream,
+                                                               void **kernelParams, void **extra) {
+    return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+                         kernelParams, extra, 0);
+}
+
+__attribute__((visibility("default"))) CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                                                    unsigned int gridDimY, unsigned int gridDimZ,
+                                                                    unsigned int blockDimX, unsigned int blockDimY,
+                                                                    unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                                                    CUstream hStream, void **kernelParams, void **extra) {
+    return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+                         kernelParams, extra, VMC_LAUNCH_PER_THREAD);
+}
+
+__attribute__((visibility("default"))) CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                                                          unsigned int gridDimY, unsigned int gridDimZ,
+                                                                          unsigned int blockDimX, unsigned int blockDimY,
+                                                                          unsigned int blockDimZ,
+                                                                          unsigned int sharedMemBytes, CUstream hStream,
+                                                                          void **kernelParams) {
+    return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+                         kernelParams, NULL, VMC_LAUNCH_COOPERATIVE);
+}
+
+__attribute__((visibility("default"))) CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                                                               unsigned int gridDimY,
+                                                                               unsigned int gridDimZ,
+                                                                               unsigned int blockDimX,
+                                                                               unsigned int blockDimY,
+                                                                               unsigned int blockDimZ,
+                                                                               unsigned int sharedMemBytes,
+                                                                               CUstream hStream, void **kernelParams) {
+    return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+                         kernelParams, NULL, VMC_LAUNCH_COOPERATIVE | VMC_LAUNCH_PER_THREAD);
+}
+
+static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra, unsigned flags) {
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct grid g = {config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                     config->blockDimZ, config->sharedMemBytes};
+    return launch(f, &g, config->hStream, kernelParams, extra, config->attrs, config->numAttrs, flags);
+}
+
+__attribute__((visibility("default"))) CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+                                                                 void **kernelParams, void **extra) {
+    return launch_ex(config, f, kernelParams, extra, 0);
+}
+
+__attribute__((visibility("default"))) CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                                                      void **kernelParams, void **extra) {
+    return launch_ex(config, f, kernelParams, extra, VMC_LAUNCH_PER_THREAD);
+}

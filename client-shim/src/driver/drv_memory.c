@@ -1,0 +1,517 @@
+/* Memory through the driver API: allocations are recorded in the client core's one view of device
+ * memory (shared with the runtime front end), copies between this process and the GPU use the core's
+ * bulk paths (ring, striped TCP) in driver mode so that the worker answers with the driver's own status,
+ * and page-locked host memory lives in this process. Host pointers never travel to the worker. */
+#include <stdint.h>
+#include <string.h>
+
+#include "box.h"
+#include "bulk.h"
+#include "drv.h"
+#include "drv_call.h"
+#include "hostmem.h"
+#include "shim_registry.h"
+#include "vmc_drv_api.h"
+#include "vmc_drv_wire.h"
+
+CUresult vmc_forward_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
+CUresult vmc_forward_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                                        unsigned int ElementSizeBytes);
+CUresult vmc_forward_cuMemFree_v2(CUdeviceptr dptr);
+CUresult vmc_forward_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult vmc_forward_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult vmc_forward_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+CUresult vmc_forward_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+CUresult vmc_forward_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
+CUresult vmc_forward_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+CUresult vmc_forward_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                         unsigned long long flags);
+CUresult vmc_forward_cuMemAddressFree(CUdeviceptr ptr, size_t size);
+CUresult vmc_forward_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name);
+CUresult vmc_forward_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name);
+
+/* ---- device memory: what the worker allocates, recorded ---- */
+
+static CUresult track(CUresult st, const CUdeviceptr *dptr, size_t size) {
+    if (st == CUDA_SUCCESS && dptr && *dptr)
+        vmc_device_range_add(*dptr, size);
+    return st;
+}
+
+static CUresult untrack(CUresult st, CUdeviceptr dptr) {
+    if (st == CUDA_SUCCESS && dptr)
+        vmc_device_range_remove(dptr);
+    return st;
+}
+
+__attribute__((visibility("default"))) CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+    return track(vmc_forward_cuMemAlloc_v2(dptr, bytesize), dptr, bytesize);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                                                   size_t Height, unsigned int ElementSizeBytes) {
+    CUresult st = vmc_forward_cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    return track(st, dptr, st == CUDA_SUCCESS && pPitch ? *pPitch * Height : 0);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    return untrack(vmc_forward_cuMemFree_v2(dptr), dptr);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    return track(vmc_forward_cuMemAllocAsync(dptr, bytesize, hStream), dptr, bytesize);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    return track(vmc_forward_cuMemAllocAsync_ptsz(dptr, bytesize, hStream), dptr, bytesize);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
+                                                                        CUmemoryPool pool, CUstream hStream) {
+    return track(vmc_forward_cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream), dptr, bytesize);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                                                             CUmemoryPool pool, CUstream hStream) {
+    return track(vmc_forward_cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream), dptr, bytesize);
+}
+
+/* Forgotten when the free is sent: an error of an asynchronous free surfaces later, as natively. */
+__attribute__((visibility("default"))) CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+    return untrack(vmc_forward_cuMemFreeAsync(dptr, hStream), dptr);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+    return untrack(vmc_forward_cuMemFreeAsync_ptsz(dptr, hStream), dptr);
+}
+
+/* A reserved virtual range is device address space from the start, mapped or not. */
+__attribute__((visibility("default"))) CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                                                    CUdeviceptr addr, unsigned long long flags) {
+    return track(vmc_forward_cuMemAddressReserve(ptr, size, alignment, addr, flags), ptr, size);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    return untrack(vmc_forward_cuMemAddressFree(ptr, size), ptr);
+}
+
+/* A module's variables are device memory too (a unified copy must not take them for host addresses). */
+static void track_global(CUresult st, const CUdeviceptr *dptr, const size_t *bytes) {
+    if (st == CUDA_SUCCESS && dptr && *dptr && !vmc_device_range_find(*dptr, NULL, NULL))
+        vmc_device_range_add(*dptr, bytes ? *bytes : 1);
+}
+
+__attribute__((visibility("default"))) CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+                                                                     const char *name) {
+    CUresult st = vmc_forward_cuModuleGetGlobal_v2(dptr, bytes, hmod, name);
+    track_global(st, dptr, bytes);
+    return st;
+}
+
+__attribute__((visibility("default"))) CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                                                   const char *name) {
+    CUresult st = vmc_forward_cuLibraryGetGlobal(dptr, bytes, library, name);
+    track_global(st, dptr, bytes);
+    return st;
+}
+
+/* ---- 1-D copies ---- */
+
+static CUresult to_device(CUdeviceptr dst, const void *src, size_t n, CUstream stream, unsigned mode) {
+    if (n && !src)
+        return CUDA_ERROR_INVALID_VALUE;
+    return (CUresult)vmc_copy_to_device(VMC_NO_INDEX, dst, src, n, (uint64_t)(uintptr_t)stream, mode | COPY_DRIVER);
+}
+
+static CUresult to_host(void *dst, CUdeviceptr src, size_t n, CUstream stream, unsigned mode) {
+    if (n && !dst)
+        return CUDA_ERROR_INVALID_VALUE;
+    return (CUresult)vmc_copy_to_host(dst, VMC_NO_INDEX, src, n, (uint64_t)(uintptr_t)stream, mode | COPY_DRIVER);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount) {
+    return to_device(dstDevice, srcHost, ByteCount, 0, 0);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost,
+                                                                     size_t ByteCount) {
+    return to_device(dstDevice, srcHost, ByteCount, 0, COPY_PER_THREAD);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+    return to_host(dstHost, srcDevice, ByteCount, 0, 0);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+    return to_host(dstHost, srcDevice, ByteCount, 0, COPY_PER_THREAD);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
+                                                                     size_t ByteCount, CUstream hStream) {
+    return to_device(dstDevice, srcHost, ByteCount, hStream, COPY_ASYNC);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost,
+                                                                          size_t ByteCount, CUstream hStream) {
+    return to_device(dstDevice, srcHost, ByteCount, hStream, COPY_ASYNC | COPY_PER_THREAD);
+}
+
+/* Waits for its data (the bytes must land in this process's buffer): a stronger order than CUDA promises. */
+__attribute__((visibility("default"))) CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice,
+                                                                     size_t ByteCount, CUstream hStream) {
+    return to_host(dstHost, srcDevice, ByteCount, hStream, COPY_ASYNC);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice,
+                                                                          size_t ByteCount, CUstream hStream) {
+    return to_host(dstHost, srcDevice, ByteCount, hStream, COPY_ASYNC | COPY_PER_THREAD);
+}
+
+/* Unified copies: each side is device memory when the core knows it as such, else this process's. */
+static CUresult unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, unsigned mode) {
+    int d = vmc_device_range_find(dst, NULL, NULL), s = vmc_device_range_find(src, NULL, NULL);
+    int async = (mode & COPY_ASYNC) != 0, per_thread = (mode & COPY_PER_THREAD) != 0;
+    if (d && s) {
+        if (async)
+            return per_thread ? cuMemcpyDtoDAsync_v2_ptsz(dst, src, n, stream) : cuMemcpyDtoDAsync_v2(dst, src, n, stream);
+        return per_thread ? cuMemcpyDtoD_v2_ptds(dst, src, n) : cuMemcpyDtoD_v2(dst, src, n);
+    }
+    if (d)
+        return to_device(dst, (const void *)(uintptr_t)src, n, stream, mode);
+    if (s)
+        return to_host((void *)(uintptr_t)dst, src, n, stream, mode);
+    if (n && (!dst || !src))
+        return CUDA_ERROR_INVALID_VALUE;
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+    return unified(dst, src, ByteCount, 0, 0);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+    return unified(dst, src, ByteCount, 0, COPY_PER_THREAD);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                                                              CUstream hStream) {
+    return unified(dst, src, ByteCount, hStream, COPY_ASYNC);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                                                                   CUstream hStream) {
+    return unified(dst, src, ByteCount, hStream, COPY_ASYNC | COPY_PER_THREAD);
+}
+
+/* ---- 2-D and 3-D copies ---- */
+
+/* One side of a 2-D/3-D copy: where it is and how it is addressed. */
+struct side {
+    CUmemorytype type; /* HOST, DEVICE or ARRAY (UNIFIED resolved) */
+    const void *host;
+    CUdeviceptr device;
+    CUarray array;
+    size_t x, y, z, pitch, height;
+};
+
+static CUmemorytype resolve_unified(CUmemorytype type, CUdeviceptr p) {
+    if (type != CU_MEMORYTYPE_UNIFIED)
+        return type;
+    return vmc_device_range_find(p, NULL, NULL) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+}
+
+/* Both sides on the appliance: the descriptor itself travels (its host fields are never read there). */
+static CUresult on_appliance(unsigned dims, const void *desc, size_t desc_size, CUstream stream, unsigned mode) {
+    struct vmc_call c;
+    CUresult st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_MemcpyOnAppliance, (mode & COPY_ASYNC) != 0);
+    if (st != CUDA_SUCCESS)
+        return st;
+    vmc_arg_u8(&c, (uint8_t)dims);
+    vmc_arg_u8(&c, (uint8_t)mode);
+    vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
+    vmc_arg(&c, desc, desc_size);
+    return (CUresult)vmc_call_finish(&c);
+}
+
+/* One side in this process: a box copy (core box.c), done by the worker with the driver. */
+static CUresult box(const struct side *host, const struct side *dev, int to_device, size_t w, size_t h, size_t d,
+                    CUstream stream, unsigned mode) {
+    struct vmc_box b;
+    memset(&b, 0, sizeof b);
+    if (dev->type == CU_MEMORYTYPE_ARRAY) {
+        b.dev_kind = d > 1 || dev->z ? DEV_ARRAY_3D : DEV_ARRAY_2D;
+        b.handle = (uint64_t)(uintptr_t)dev->array;
+    } else {
+        b.dev_kind = DEV_PITCHED;
+        b.handle = dev->device;
+        b.pitch = dev->pitch;
+        b.slice_rows = dev->height;
+    }
+    b.x = dev->x, b.y = dev->y, b.z = dev->z;
+    b.w = w, b.h = h, b.d = d;
+    char *base = (char *)(uintptr_t)host->host;
+    if (base)
+        base += host->x + (host->z * host->height + host->y) * host->pitch;
+    unsigned box_mode = ((mode & COPY_ASYNC) ? BOX_ASYNC : 0) | ((mode & COPY_PER_THREAD) ? BOX_PER_THREAD : 0) | BOX_DRIVER;
+    return (CUresult)vmc_box_copy(to_device, &b, base, host->pitch, host->height, (uint64_t)(uintptr_t)stream, box_mode);
+}
+
+static CUresult copy_boxes(struct side *src, struct side *dst, size_t w, size_t h, size_t d, unsigned dims,
+                           const void *desc, size_t desc_size, CUstream stream, unsigned mode) {
+    if (src->type == CU_MEMORYTYPE_HOST && dst->type == CU_MEMORYTYPE_HOST) {
+        for (size_t k = 0; k < d; k++)
+            for (size_t r = 0; r < h; r++)
+                memmove((char *)(uintptr_t)dst->host + dst->x + ((dst->z + k) * dst->height + dst->y + r) * dst->pitch,
+                        (const char *)src->host + src->x + ((src->z + k) * src->height + src->y + r) * src->pitch, w);
+        return CUDA_SUCCESS;
+    }
+    if (src->type == CU_MEMORYTYPE_HOST)
+        return box(src, dst, 1, w, h, d, stream, mode);
+    if (dst->type == CU_MEMORYTYPE_HOST)
+        return box(dst, src, 0, w, h, d, stream, mode);
+    return on_appliance(dims, desc, desc_size, stream, mode);
+}
+
+static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, unsigned mode, unsigned dims) {
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_MEMCPY2D q = *p;
+    q.srcMemoryType = resolve_unified(p->srcMemoryType, p->srcDevice);
+    q.dstMemoryType = resolve_unified(p->dstMemoryType, p->dstDevice);
+    if (q.srcMemoryType == CU_MEMORYTYPE_HOST && p->srcMemoryType == CU_MEMORYTYPE_UNIFIED)
+        q.srcHost = (const void *)(uintptr_t)p->srcDevice;
+    if (q.dstMemoryType == CU_MEMORYTYPE_HOST && p->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
+        q.dstHost = (void *)(uintptr_t)p->dstDevice;
+    struct side s = {q.srcMemoryType, q.srcHost, q.srcDevice, q.srcArray, q.srcXInBytes, q.srcY, 0, q.srcPitch, q.Height};
+    struct side t = {q.dstMemoryType, q.dstHost, q.dstDevice, q.dstArray, q.dstXInBytes, q.dstY, 0, q.dstPitch, q.Height};
+    return copy_boxes(&s, &t, q.WidthInBytes, q.Height, 1, dims, &q, sizeof q, stream, mode);
+}
+
+static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream stream, unsigned mode) {
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_MEMCPY3D q = *p;
+    q.srcMemoryType = resolve_unified(p->srcMemoryType, p->srcDevice);
+    q.dstMemoryType = resolve_unified(p->dstMemoryType, p->dstDevice);
+    if (q.srcMemoryType == CU_MEMORYTYPE_HOST && p->srcMemoryType == CU_MEMORYTYPE_UNIFIED)
+        q.srcHost = (const void *)(uintptr_t)p->srcDevice;
+    if (q.dstMemoryType == CU_MEMORYTYPE_HOST && p->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
+        q.dstHost = (void *)(uintptr_t)p->dstDevice;
+    if (q.srcLOD || q.dstLOD)
+        return CUDA_ERROR_INVALID_VALUE; /* reserved, must be zero */
+    struct side s = {q.srcMemoryType, q.srcHost, q.srcDevice, q.srcArray, q.srcXInBytes, q.srcY, q.srcZ, q.srcPitch,
+                     q.srcHeight};
+    struct side t = {q.dstMemoryType, q.dstHost, q.dstDevice, q.dstArray, q.dstXInBytes, q.dstY, q.dstZ, q.dstPitch,
+                     q.dstHeight};
+    return copy_boxes(&s, &t, q.WidthInBytes, q.Height, q.Depth, 3, &q, sizeof q, stream, mode);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) { return copy_2d(pCopy, 0, 0, 2); }
+
+__attribute__((visibility("default"))) CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy) {
+    return copy_2d(pCopy, 0, COPY_PER_THREAD, 2);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream) {
+    return copy_2d(pCopy, hStream, COPY_ASYNC, 2);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream) {
+    return copy_2d(pCopy, hStream, COPY_ASYNC | COPY_PER_THREAD, 2);
+}
+
+/* What the runtime's cudaMemcpy2D uses: the same copy without the driver's alignment requirements. */
+__attribute__((visibility("default"))) CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy) {
+    return copy_2d(pCopy, 0, 0, VMC_DIMS_2D_UNALIGNED);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy) {
+    return copy_2d(pCopy, 0, COPY_PER_THREAD, VMC_DIMS_2D_UNALIGNED);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy) { return copy_3d(pCopy, 0, 0); }
+
+__attribute__((visibility("default"))) CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy) {
+    return copy_3d(pCopy, 0, COPY_PER_THREAD);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream) {
+    return copy_3d(pCopy, hStream, COPY_ASYNC);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream) {
+    return copy_3d(pCopy, hStream, COPY_ASYNC | COPY_PER_THREAD);
+}
+
+/* ---- page-locked host memory: it lives in this process ---- */
+
+static int told_mapped;
+static const char *const ACROSS_MACHINES = "the appliance's GPU cannot reach this machine's memory directly (copy explicitly)";
+
+static CUresult host_alloc(void **pp, size_t bytesize, unsigned flags) {
+    if (!pp)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pp = NULL;
+    if (flags & CU_MEMHOSTALLOC_DEVICEMAP)
+        return vmc_drv_not_supported("cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP) (mapped host memory)", ACROSS_MACHINES,
+                                     &told_mapped);
+    return (CUresult)vmc_host_alloc(pp, bytesize, flags);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
+    return host_alloc(pp, bytesize, 0);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) {
+    return host_alloc(pp, bytesize, Flags);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemFreeHost(void *p) { return (CUresult)vmc_host_free(p); }
+
+__attribute__((visibility("default"))) CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
+    if (!p || !bytesize)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (Flags & (CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY))
+        return vmc_drv_not_supported("cuMemHostRegister with CU_MEMHOSTREGISTER_DEVICEMAP/IOMEMORY (mapped host memory)",
+                                     ACROSS_MACHINES, &told_mapped);
+    return (CUresult)vmc_host_register(p, bytesize, Flags);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemHostUnregister(void *p) { return (CUresult)vmc_host_unregister(p); }
+
+__attribute__((visibility("default"))) CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p) {
+    unsigned flags = 0;
+    if (!pFlags)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (vmc_registered_flags(p, pFlags))
+        return CUDA_SUCCESS;
+    if (!vmc_host_alloc_find(p, NULL, NULL, &flags))
+        return CUDA_ERROR_INVALID_VALUE;
+    *pFlags = flags;
+    return CUDA_SUCCESS;
+}
+
+/* ---- pointer attributes ----
+ * Device memory: the worker's driver answers. Page-locked memory of this process: answered here, as the
+ * driver describes host allocations. Anything else is memory the driver does not know. */
+
+/* How many bytes the driver writes for an attribute; 0 for one we do not know. */
+static size_t attribute_size(CUpointer_attribute a) {
+    switch (a) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: return sizeof(CUcontext);
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: return sizeof(unsigned int);
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: return sizeof(CUdeviceptr);
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: return sizeof(void *);
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS: return sizeof(CUDA_POINTER_ATTRIBUTE_P2P_TOKENS);
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: return sizeof(unsigned long long);
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: return sizeof(void *);
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: return sizeof(size_t);
+    case CU_POINTER_ATTRIBUTE_MAPPED: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: return sizeof(unsigned long long);
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: return sizeof(unsigned long long);
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: return sizeof(CUmemoryPool);
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: return sizeof(size_t);
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: return sizeof(void *);
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: return sizeof(unsigned long long);
+    default: return 0;
+    }
+}
+
+/* A page-locked allocation or registration of this process: 1 and the attribute, 0 when it is neither. */
+static int host_attribute(void *data, CUpointer_attribute a, CUdeviceptr ptr, CUresult *st) {
+    void *base = NULL;
+    size_t size = 0;
+    unsigned flags = 0;
+    int registered = vmc_registered_flags((const void *)(uintptr_t)ptr, &flags);
+    if (!registered && !vmc_host_alloc_find((const void *)(uintptr_t)ptr, &base, &size, &flags))
+        return 0;
+    *st = CUDA_SUCCESS;
+    switch (a) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data = CU_MEMORYTYPE_HOST; break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: *(void **)data = (void *)(uintptr_t)ptr; break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(int *)data = 0; break;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *(int *)data = 1; break;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: *st = cuCtxGetCurrent((CUcontext *)data); break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        if (registered) *st = CUDA_ERROR_INVALID_VALUE; else *(void **)data = base;
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        if (registered) *st = CUDA_ERROR_INVALID_VALUE; else *(size_t *)data = size;
+        break;
+    default: *st = CUDA_ERROR_INVALID_VALUE; /* the device address of this memory: not reachable from the GPU */
+    }
+    return 1;
+}
+
+/* The worker's answer for device memory: cuPointerGetAttributes with the one attribute. */
+static CUresult device_attribute(void *data, CUpointer_attribute a, CUdeviceptr ptr) {
+    size_t n = attribute_size(a);
+    if (!n)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned char value[VMC_POINTER_ATTR_BYTES];
+    memset(value, 0, sizeof value);
+    CUresult st = cuPointerGetAttributes(1, &a, (void **)&(void *){value}, ptr);
+    if (st == CUDA_SUCCESS)
+        memcpy(data, value, n);
+    return st;
+}
+
+__attribute__((visibility("default"))) CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+                                                                      CUdeviceptr ptr) {
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult st;
+    if (host_attribute(data, attribute, ptr, &st))
+        return st;
+    if (!vmc_device_range_find(ptr, NULL, NULL))
+        return CUDA_ERROR_INVALID_VALUE; /* as natively for memory the driver does not know */
+    return device_attribute(data, attribute, ptr);
+}
+
+/* Every attribute in one call: device memory in one round trip; page-locked memory of this process
+ * here; unknown memory gets the default (zero) values with CUDA_SUCCESS, as NVIDIA documents. */
+__attribute__((visibility("default"))) CUresult cuPointerGetAttributes(unsigned int numAttributes,
+                                                                       CUpointer_attribute *attributes, void **data,
+                                                                       CUdeviceptr ptr) {
+    if (!attributes || !data || numAttributes == 0 || numAttributes > VMC_MAX_POINTER_ATTRS)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!vmc_device_range_find(ptr, NULL, NULL)) {
+        for (unsigned i = 0; i < numAttributes; i++) {
+            size_t n = attribute_size(attributes[i]);
+            if (!data[i])
+                continue;
+            CUresult st;
+            if (!host_attribute(data[i], attributes[i], ptr, &st) || st != CUDA_SUCCESS) {
+                if (n)
+                    memset(data[i], 0, n);
+                if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+                    *(int *)data[i] = -2; /* "not a device pointer", as the driver reports */
+            }
+        }
+        return CUDA_SUCCESS;
+    }
+    struct vmc_call c;
+    CUresult st = vmc_drv_call_begin(&c, VMC_DRV_cuPointerGetAttributes, 0);
+    if (st != CUDA_SUCCESS)
+        return st;
+    vmc_arg_u32(&c, numAttributes);
+    for (unsigned i = 0; i < numAttributes; i++)
+        vmc_arg_u32(&c, (uint32_t)attributes[i]);
+    vmc_arg_u64(&c, ptr);
+    st = (CUresult)vmc_call_finish(&c);
+    if (st != CUDA_SUCCESS)
+        return st;
+    for (unsigned i = 0; i < numAttributes; i++) {
+        unsigned char value[VMC_POINTER_ATTR_BYTES];
+        vmc_ret_pointee(&c, value, sizeof value);
+        if (data[i] && attribute_size(attributes[i]))
+            memcpy(data[i], value, attribute_size(attributes[i]));
+    }
+    return vmc_call_reply_ok(&c) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+}

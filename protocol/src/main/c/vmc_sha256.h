@@ -1,0 +1,20 @@
+/* SHA-256 (FIPS 180-4): the identity of executables (HELLO) and of module images (the driver front end),
+ * computed by the client and checked by the worker. Clients carry no crypto library. */
+#ifndef VMC_SHA256_H
+#define VMC_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct vmc_sha256 {
+    uint32_t h[8];
+    uint64_t total;
+    uint8_t block[64];
+    size_t fill;
+};
+
+void vmc_sha256_init(struct vmc_sha256 *s);
+void vmc_sha256_update(struct vmc_sha256 *s, const void *data, size_t n);
+void vmc_sha256_final(struct vmc_sha256 *s, uint8_t out[32]);
+
+#endif

@@ -1,0 +1,354 @@
+/* A driver-API program as users write them (linked with -lcuda): contexts (create, push/pop, the primary
+ * one), modules from a cubin file (cuModuleLoad), from PTX text (JIT, with a log buffer) and from a fat
+ * binary (cuModuleLoadData, cuModuleLoadFatBinary, cuLibraryLoadData), launches with every kind of
+ * parameter (kernelParams and the `extra` buffer), 1-D, unified, 2-D and 3-D copies, memsets, streams and
+ * events, module variables, and error reporting. Its kernels (drv_kernels.cu) lie next to it as
+ * drv_kernels.cubin, .ptx and .fatbin. Each line printed is deterministic, so a run through vmcuda must
+ * print exactly what a native run prints. Exit status 0 when every check passed. */
+#define __CUDA_API_VERSION_INTERNAL 1 /* name the versioned entry points explicitly, as the driver exports them */
+#include <cuda.h>
+#include <libgen.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CU(call)                                                                                   \
+    do {                                                                                           \
+        CUresult e_ = (call);                                                                      \
+        if (e_ != CUDA_SUCCESS) {                                                                  \
+            const char *n_ = "?", *s_ = "?";                                                       \
+            cuGetErrorName(e_, &n_);                                                               \
+            cuGetErrorString(e_, &s_);                                                             \
+            printf("%s: %s (%s, %d)\n", #call, n_, s_, (int)e_);                                    \
+            exit(2);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void check(int ok, const char *what) {
+    printf("%s: %s\n", what, ok ? "ok" : "WRONG");
+    if (!ok)
+        failures++;
+}
+
+static char dir[4096];
+
+static char *path_of(const char *name) {
+    static char p[4200];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return p;
+}
+
+static void *read_file(const char *name, size_t *size) {
+    FILE *f = fopen(path_of(name), "rb");
+    if (!f) {
+        printf("cannot open %s\n", path_of(name));
+        exit(2);
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = calloc(1, (size_t)n + 1);
+    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n)
+        exit(2);
+    fclose(f);
+    if (size)
+        *size = (size_t)n;
+    return b;
+}
+
+struct Triple {
+    char c;
+    double d;
+    short s;
+};
+
+static void vector_add(CUfunction add, CUstream stream, const char *label) {
+    enum { N = 50000 };
+    static float a[N], b[N], c[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = (float)i;
+        b[i] = (float)(2 * i);
+    }
+    CUdeviceptr da, db, dc;
+    CU(cuMemAlloc_v2(&da, sizeof a));
+    CU(cuMemAlloc_v2(&db, sizeof b));
+    CU(cuMemAlloc_v2(&dc, sizeof c));
+    CU(cuMemcpyHtoD_v2(da, a, sizeof a));
+    CU(cuMemcpyHtoDAsync_v2(db, b, sizeof b, stream));
+    int n = N;
+    void *args[] = {&da, &db, &dc, &n};
+    CU(cuLaunchKernel(add, (N + 255) / 256, 1, 1, 256, 1, 1, 0, stream, args, NULL));
+    CU(cuMemcpyDtoHAsync_v2(c, dc, sizeof c, stream));
+    CU(cuStreamSynchronize(stream));
+    int ok = 1;
+    for (int i = 0; i < N; i++)
+        ok = ok && c[i] == (float)(3 * i);
+    check(ok, label);
+    CU(cuMemFree_v2(da));
+    CU(cuMemFree_v2(db));
+    CU(cuMemFree_v2(dc));
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    char self[4096];
+    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sn > 0 ? sn : 0] = 0;
+    snprintf(dir, sizeof dir, "%s", sn > 0 ? dirname(self) : dirname(argv[0]));
+
+    CU(cuInit(0));
+    int version = 0, count = 0;
+    CU(cuDriverGetVersion(&version));
+    printf("driver version >= 13000: %s\n", version >= 13000 ? "yes" : "no");
+    CU(cuDeviceGetCount(&count));
+    printf("devices: at least one: %s\n", count > 0 ? "yes" : "no");
+    CUdevice dev;
+    CU(cuDeviceGet(&dev, 0));
+    int major = 0;
+    CU(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+    char name[256];
+    CU(cuDeviceGetName(name, sizeof name, dev));
+    size_t total = 0;
+    CU(cuDeviceTotalMem_v2(&total, dev));
+    check(major >= 7 && strlen(name) > 0 && total > (1u << 30), "device queries");
+
+    /* a context of our own, current on this thread */
+    CUcontext ctx, current;
+    CU(cuCtxCreate_v4(&ctx, NULL, 0, dev));
+    CU(cuCtxGetCurrent(&current));
+    check(current == ctx, "cuCtxCreate makes the new context current");
+    CUdevice ctx_dev = -1;
+    CU(cuCtxGetDevice(&ctx_dev));
+    check(ctx_dev == dev, "cuCtxGetDevice");
+
+    /* modules: a cubin file, PTX through the JIT, a fat binary three ways */
+    CUmodule from_cubin, from_ptx, from_fatbin, from_fatbinary;
+    CU(cuModuleLoad(&from_cubin, path_of("drv_kernels.cubin")));
+    char *ptx = read_file("drv_kernels.ptx", NULL);
+    char log[4096] = "";
+    CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_OPTIMIZATION_LEVEL};
+    void *vals[] = {log, (void *)(uintptr_t)sizeof log, (void *)(uintptr_t)3};
+    CU(cuModuleLoadDataEx(&from_ptx, ptx, 3, opts, vals));
+    printf("PTX JIT error log empty: %s\n", log[0] == 0 ? "yes" : "no");
+    void *fatbin = read_file("drv_kernels.fatbin", NULL);
+    CU(cuModuleLoadData(&from_fatbin, fatbin));
+    CU(cuModuleLoadFatBinary(&from_fatbinary, fatbin));
+    CUlibrary lib;
+    CU(cuLibraryLoadData(&lib, fatbin, NULL, NULL, 0, NULL, NULL, 0));
+
+    CUstream stream;
+    CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    CUfunction add;
+    CU(cuModuleGetFunction(&add, from_cubin, "add"));
+    vector_add(add, stream, "vector add, cubin module");
+    CU(cuModuleGetFunction(&add, from_ptx, "add"));
+    vector_add(add, stream, "vector add, PTX module (JIT)");
+    CU(cuModuleGetFunction(&add, from_fatbin, "add"));
+    vector_add(add, 0, "vector add, fat binary module, default stream");
+    CUkernel kernel;
+    CU(cuLibraryGetKernel(&kernel, lib, "add"));
+    vector_add((CUfunction)kernel, stream, "vector add, library kernel (CUkernel)");
+    CUresult missing = cuModuleGetFunction(&add, from_fatbinary, "no_such_kernel");
+    const char *missing_name = "?";
+    cuGetErrorName(missing, &missing_name);
+    printf("unknown kernel name: %s\n", missing_name);
+
+    /* every kind of parameter, through kernelParams and through the extra buffer */
+    CUfunction params;
+    CU(cuModuleGetFunction(&params, from_fatbin, "params"));
+    CUdeviceptr dout;
+    CU(cuMemAlloc_v2(&dout, 9 * sizeof(unsigned long long)));
+    char c = -5;
+    short s = 1234;
+    int i = -123456;
+    long long l = 0x123456789abcLL;
+    float f = 2.5f;
+    double d = 3.141592;
+    struct Triple t = {7, 4.5, -9};
+    void *pargs[] = {&c, &s, &i, &l, &f, &d, &t, &dout};
+    CU(cuLaunchKernel(params, 1, 1, 1, 1, 1, 1, 0, 0, pargs, NULL));
+    unsigned long long out[9];
+    CU(cuMemcpyDtoH_v2(out, dout, sizeof out));
+    check((long long)out[0] == -5 && out[1] == 1234 && (long long)out[2] == -123456 && out[3] == 0x123456789abcULL &&
+              out[4] == 2500 && out[5] == 3141592 && out[6] == 7 && out[7] == 45 && (long long)out[8] == -9,
+          "parameters of every width, a double, a struct by value (kernelParams)");
+    size_t offsets[8], sizes[8], extent = 0;
+    for (int p = 0; p < 8; p++) {
+        CU(cuFuncGetParamInfo(params, (size_t)p, &offsets[p], &sizes[p]));
+        if (offsets[p] + sizes[p] > extent)
+            extent = offsets[p] + sizes[p];
+    }
+    unsigned char buffer[256];
+    memset(buffer, 0, sizeof buffer);
+    c = 9;
+    for (int p = 0; p < 8; p++)
+        memcpy(buffer + offsets[p], pargs[p], sizes[p]);
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &extent, CU_LAUNCH_PARAM_END};
+    CU(cuMemsetD8_v2(dout, 0, sizeof out));
+    CU(cuLaunchKernel(params, 1, 1, 1, 1, 1, 1, 0, 0, NULL, extra));
+    CU(cuMemcpyDtoH_v2(out, dout, sizeof out));
+    check(out[0] == 9 && out[1] == 1234 && out[7] == 45, "parameters through the extra buffer");
+
+    /* unified copies, memsets of every width */
+    CUdeviceptr u;
+    CU(cuMemAlloc_v2(&u, 4096));
+    unsigned int words[1024];
+    CU(cuMemsetD32_v2(u, 0xdeadbeef, 1024));
+    CU(cuMemcpy((CUdeviceptr)(uintptr_t)words, u, sizeof words));
+    check(words[0] == 0xdeadbeef && words[1023] == 0xdeadbeef, "cuMemsetD32 + cuMemcpy (unified, to host)");
+    CU(cuMemsetD16_v2(u, 0x1234, 2048));
+    CU(cuMemcpyDtoH_v2(words, u, 8));
+    check(words[0] == 0x12341234u, "cuMemsetD16");
+    for (int k = 0; k < 1024; k++)
+        words[k] = (unsigned)k;
+    CU(cuMemcpy(u, (CUdeviceptr)(uintptr_t)words, sizeof words));
+    CUdeviceptr u2;
+    CU(cuMemAlloc_v2(&u2, 4096));
+    CU(cuMemcpyDtoD_v2(u2, u, 4096));
+    memset(words, 0, sizeof words);
+    CU(cuMemcpyDtoH_v2(words, u2, sizeof words));
+    check(words[1] == 1 && words[1023] == 1023, "cuMemcpy (unified, to device) + cuMemcpyDtoD");
+
+    /* 2-D: host rows to pitched device memory, a kernel, back */
+    CUdeviceptr pitched;
+    size_t pitch = 0;
+    enum { W = 100, H = 37 };
+    CU(cuMemAllocPitch_v2(&pitched, &pitch, W * sizeof(float), H, 4));
+    static float grid[H][W + 3];
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            grid[y][x] = (float)(y * W + x);
+    CUDA_MEMCPY2D up;
+    memset(&up, 0, sizeof up);
+    up.srcMemoryType = CU_MEMORYTYPE_HOST;
+    up.srcHost = grid;
+    up.srcPitch = sizeof grid[0];
+    up.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    up.dstDevice = pitched;
+    up.dstPitch = pitch;
+    up.WidthInBytes = W * sizeof(float);
+    up.Height = H;
+    CU(cuMemcpy2D_v2(&up));
+    CUfunction scale;
+    CU(cuModuleGetFunction(&scale, from_cubin, "scale2d"));
+    int w = W, h = H;
+    float k = 2.0f;
+    void *sargs[] = {&pitched, &pitch, &w, &h, &k};
+    CU(cuLaunchKernel(scale, (W + 15) / 16, (H + 15) / 16, 1, 16, 16, 1, 0, stream, sargs, NULL));
+    CU(cuStreamSynchronize(stream));
+    memset(grid, 0, sizeof grid);
+    CUDA_MEMCPY2D down = up;
+    down.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    down.srcDevice = pitched;
+    down.srcPitch = pitch;
+    down.dstMemoryType = CU_MEMORYTYPE_HOST;
+    down.dstHost = grid;
+    down.dstPitch = sizeof grid[0];
+    CU(cuMemcpy2DAsync_v2(&down, stream));
+    CU(cuStreamSynchronize(stream));
+    int ok2 = 1;
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            ok2 = ok2 && grid[y][x] == 2.0f * (float)(y * W + x);
+    check(ok2, "cuMemcpy2D host rows <-> pitched device memory, kernel between");
+
+    /* 3-D: a box of host memory into a 3-D array and back */
+    CUDA_ARRAY3D_DESCRIPTOR ad;
+    memset(&ad, 0, sizeof ad);
+    ad.Width = 16;
+    ad.Height = 8;
+    ad.Depth = 4;
+    ad.Format = CU_AD_FORMAT_UNSIGNED_INT32;
+    ad.NumChannels = 1;
+    CUarray array;
+    CU(cuArray3DCreate_v2(&array, &ad));
+    static unsigned cube[4][8][16], back[4][8][16];
+    for (int z = 0; z < 4; z++)
+        for (int y = 0; y < 8; y++)
+            for (int x = 0; x < 16; x++)
+                cube[z][y][x] = (unsigned)(z * 1000 + y * 100 + x);
+    CUDA_MEMCPY3D m3;
+    memset(&m3, 0, sizeof m3);
+    m3.srcMemoryType = CU_MEMORYTYPE_HOST;
+    m3.srcHost = cube;
+    m3.srcPitch = sizeof cube[0][0];
+    m3.srcHeight = 8;
+    m3.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    m3.dstArray = array;
+    m3.WidthInBytes = sizeof cube[0][0];
+    m3.Height = 8;
+    m3.Depth = 4;
+    CU(cuMemcpy3D_v2(&m3));
+    CUDA_MEMCPY3D b3 = m3;
+    b3.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    b3.srcArray = array;
+    b3.srcHost = NULL;
+    b3.dstMemoryType = CU_MEMORYTYPE_HOST;
+    b3.dstHost = back;
+    b3.dstPitch = sizeof back[0][0];
+    b3.dstHeight = 8;
+    b3.dstArray = NULL;
+    CU(cuMemcpy3D_v2(&b3));
+    check(memcmp(cube, back, sizeof cube) == 0, "cuMemcpy3D host <-> 3-D array");
+    CU(cuArrayDestroy(array));
+
+    /* a module variable */
+    CUdeviceptr counter;
+    size_t counter_size = 0;
+    CU(cuModuleGetGlobal_v2(&counter, &counter_size, from_cubin, "counter"));
+    int zero = 0, value = 0;
+    CU(cuMemcpyHtoD_v2(counter, &zero, sizeof zero));
+    CUfunction bump;
+    CU(cuModuleGetFunction(&bump, from_cubin, "bump"));
+    int by = 3;
+    void *bargs[] = {&by};
+    CU(cuLaunchKernel(bump, 4, 1, 1, 32, 1, 1, 0, 0, bargs, NULL));
+    CU(cuMemcpyDtoH_v2(&value, counter, sizeof value));
+    check(counter_size == sizeof(int) && value == 4 * 32 * 3, "cuModuleGetGlobal, kernel atomics on it");
+
+    /* events: both recorded, the elapsed time is not negative */
+    CUevent start, stop;
+    CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
+    CU(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+    CU(cuEventRecord(start, stream));
+    CU(cuLaunchKernel(bump, 1, 1, 1, 1, 1, 1, 0, stream, bargs, NULL));
+    CU(cuEventRecord(stop, stream));
+    CU(cuEventSynchronize(stop));
+    float ms = -1;
+    CU(cuEventElapsedTime_v2(&ms, start, stop));
+    check(ms >= 0.0f && cuEventQuery(stop) == CUDA_SUCCESS, "events: elapsed time and query");
+
+    /* push/pop: the primary context on top of ours, then ours again */
+    CUcontext primary, popped;
+    CU(cuDevicePrimaryCtxRetain(&primary, dev));
+    CU(cuCtxPushCurrent_v2(primary));
+    CU(cuCtxGetCurrent(&current));
+    check(current == primary, "cuCtxPushCurrent");
+    CUdeviceptr in_primary;
+    CU(cuMemAlloc_v2(&in_primary, 256));
+    CU(cuMemFree_v2(in_primary));
+    CU(cuCtxPopCurrent_v2(&popped));
+    CU(cuCtxGetCurrent(&current));
+    check(popped == primary && current == ctx, "cuCtxPopCurrent restores ours");
+    CU(cuDevicePrimaryCtxRelease_v2(dev));
+
+    /* errors are the driver's: a launch with no kernel, a free of what was never allocated */
+    CUresult bad = cuMemFree_v2((CUdeviceptr)0x10);
+    const char *bad_name = "?";
+    cuGetErrorName(bad, &bad_name);
+    printf("cuMemFree of a wild pointer: %s\n", bad_name);
+
+    CU(cuStreamDestroy_v2(stream));
+    CU(cuModuleUnload(from_cubin));
+    CU(cuModuleUnload(from_ptx));
+    CU(cuModuleUnload(from_fatbin));
+    CU(cuModuleUnload(from_fatbinary));
+    CU(cuLibraryUnload(lib));
+    CU(cuCtxDestroy_v2(ctx));
+    printf("%s\n", failures ? "drv_api: FAIL" : "drv_api: PASS");
+    return failures ? 1 : 0;
+}

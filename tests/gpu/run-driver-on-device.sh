@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The driver front end (libcuda.so.1) on the lent GPU machine, with the client GPU-less as in a client VM
+# (tests/gpu/gpuless.sh: /dev/nvidia* are /dev/null, NVIDIA's libcuda.so.1 is vmcuda's) and the appliance
+# daemon outside with the real driver. Builds nothing of vmcuda: tests/gpu/prepare-carry.sh --driver put
+# the bundle and the prebuilt programs in .carry/. Device tool call:
+#     run(command="bash tests/gpu/run-driver-on-device.sh",
+#         carry=[".carry/vmcuda-bundle.tar.gz", ".carry/driver.tar.gz"])
+#
+# Sections (SECTIONS="..." picks some; default all, in this order, about 8 minutes on an H100):
+#   namespace   the GPU-less namespace hides the GPU (a native run inside must fail)
+#   discovery   natively, under the tracer: which procs and private tables CUDA 13 programs, the math
+#               libraries and the frameworks ask the real driver for (tests/driver/discovery); builds
+#               the library test programs with this machine's nvcc and pip wheels (tests/libs)
+#   programs    every tests/cuda program built with nvcc's default static runtime, drv_api and
+#               rt_static: native vs vmcuda over the ring and over TCP, stdout and exit code must match
+#   libs        the library programs (static and -cudart shared variants): native vs vmcuda
+#   frameworks  tests/gpu/framework_smoke.py with PyTorch and CuPy: native vs vmcuda
+#   bench       bench_cublas (SGEMM 4096, 10,000 small SGEMMs, start-up) native vs vmcuda (ring, TCP),
+#               and the start-up of a static-runtime sample, cold (first session) and warm
+#
+# $OUT gets: summary.txt (also on stdout), diffs.txt, daemon.log, worker-logs.tar.gz, bench-driver.txt,
+# procmap.tsv, traces.tar.gz. Exit code 0 when every correctness check passed.
+set -uo pipefail
+
+REPO="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
+CARRY="${CARRY:-$REPO/.carry}"
+OUT="${OUT:-/tmp/vmcuda-driver-out}"
+WORK=/tmp/vmcuda-driver
+STATE="$WORK/state"
+PORT=17170
+ADMIN=17171
+TIMEOUT="${VMCUDA_TEST_TIMEOUT:-120}"
+SECTIONS="${SECTIONS:-namespace discovery programs libs frameworks bench}"
+SUMMARY="$OUT/summary.txt"
+DIFFS="$OUT/diffs.txt"
+LIBS="$WORK/libs"
+
+mkdir -p "$OUT"
+rm -rf "$WORK"
+mkdir -p "$WORK"/{native,ring,tcp} "$STATE" "$LIBS"
+: >"$SUMMARY"
+: >"$DIFFS"
+failures=0
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+fail() { say "FAIL: $*"; failures=$((failures + 1)); }
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+DPID=""
+finish() {
+    if [ -n "$DPID" ]; then
+        kill -TERM -- "-$DPID" 2>/dev/null
+        for _ in $(seq 1 50); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL -- "-$DPID" 2>/dev/null
+    fi
+    [ -d "$STATE/sessions" ] && tar -czf "$OUT/worker-logs.tar.gz" -C "$STATE" sessions 2>/dev/null
+    [ -s "$DIFFS" ] || rm -f "$DIFFS"
+}
+trap finish EXIT
+
+say "== vmcuda driver front end on a GPU $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+say "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | paste -sd';')"
+tar -xzf "$CARRY/vmcuda-bundle.tar.gz" -C "$WORK" || { fail "cannot extract $CARRY/vmcuda-bundle.tar.gz"; exit 1; }
+ROOT="$(ls -d "$WORK"/vmcuda-*/ 2>/dev/null | head -1)"
+ROOT="${ROOT%/}"
+CLIENT="$ROOT/client"
+[ -f "$CLIENT/libcuda.so.1" ] || { fail "the bundle has no client/libcuda.so.1"; exit 1; }
+D="$WORK/carried"
+mkdir -p "$D"
+tar -xzf "$CARRY/driver.tar.gz" -C "$D" || { fail "cannot extract $CARRY/driver.tar.gz (prepare-carry.sh --driver)"; exit 1; }
+REAL_CUDART_DIR="$(dirname "$(readlink -f "$(ldconfig -p | awk '/libcudart\.so\.13 /{print $NF; exit}')" 2>/dev/null)" 2>/dev/null)"
+[ -d "$REAL_CUDART_DIR" ] || REAL_CUDART_DIR=/usr/local/cuda/lib64
+say "bundle: $(basename "$ROOT"); real libcudart in $REAL_CUDART_DIR; sections: $SECTIONS"
+
+setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:$PORT" --admin "127.0.0.1:$ADMIN" --state-dir "$STATE" \
+    --worker-lib-dir "$ROOT/native" >"$OUT/daemon.log" 2>&1 </dev/null &
+DPID=$!
+for _ in $(seq 1 300); do grep -q "listening on" "$OUT/daemon.log" 2>/dev/null && break; sleep 0.2; done
+grep -q "listening on" "$OUT/daemon.log" || { fail "vmcudad did not start"; tail -5 "$OUT/daemon.log"; exit 1; }
+say "daemon: $(grep -o '[0-9]* GPU(s)' "$OUT/daemon.log" | head -1)"
+
+# run_prog MODE DIR NAME COMMAND...   MODE: native | ring | tcp. Output DIR/NAME.{out,err,rc,t}.
+run_prog() {
+    local mode="$1" dir="$2" name="$3" t0
+    shift 3
+    t0="$(now)"
+    if [ "$mode" = native ]; then
+        (cd "$WORK" && LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout "$TIMEOUT" "$@" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
+    else
+        (cd "$WORK" && VMCUDA_APPLIANCE="127.0.0.1:$PORT" VMCUDA_TRANSPORT="$([ "$mode" = tcp ] && echo tcp || echo shm)" \
+            LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout "$TIMEOUT" bash "$REPO/tests/gpu/gpuless.sh" "$CLIENT" "$@" \
+            >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
+    fi
+    echo $? >"$dir/$name.rc"
+    secs "$t0" "$(now)" >"$dir/$name.t"
+}
+
+# judge LABEL NAME VMCUDA_DIR: stdout and exit code of the vmcuda run against the native run.
+judge() {
+    local label="$1" name="$2" vd="$3" nrc vrc why=""
+    nrc="$(cat "$WORK/native/$name.rc")"
+    vrc="$(cat "$vd/$name.rc")"
+    [ "$nrc" = 0 ] || why="native exit $nrc"
+    [ "$vrc" = "$nrc" ] || why="${why:+$why; }exit $vrc vs native $nrc"
+    cmp -s "$WORK/native/$name.out" "$vd/$name.out" || why="${why:+$why; }stdout differs"
+    if [ -z "$why" ]; then
+        printf 'PASS   %-26s %-5s native %6ss  vmcuda %6ss\n' "$name" "$label" "$(cat "$WORK/native/$name.t")" "$(cat "$vd/$name.t")" | tee -a "$SUMMARY"
+    else
+        printf 'FAIL   %-26s %-5s %s\n' "$name" "$label" "$why" | tee -a "$SUMMARY"
+        failures=$((failures + 1))
+        {
+            echo "===== $label $name: $why"
+            diff -u --label "native/$name" --label "vmcuda/$name" "$WORK/native/$name.out" "$vd/$name.out" | head -80
+            echo "----- vmcuda stderr (tail)"; tail -25 "$vd/$name.err"
+            echo "----- native stderr (tail)"; tail -5 "$WORK/native/$name.err"
+        } >>"$DIFFS"
+    fi
+}
+
+compare() { # NAME COMMAND...: native, ring, tcp
+    local name="$1"
+    shift
+    run_prog native "$WORK/native" "$name" "$@"
+    run_prog ring "$WORK/ring" "$name" "$@"
+    judge ring "$name" "$WORK/ring"
+    run_prog tcp "$WORK/tcp" "$name" "$@"
+    judge tcp "$name" "$WORK/tcp"
+}
+
+if want namespace; then
+    say ""
+    say "== the client namespace"
+    bash "$REPO/tests/gpu/gpuless.sh" --check "$CLIENT" 2>&1 | tee -a "$SUMMARY" | grep -q "sees no GPU" ||
+        fail "the GPU-less namespace still reaches a GPU"
+    # the real driver, loaded by absolute path inside the namespace, must find no device either
+    real="$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')"
+    [ -n "$real" ] || fail "no NVIDIA libcuda.so.1 in the ldconfig cache of this machine"
+    [ -n "$real" ] && inside="$(bash "$REPO/tests/gpu/gpuless.sh" "$CLIENT" python3 -c "
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+print('cuInit inside the namespace through', sys.argv[1], '->', lib.cuInit(0))" "$real" 2>&1 | tail -1)"
+    [ -n "$real" ] && say "$inside (that file is vmcuda's libcuda.so.1 there; with no appliance set it returns an error)"
+fi
+
+if want discovery; then
+    say ""
+    say "== discovery (natively, real driver, under the tracer)"
+    DISC_TOOLS="$D/disc-tools" DISC_STATIC="$D/cuda-static" DISC_LIBS="$LIBS" OUT="$WORK/disc-out" \
+        timeout 300 bash "$REPO/tests/driver/discovery/run-discovery.sh" >/dev/null 2>&1
+    sed 's/^/  /' "$WORK/disc-out/summary.txt" 2>/dev/null | head -60 | tee -a "$SUMMARY"
+    cp "$WORK/disc-out/procmap.tsv" "$WORK/disc-out/traces.tar.gz" "$OUT/" 2>/dev/null
+fi
+if [ -z "$(ls -A "$LIBS" 2>/dev/null)" ] && { want libs || want bench; }; then
+    t0="$(now)"
+    bash "$REPO/tests/libs/build-on-device.sh" "$LIBS" >"$WORK/libs-build.txt" 2>&1 || fail "building tests/libs (see below)"
+    say "library programs built in $(secs "$t0" "$(now)") s"
+    grep -v "^wheel" "$WORK/libs-build.txt" | head -20 | sed 's/^/  /' | tee -a "$SUMMARY"
+fi
+
+if want programs; then
+    say ""
+    say "== static-runtime samples and driver-API programs: native vs vmcuda (ring, tcp)"
+    for p in "$D"/cuda-static/* "$D"/driver/drv_api "$D"/driver/rt_static; do
+        [ -f "$p" ] && [ -x "$p" ] || continue
+        compare "$(basename "$p")" "$p"
+    done
+fi
+
+if want libs; then
+    say ""
+    say "== math libraries: native vs vmcuda (ring, tcp)"
+    for p in "$LIBS"/*; do
+        [ -f "$p" ] && [ -x "$p" ] || continue
+        case "$(basename "$p")" in bench_*) continue ;; esac
+        compare "$(basename "$p")" "$p"
+    done
+fi
+
+if want frameworks; then
+    say ""
+    say "== frameworks: native vs vmcuda (ring, tcp)"
+    for fw in torch cupy; do
+        compare "framework_$fw" python3 "$REPO/tests/gpu/framework_smoke.py" "$fw"
+    done
+fi
+
+if want bench; then
+    say ""
+    say "== benchmarks (bench-driver.txt): ratio = vmcuda / native"
+    B="$OUT/bench-driver.txt"
+    {
+        echo "# tests/gpu/run-driver-on-device.sh bench, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+    } >"$B"
+    if [ -x "$LIBS/bench_cublas" ]; then
+        for mode in native ring tcp; do
+            run_prog "$mode" "$WORK/$mode" bench_cublas "$LIBS/bench_cublas" 4096 20 10000
+            { echo "## bench_cublas $mode (rc $(cat "$WORK/$mode/bench_cublas.rc"))"; cat "$WORK/$mode/bench_cublas.out";
+              grep checksum "$WORK/$mode/bench_cublas.err"; } >>"$B"
+        done
+        for mode in ring tcp; do
+            cmp -s <(grep checksum "$WORK/native/bench_cublas.err") <(grep checksum "$WORK/$mode/bench_cublas.err") ||
+                fail "bench_cublas over $mode: checksum differs from native"
+            paste <(cat "$WORK/native/bench_cublas.out") <(cat "$WORK/$mode/bench_cublas.out") |
+                awk -v m="$mode" '{printf "  %-22s %-5s native %10s %-9s vmcuda %10s  ratio %.2f\n", $1, m, $2, $3, $5, ($2 > 0 ? $5 / $2 : 0)}' |
+                tee -a "$SUMMARY" >>"$B"
+        done
+    else
+        fail "bench: no bench_cublas (building tests/libs failed?)"
+    fi
+    # start-up of a static-runtime program: the first session (cold: module upload) and a second one
+    s="$D/cuda-static/vector_add"
+    [ -x "$s" ] || s="$(ls "$D"/cuda-static/* 2>/dev/null | head -1)"
+    if [ -x "$s" ]; then
+        run_prog native "$WORK/native" startup "$s"
+        run_prog ring "$WORK/ring" startup-cold "$s"
+        run_prog ring "$WORK/ring" startup-warm "$s"
+        line="startup $(basename "$s"): native $(cat "$WORK/native/startup.t") s, vmcuda first $(cat "$WORK/ring/startup-cold.t") s, again $(cat "$WORK/ring/startup-warm.t") s"
+        say "  $line"
+        echo "$line" >>"$B"
+    fi
+fi
+
+say ""
+if [ "$failures" -eq 0 ]; then say "RESULT: PASS"; else say "RESULT: FAIL ($failures failed checks; diffs.txt)"; fi
+exit $((failures == 0 ? 0 : 1))

@@ -1,0 +1,118 @@
+package io.vmcuda.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * The driver front end (libcuda.so.1) end to end with the real daemon and its plain worker:
+ * <ul>
+ * <li>on this GPU-less appliance, a driver-API program and a static-cudart program open a session and
+ * print what they print on a machine without a GPU;</li>
+ * <li>with the worker's NVIDIA driver replaced by CI's stand-in (tests/driver/fake: host memory, and the
+ * test programs' few kernels run on the CPU), the same programs run every check to the end over TCP and
+ * over the shared-memory ring: modules from a cubin, PTX and a fat binary sent by content, launches with
+ * every kind of parameter, 1-D, unified, 2-D and 3-D copies, contexts, events; and NVIDIA's own static
+ * runtime on the client initialises through our private tables and integrity check. The stand-in proves
+ * what vmcuda does around the driver, not the GPU: tests/gpu/run-on-device.sh runs the same programs on
+ * NVIDIA's real driver and compares them with native runs.</li>
+ * </ul>
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class DriverFrontEndTest {
+    private Path root;
+    private Path work;
+    private Path driverDir;
+    private Path cudaLib;
+
+    @BeforeAll
+    void locate() throws Exception {
+        root = Path.of(System.getProperty("vmcuda.repo.root", "..")).toAbsolutePath().normalize();
+        driverDir = Path.of(System.getProperty("vmcuda.test.driver", "target/driver")).toAbsolutePath();
+        work = Path.of(System.getProperty("vmcuda.test.work", "target/e2e")).toAbsolutePath().resolve("driver");
+        cudaLib = Path.of(System.getProperty("vmcuda.cuda.home", "/usr/local/cuda"), "lib64");
+        assumeTrue(Files.isExecutable(driverDir.resolve("drv_api")),
+                "no driver test programs in " + driverDir + " (nvcc missing? the build printed the reason)");
+        Files.createDirectories(work);
+    }
+
+    private Map<String, String> env(DaemonProcess d, String transport) {
+        Map<String, String> env = new HashMap<>();
+        env.put("LD_LIBRARY_PATH", cudaLib.toString());
+        env.put("VMCUDA_TOKEN", d.token);
+        env.put("VMCUDA_TRANSPORT", transport);
+        return env;
+    }
+
+    private ProgramRunner.Result viaVmcuda(DaemonProcess d, String program, String transport) throws Exception {
+        return ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
+                "127.0.0.1:" + d.port, "--", driverDir.resolve(program).toString()), env(d, transport), driverDir,
+                work.resolve(program + "-" + transport + "-" + d.port));
+    }
+
+    @Test
+    void onAGpuLessApplianceProgramsSayWhatAMachineWithoutAGpuSays() throws Exception {
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of(), null, "daemon-gpuless.log")) {
+            ProgramRunner.Result drv = viaVmcuda(d, "drv_api", "tcp");
+            String ctx = "\n" + drv.describe() + "--- daemon ---\n" + d.logText();
+            assertEquals("cuInit(0): CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected, 100)\n", drv.stdout(), ctx);
+            assertEquals(2, drv.exitCode(), ctx);
+            assertTrue(drv.stderr().contains("appliance has no usable GPU"), ctx);
+
+            // the static runtime finds no driver on this appliance, as it finds none natively here
+            Map<String, String> nativeEnv = new HashMap<>(env(d, null));
+            nativeEnv.put("VMCUDA_TOKEN", null);
+            ProgramRunner.Result nat = ProgramRunner.run(List.of(driverDir.resolve("rt_static").toString()), nativeEnv,
+                    driverDir, work.resolve("rt_static-native"));
+            ProgramRunner.Result rt = viaVmcuda(d, "rt_static", "tcp");
+            String both = "\n=== native ===\n" + nat.describe() + "=== vmcuda ===\n" + rt.describe();
+            assertTrue(nat.stdout().contains("cudaErrorInsufficientDriver"), both);
+            assertEquals(nat.stdout(), rt.stdout(), both);
+            assertEquals(nat.exitCode(), rt.exitCode(), both);
+
+            // both were plain-worker sessions: no executable shipped
+            DaemonProcess.await("session records", 10_000, () -> records(d).contains("\"rt_static\""));
+            String records = records(d);
+            assertTrue(records.contains("\"drv_api\"") && records.contains("\"worker\":\"plain\""), records);
+            assertFalse(records.contains("\"worker\":\"program\""), records);
+        }
+    }
+
+    @Test
+    void againstTheStandInDriverEveryCheckRunsToTheEnd() throws Exception {
+        Path fake = driverDir.resolve("libfakecuda.so");
+        assumeTrue(Files.isRegularFile(fake), "no " + fake);
+        Map<String, String> config = Map.of(
+                "worker.extra_env", "VMCUDA_WORKER_LIBCUDA=" + fake,
+                "worker.cuda_lib_dirs", cudaLib + ":" + driverDir);
+        String drvExpected = Files.readString(root.resolve("tests/driver/drv_api.expected"));
+        String rtExpected = Files.readString(root.resolve("tests/driver/rt_static.expected"));
+        try (DaemonProcess d = DaemonProcess.start(root, work, config, null, "daemon-standin.log")) {
+            for (String transport : List.of("tcp", "shm")) {
+                ProgramRunner.Result drv = viaVmcuda(d, "drv_api", transport);
+                String ctx = " over " + transport + "\n" + drv.describe() + "--- daemon ---\n" + d.logText();
+                assertEquals(drvExpected, drv.stdout(), "drv_api" + ctx);
+                assertEquals(0, drv.exitCode(), "drv_api" + ctx);
+                ProgramRunner.Result rt = viaVmcuda(d, "rt_static", transport);
+                ctx = " over " + transport + "\n" + rt.describe() + "--- daemon ---\n" + d.logText();
+                assertEquals(rtExpected, rt.stdout(), "rt_static" + ctx);
+                assertEquals(0, rt.exitCode(), "rt_static" + ctx);
+            }
+        }
+    }
+
+    private static String records(DaemonProcess d) throws Exception {
+        Path p = d.stateDir.resolve("sessions.jsonl");
+        return Files.exists(p) ? Files.readString(p) : "";
+    }
+}
