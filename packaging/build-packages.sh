@@ -244,6 +244,8 @@ EOF
 # The daemon refuses to listen on 0.0.0.0 without a tenant. When this file declares none, vmcudad.service
 # creates tenant 'default' at its first start (/opt/vmcuda/libexec/vmcudad-prestart): it appends its
 # token_sha256 line below and writes the token to /etc/vmcuda/tenant-default.token (root only).
+# With tenants, the admin port (/status, /metrics) needs the operator token: unless admin.token_sha256 is
+# set here, the same first start creates one in /etc/vmcuda/admin.token (root only; vmcuda status reads it).
 
 # ---- Settings of the vmcuda-appliance package (differ from the built-in defaults) ----
 # Sandboxed workers run as this unprivileged user, created by the package.

@@ -16,6 +16,7 @@ enum vmc_frame_type {
     VMC_REPLY = 6,
     VMC_OUTPUT = 7,
     VMC_ERROR = 8,
+    VMC_CHALLENGE = 9, /* daemon -> client, first on the control port: the nonce HELLO's proof covers */
 };
 
 #define VMC_FLAG_ASYNC 1u
@@ -35,6 +36,8 @@ enum vmc_hello_status { VMC_READY = 0, VMC_SEND_BINARY = 1, VMC_REFUSED = 2 };
 
 #define VMC_SHA256_BYTES 32
 #define VMC_SESSION_KEY_BYTES 32
+#define VMC_CHALLENGE_BYTES 32
+#define VMC_PROOF_BYTES 32
 #define VMC_NO_INDEX 0xffffffffu
 
 /* The frame header is written and read field by field in little-endian order (see vmc_io.c);
@@ -51,7 +54,7 @@ struct vmc_frame_header {
 /* Largest payload a frame of this type may carry; 0 for an unknown type. */
 static inline uint32_t vmc_max_payload(uint16_t type) {
     switch (type) {
-    case VMC_HELLO: case VMC_HELLO_REPLY: case VMC_MANIFEST: case VMC_ERROR:
+    case VMC_HELLO: case VMC_HELLO_REPLY: case VMC_MANIFEST: case VMC_ERROR: case VMC_CHALLENGE:
         return VMC_MAX_CONTROL_PAYLOAD;
     case VMC_BINARY_CHUNK:
         return VMC_MAX_BINARY_CHUNK;

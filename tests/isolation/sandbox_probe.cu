@@ -5,6 +5,7 @@
 // Usage: sandbox_probe MARKER   (the /tmp file is /tmp/vmcuda-probe-MARKER; the worker sees argv[0] only,
 // so the marker is compiled into the constructor from the program's own name: see probe_name()).
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -43,6 +44,24 @@ __attribute__((constructor)) static void probe(void)
     fprintf(stderr, "probe: write /var/tmp/vmcuda-isolation-probe: %s\n", f ? "written" : strerror(errno));
     if (f) { fclose(f); unlink("/var/tmp/vmcuda-isolation-probe"); }
     fprintf(stderr, "probe: uid %d\n", (int)getuid());
+    // the daemon's state directory (the worker runs in STATE/sessions/ID): other sessions' directories,
+    // the session records and the binary cache must be out of sight
+    f = fopen("../../sessions.jsonl", "r");
+    fprintf(stderr, "probe: read the session records: %s\n", f ? "readable" : strerror(errno));
+    if (f) fclose(f);
+    DIR *cache = opendir("../../cache");
+    fprintf(stderr, "probe: open the binary cache: %s\n", cache ? "readable" : strerror(errno));
+    if (cache) closedir(cache);
+    int others = 0;
+    char self[4096] = "";
+    if (getcwd(self, sizeof self)) {
+        const char *base = strrchr(self, '/') ? strrchr(self, '/') + 1 : self;
+        DIR *d = opendir("..");
+        for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, base)) others++;
+        if (d) closedir(d);
+    }
+    fprintf(stderr, "probe: other session directories visible: %d\n", others);
 }
 
 int main()

@@ -329,12 +329,40 @@ static int check_manifest(struct vmc_conn *c, char *why, size_t why_len) {
     return 0;
 }
 
+/* Reads the daemon's CHALLENGE (its first frame). Returns 0, or -1 with the reason in msg. */
+static int read_challenge(struct vmc_conn *c, uint8_t nonce[VMC_CHALLENGE_BYTES], char *msg, size_t msg_len) {
+    struct vmc_frame_header h;
+    if (vmc_conn_read_frame(c, &h) != 0) {
+        snprintf(msg, msg_len, errno == EAGAIN || errno == EWOULDBLOCK
+                                   ? "no challenge from the appliance within the deadline (is this vmcudad's port?)"
+                                   : "the appliance closed the connection before the handshake");
+        return -1;
+    }
+    if (h.type == VMC_ERROR) {
+        struct vmc_in in;
+        vmc_in_init(&in, c->payload, h.len);
+        (void)vmc_in_u32(&in);
+        uint16_t n = vmc_in_u16(&in);
+        const uint8_t *text = vmc_in_view(&in, n);
+        snprintf(msg, msg_len, "%.*s", text ? (int)n : 0, text ? (const char *)text : "");
+        return -1;
+    }
+    if (h.type != VMC_CHALLENGE || h.len != VMC_CHALLENGE_BYTES) {
+        snprintf(msg, msg_len, "the appliance did not open with a challenge (frame type %u): an older vmcudad?", h.type);
+        return -1;
+    }
+    memcpy(nonce, c->payload, VMC_CHALLENGE_BYTES);
+    return 0;
+}
+
+/* HELLO, ending in its proof: HMAC-SHA256(SHA-256(token), nonce || the payload before the proof), or 32
+ * zero bytes without a token. The token itself never leaves this process (PROTOCOL.md "Session setup"). */
 static void put_hello(struct vmc_out *o, uint32_t role, uint64_t size, const uint8_t digest[32],
-                      const struct vmc_client_config *cfg) {
+                      const struct vmc_client_config *cfg, const uint8_t nonce[VMC_CHALLENGE_BYTES]) {
     const char *name = exe_name();
     size_t name_len = strlen(name) > 255 ? 255 : strlen(name);
-    size_t token_len = strlen(cfg->token) > 4096 ? 4096 : strlen(cfg->token);
     vmc_out_begin_frame(o);
+    size_t payload_at = o->len;
     vmc_out_u32(o, VMC_PROTO_VERSION);
     vmc_out_u32(o, role);
     vmc_out_u64(o, size);
@@ -347,10 +375,18 @@ static void put_hello(struct vmc_out *o, uint32_t role, uint64_t size, const uin
         uint8_t zero[VMC_SESSION_KEY_BYTES] = {0};
         vmc_out_bytes(o, zero, sizeof zero);
     }
-    vmc_out_u16(o, (uint16_t)token_len);
-    vmc_out_bytes(o, cfg->token, token_len);
     vmc_out_u16(o, (uint16_t)name_len);
     vmc_out_bytes(o, name, name_len);
+    uint8_t proof[VMC_PROOF_BYTES] = {0};
+    if (cfg->token[0] && !o->broken) {
+        uint8_t key[32];
+        struct vmc_sha256 s;
+        vmc_sha256_init(&s);
+        vmc_sha256_update(&s, cfg->token, strlen(cfg->token));
+        vmc_sha256_final(&s, key);
+        vmc_hmac_sha256(key, sizeof key, nonce, VMC_CHALLENGE_BYTES, o->data + payload_at, o->len - payload_at, proof);
+    }
+    vmc_out_bytes(o, proof, sizeof proof);
     vmc_out_finish_frame(o, VMC_HELLO, 0, 0);
 }
 
@@ -380,8 +416,12 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
      * has a deadline. It is generous because the appliance may queue the session for a free GPU. */
     struct timeval deadline = {cfg->handshake_timeout_s, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
-    put_hello(&c->out, role, size, digest, cfg);
-    int status = vmc_write_full(fd, c->out.data, c->out.len) == 0 ? read_hello_reply(c, msg, msg_len, gpu_count) : -1;
+    uint8_t nonce[VMC_CHALLENGE_BYTES];
+    int status = -1;
+    if (read_challenge(c, nonce, msg, msg_len) == 0) {
+        put_hello(&c->out, role, size, digest, cfg, nonce);
+        status = vmc_write_full(fd, c->out.data, c->out.len) == 0 ? read_hello_reply(c, msg, msg_len, gpu_count) : -1;
+    }
     if (status == VMC_SEND_BINARY && role == VMC_ROLE_NEW) {
         if (upload_executable(fd, size, exe_name()) != 0)
             status = -1;

@@ -81,22 +81,55 @@ static void detect_local(void) {
 
 /* ---- the ring ---- */
 
+/* Ring files live in a directory of this process, /dev/shm/vmcuda.XXXXXX, mode 0711: anyone may pass
+ * through it but only this user may list it, and each file's name is 128 random bits. The worker runs as
+ * another user (its session's own uid), so the file itself must be open to others (0666); its name,
+ * sent only over this session's connection, is what keeps every other user and worker out, and the file
+ * is unlinked as soon as the worker has opened it (or failed to). */
+static char ring_dir[32];
+static pid_t ring_dir_pid;
+static pthread_mutex_t ring_dir_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void remove_ring_dir(void) {
+    if (ring_dir[0] && ring_dir_pid == getpid())
+        rmdir(ring_dir);
+}
+
+/* This process's ring directory (a forked child makes its own); 0, or -1 when /dev/shm cannot have one. */
+static int ring_directory(char *out, size_t len) {
+    pthread_mutex_lock(&ring_dir_lock);
+    if (ring_dir_pid != getpid()) {
+        char t[] = "/dev/shm/vmcuda.XXXXXX";
+        ring_dir[0] = 0;
+        if (mkdtemp(t) && chmod(t, 0711) == 0) {
+            memcpy(ring_dir, t, sizeof t);
+            if (!ring_dir_pid)
+                atexit(remove_ring_dir);
+            ring_dir_pid = getpid();
+        } else if (t[0]) {
+            rmdir(t);
+        }
+    }
+    int ok = ring_dir[0] && snprintf(out, len, "%s", ring_dir) < (int)len;
+    pthread_mutex_unlock(&ring_dir_lock);
+    return ok ? 0 : -1;
+}
+
 /* Creates the ring file, asks the worker to map and register it, and unlinks it either way. */
 static void attach_file(struct vmc_conn *conn) {
     size_t slot_size = vmc_block_size();
     size_t size = slot_size * SLOTS;
-    char path[128];
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    static unsigned counter;
-    /* A random-looking name: the file is visible only until the worker has opened it. */
-    snprintf(path, sizeof path, "/dev/shm/vmcuda.%d.%u.%lx%lx", (int)getpid(), __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED),
-             (unsigned long)ts.tv_nsec, (unsigned long)random());
-    /* The worker may run as another user (its sandbox), so the file must be readable and writable by it. */
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    char dir[32], path[128];
+    unsigned char name[16];
+    if (ring_directory(dir, sizeof dir) != 0 || getrandom(name, sizeof name, 0) != (ssize_t)sizeof name)
+        return;
+    int at = snprintf(path, sizeof path, "%s/", dir);
+    for (size_t i = 0; i < sizeof name; i++)
+        at += snprintf(path + at, sizeof path - (size_t)at, "%02x", name[i]);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0)
         return;
-    fchmod(fd, 0666);
+    fchmod(fd, 0666); /* past the umask */
     void *base = MAP_FAILED;
     if (ftruncate(fd, (off_t)size) == 0)
         base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

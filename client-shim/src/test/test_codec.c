@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "vmc_io.h"
+#include "vmc_sha256.h"
 
 static int header_verdict(uint32_t magic, uint16_t type, uint32_t len, const char **why) {
     int sv[2];
@@ -66,5 +67,21 @@ int main(void) {
     vmc_in_init(&in, o.data, 8);
     CHECK(vmc_in_view(&in, (size_t)-1) == NULL && in.bad, "huge view rejected");
     vmc_out_free(&o);
+
+    /* HMAC-SHA256 of the HELLO proof: RFC 4231 test cases 2 (split message) and 6 (key longer than a block),
+     * the first also checked on the daemon's side (AuthTest) with the JDK's HmacSHA256. */
+    uint8_t mac[32];
+    char hex[65];
+    vmc_hmac_sha256("Jefe", 4, "what do ya want ", 16, "for nothing?", 12, mac);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+    CHECK(strcmp(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843") == 0, "HMAC case 2: %s", hex);
+    uint8_t long_key[131];
+    memset(long_key, 0xaa, sizeof long_key);
+    const char *m6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+    vmc_hmac_sha256(long_key, sizeof long_key, m6, strlen(m6), "", 0, mac);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+    CHECK(strcmp(hex, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54") == 0, "HMAC case 6: %s", hex);
     return check_summary("test_codec");
 }

@@ -7,9 +7,15 @@
 
 #define SANDBOX_MAX_KEEP 32
 #define SANDBOX_MAX_REGIONS 8
+#define SANDBOX_MIN_UID 1000ul     /* --uid below this would be a system account */
+#define SANDBOX_MAX_UID 4294967294ul /* (uid_t)-1 is "no change" to setuid */
 
 struct sandbox_opts {
     const char *user;            /* --user NAME (default nobody); must not resolve to uid 0 */
+    unsigned long uid;           /* --uid N: run as this uid (the session's own, allocated by the daemon) with
+                                  * --user's primary group; 0 = --user's uid */
+    const char *hide;            /* --hide DIR: covered by an empty tmpfs (the daemon's state directory; the
+                                  * workdir below it is bound back), or NULL */
     const char *workdir;         /* --workdir DIR: the session directory, the only writable path */
     const char *keep[SANDBOX_MAX_KEEP]; /* --keep PATH: must stay visible (re-bound read-only if under /tmp) */
     int n_keep;
@@ -27,8 +33,8 @@ struct sandbox_opts {
 int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size_t err_len);
 
 #define SANDBOX_USAGE \
-    "usage: vmcuda-sandbox [--user NAME] --workdir DIR [--keep PATH]... [--region PATH]... [--nproc N]\n" \
-    "                      [--nofile N] [--tmp-size SIZE] -- EXECUTABLE ARGV0 [ARGS...]\n" \
+    "usage: vmcuda-sandbox [--user NAME] [--uid N] --workdir DIR [--hide DIR] [--keep PATH]... [--region PATH]...\n" \
+    "                      [--nproc N] [--nofile N] [--tmp-size SIZE] -- EXECUTABLE ARGV0 [ARGS...]\n" \
     "       vmcuda-sandbox --probe [--user NAME]\n"
 
 #endif

@@ -95,6 +95,13 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
                 v[0] == '-')
                 return fail(err, err_len, "--user '%.64s' is not a user name", v);
             o->user = v;
+        } else if (strcmp(a, "--uid") == 0) {
+            if (number(v, SANDBOX_MIN_UID, SANDBOX_MAX_UID, &o->uid) != 0)
+                return fail(err, err_len, "--uid must be a number from %lu to %lu", SANDBOX_MIN_UID, SANDBOX_MAX_UID);
+        } else if (strcmp(a, "--hide") == 0) {
+            if (!good_path(v) || strcmp(v, "/") == 0)
+                return fail(err, err_len, "--hide must be an absolute path below / without '..'");
+            o->hide = v;
         } else if (strcmp(a, "--workdir") == 0) {
             if (!good_path(v) || strcmp(v, "/") == 0)
                 return fail(err, err_len, "--workdir must be an absolute path below / without '..'");
@@ -129,6 +136,11 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
         return i >= argc ? 0 : fail(err, err_len, "--probe takes no program");
     if (!o->workdir)
         return fail(err, err_len, "--workdir is required");
+    if (o->hide) { /* the workdir must lie strictly below the hidden directory, to be bound back into it */
+        size_t n = strlen(o->hide);
+        if (strncmp(o->workdir, o->hide, n) != 0 || o->workdir[n] != '/')
+            return fail(err, err_len, "--workdir must lie below --hide");
+    }
     if (i + 2 > argc || !argv[i] || !argv[i + 1])
         return fail(err, err_len, "expected EXECUTABLE ARGV0 after --");
     if (!good_path(argv[i]))

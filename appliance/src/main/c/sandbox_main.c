@@ -11,10 +11,13 @@
  *      this process stays outside as its parent, turns SIGTERM/SIGINT/SIGHUP into SIGKILL for it and exits
  *      with its status (128 + signal when killed), so the daemon's process handle behaves as the worker's;
  *   4. in the worker: all mounts private; every mount except /proc and /dev remounted read-only; a fresh
- *      tmpfs on /tmp; --keep paths below /tmp bound back read-only; the session directory bound writable;
+ *      tmpfs on /tmp; --keep paths below /tmp bound back read-only; --hide (the daemon's state directory)
+ *      covered by an empty tmpfs; the session directory (owned by the worker, mode 0700) bound writable;
  *      a new /proc for the PID namespace; /dev (with /dev/nvidia* and the shared /dev/shm) untouched;
  *   5. RLIMIT_NPROC / RLIMIT_NOFILE (address space is not capped: CUDA reserves huge virtual ranges),
- *      no core dumps, setgroups/setgid/setuid to --user, PR_SET_NO_NEW_PRIVS, parent-death SIGKILL;
+ *      no core dumps, setgroups/setgid/setuid to --uid (the session's own uid, so that RLIMIT_NPROC and
+ *      file ownership are per session) or --user, with --user's group; PR_SET_NO_NEW_PRIVS, parent-death
+ *      SIGKILL;
  *   6. the region descriptors made inheritable and listed in $VMCUDA_SHM_REGION_FDS ("fd,fd,..."), with
  *      $VMCUDA_SHM_REGIONS narrowed to the paths that were opened, in the same order; then
  *      execveat(the executable's descriptor) with argv[0] = ARGV0.
@@ -191,6 +194,11 @@ static int open_path(const char *p) {
     return fd;
 }
 
+/* The worker's identity: --uid (the session's own) or --user's uid, with --user's primary group. */
+static uid_t worker_uid(const struct sandbox_opts *o, const struct passwd *pw) {
+    return o->uid ? (uid_t)o->uid : pw->pw_uid;
+}
+
 static void drop_privileges(const struct sandbox_opts *o, const struct passwd *pw) {
     struct rlimit nproc = {o->nproc, o->nproc}, nofile = {o->nofile, o->nofile}, core = {0, 0};
     if (setrlimit(RLIMIT_NPROC, &nproc) != 0)
@@ -202,9 +210,10 @@ static void drop_privileges(const struct sandbox_opts *o, const struct passwd *p
         die("setgroups");
     if (setgid(pw->pw_gid) != 0)
         die("setgid(%u)", (unsigned)pw->pw_gid);
-    if (setuid(pw->pw_uid) != 0)
-        die("setuid(%u)", (unsigned)pw->pw_uid);
-    if (setuid(0) == 0 || getuid() != pw->pw_uid || geteuid() != pw->pw_uid)
+    uid_t uid = worker_uid(o, pw);
+    if (setuid(uid) != 0)
+        die("setuid(%u)", (unsigned)uid);
+    if (setuid(0) == 0 || getuid() != uid || geteuid() != uid)
         die("privileges could not be dropped");
     errno = 0;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
@@ -225,6 +234,14 @@ static void mount_tmp(const struct sandbox_opts *o) {
     snprintf(data, sizeof data, "size=%s,mode=1777", o->tmp_size);
     if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, data) != 0)
         die("mount a private tmpfs on /tmp");
+}
+
+/* An empty, read-only tmpfs over `dir`; bind_fd() puts the workdir back below it afterwards. */
+static void hide_dir(const char *dir) {
+    if (under(dir, "/tmp"))
+        return; /* the private /tmp hides it already */
+    if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0755") != 0)
+        die("hide %s", dir);
 }
 
 static void mount_proc(void) {
@@ -359,9 +376,10 @@ int main(int argc, char **argv) {
     snprintf(num, sizeof num, "%d", dfd);
     setenv("VMCUDA_WORKER_FD", num, 1);
 
-    /* 2. everything the worker needs, opened before mounts can hide it */
-    if (chown(o.workdir, pw->pw_uid, pw->pw_gid) != 0)
-        die("chown %s to %s", o.workdir, o.user);
+    /* 2. everything the worker needs, opened before mounts can hide it. The session directory becomes the
+     * worker's alone: owner its uid, mode 0700 (with per-session uids no other worker can enter it). */
+    if (chown(o.workdir, worker_uid(&o, pw), pw->pw_gid) != 0 || chmod(o.workdir, 0700) != 0)
+        die("give %s to uid %u", o.workdir, (unsigned)worker_uid(&o, pw));
     int exe_fd = open_path(o.exe);
     /* shared-memory regions: opened as root, before /sys and the rest become read-only; the worker
      * inherits them (FD_CLOEXEC is cleared just before the exec) */
@@ -398,6 +416,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < o.n_keep; i++)
         if (keep_fd[i] >= 0 && under(o.keep[i], "/tmp"))
             bind_fd(keep_fd[i], o.keep[i], 0);
+    if (o.hide) /* the daemon's state (other sessions, the binary cache, records) out of sight */
+        hide_dir(o.hide);
     bind_fd(work_fd, o.workdir, 1);
     mount_proc();
     if (chdir(o.workdir) != 0)

@@ -48,6 +48,14 @@ static void read_quota(void) {
     vmc_w_log("device memory quota: %llu bytes", v);
 }
 
+/* Read before any code of the tenant runs: this library is the rewritten program's first DT_NEEDED, so
+ * its constructors run before the program's, and a program that unsets or rewrites VMCUDA_MEMORY_QUOTA in
+ * its own constructor changes nothing. (Code in the same process could still patch this memory: the
+ * quota is enforced inside the tenant's process; appliance/CONFIG.md says what that means.) */
+__attribute__((constructor)) static void capture_quota(void) {
+    pthread_once(&once, read_quota);
+}
+
 static size_t hash_ptr(uintptr_t p, size_t mask) {
     uint64_t h = (uint64_t)p * 0x9e3779b97f4a7c15ull;
     return (size_t)(h >> 17) & mask;

@@ -167,9 +167,19 @@ void vmc_w_shm_release(struct vmc_wconn *c) {
 
 /* Only a file the client made for this purpose: under the ring prefix, a regular file, no symlink,
  * exactly the announced size. */
+/* PREFIX + the client's directory suffix + '/' + 32 hex digits (shim_shm.c: the ring's directory and
+ * its random name): nothing else is opened. */
 static int valid_name(const char *path) {
-    return path && strncmp(path, PREFIX, strlen(PREFIX)) == 0 && !strchr(path + strlen(PREFIX), '/') &&
-           strlen(path) < 200;
+    if (!path || strnlen(path, 200) >= 200 || strncmp(path, PREFIX, strlen(PREFIX)) != 0)
+        return 0;
+    const char *dir = path + strlen(PREFIX), *slash = strchr(dir, '/');
+    if (!slash || slash == dir || strchr(slash + 1, '/') || strlen(slash + 1) != 32 ||
+        strspn(slash + 1, "0123456789abcdef") != 32)
+        return 0;
+    for (const char *c = dir; c < slash; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+            return 0;
+    return 1;
 }
 
 enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc) {

@@ -141,8 +141,13 @@ static cudaError_t do_free(uint32_t id, void *p, int async) {
     return async ? async_status : replied_status;
 }
 
-int main(void) {
+/* The daemon puts the quota in the worker's environment before it starts; worker_quota.c reads it in a
+ * constructor (before the program's own code), so the test sets it in an earlier one. */
+__attribute__((constructor(101))) static void quota_environment(void) {
     setenv("VMCUDA_MEMORY_QUOTA", "1000000", 1);
+}
+
+int main(void) {
     cudaError_t st;
     void *a = do_malloc(VMC_API_cudaMalloc, 600000, &st);
     CHECK(st == cudaSuccess && a && vmc_w_quota_used() == 600000);

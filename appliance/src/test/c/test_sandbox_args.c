@@ -75,6 +75,27 @@ int main(void) {
         v[n++] = "--workdir"; v[n++] = "/w"; v[n++] = "--"; v[n++] = "/x"; v[n++] = "a"; v[n] = NULL;
         CHECK(parse(v, &o, err) == -1);
     }
+    {   /* the session's own uid, and the state directory hidden with the workdir below it */
+        char *v[] = {"s", "--uid", "5000123", "--hide", "/var/lib/vmcuda", "--workdir", "/var/lib/vmcuda/sessions/7",
+                     "--", "/x", "a", NULL};
+        CHECK(parse(v, &o, err) == 0 && o.uid == 5000123 && strcmp(o.hide, "/var/lib/vmcuda") == 0);
+        char *plain[] = {"s", "--workdir", "/w", "--", "/x", "a", NULL};
+        CHECK(parse(plain, &o, err) == 0 && o.uid == 0 && o.hide == NULL);
+    }
+    char *bad3[][12] = {
+        {"s", "--uid", "0", "--workdir", "/w", "--", "/x", "a", NULL},            /* root */
+        {"s", "--uid", "999", "--workdir", "/w", "--", "/x", "a", NULL},          /* a system account */
+        {"s", "--uid", "4294967295", "--workdir", "/w", "--", "/x", "a", NULL},   /* (uid_t)-1 */
+        {"s", "--uid", "12ab", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--hide", "/var/lib/vmcuda", "--workdir", "/srv/w", "--", "/x", "a", NULL},   /* workdir not below */
+        {"s", "--hide", "/var/lib/vm", "--workdir", "/var/lib/vmcuda/s", "--", "/x", "a", NULL}, /* prefix only */
+        {"s", "--hide", "/var/lib/vmcuda", "--workdir", "/var/lib/vmcuda", "--", "/x", "a", NULL}, /* itself */
+        {"s", "--hide", "/", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--hide", "rel", "--workdir", "/w", "--", "/x", "a", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad3 / sizeof bad3[0]; i++) {
+        CHECK(parse(bad3[i], &o, err) == -1 && err[0]);
+    }
     {   /* one --region */
         char *v[] = {"s", "--workdir", "/w", "--region", "/sys/bus/pci/devices/0000:00:05.0/resource2", "--", "/x", "a",
                      NULL};

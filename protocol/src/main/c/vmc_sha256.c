@@ -78,3 +78,30 @@ void vmc_sha256_final(struct vmc_sha256 *s, uint8_t out[32]) {
         out[4 * i + 3] = (uint8_t)s->h[i];
     }
 }
+
+void vmc_hmac_sha256(const void *key, size_t key_len, const void *a, size_t a_len, const void *b, size_t b_len,
+                     uint8_t out[32]) {
+    uint8_t k[64] = {0}, pad[64], inner[32];
+    if (key_len > sizeof k) {
+        struct vmc_sha256 h;
+        vmc_sha256_init(&h);
+        vmc_sha256_update(&h, key, key_len);
+        vmc_sha256_final(&h, k);
+    } else if (key_len) {
+        memcpy(k, key, key_len);
+    }
+    struct vmc_sha256 s;
+    for (int i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x36;
+    vmc_sha256_init(&s);
+    vmc_sha256_update(&s, pad, sizeof pad);
+    vmc_sha256_update(&s, a, a_len);
+    vmc_sha256_update(&s, b, b_len);
+    vmc_sha256_final(&s, inner);
+    for (int i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x5c;
+    vmc_sha256_init(&s);
+    vmc_sha256_update(&s, pad, sizeof pad);
+    vmc_sha256_update(&s, inner, sizeof inner);
+    vmc_sha256_final(&s, out);
+}

@@ -17,4 +17,9 @@ void vmc_sha256_init(struct vmc_sha256 *s);
 void vmc_sha256_update(struct vmc_sha256 *s, const void *data, size_t n);
 void vmc_sha256_final(struct vmc_sha256 *s, uint8_t out[32]);
 
+/* HMAC-SHA256 (RFC 2104) of the concatenation a || b: the HELLO's proof of the tenant token
+ * (PROTOCOL.md "Session setup"). */
+void vmc_hmac_sha256(const void *key, size_t key_len, const void *a, size_t a_len, const void *b, size_t b_len,
+                     uint8_t out[32]);
+
 #endif

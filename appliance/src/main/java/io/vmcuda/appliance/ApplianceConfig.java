@@ -37,7 +37,12 @@ public final class ApplianceConfig {
         schedulerConfig();
         binaryMaxBytes();
         cacheMemoryBytes();
+        cachePublicHashes();
+        adminTokenSha256();
         workerBlockSize();
+        maxHandshakes();
+        maxHandshakesPerSource();
+        authFailuresPerMinute();
         workerExtraEnv();
         workerStartTimeout();
         workerStopGrace();
@@ -46,6 +51,7 @@ public final class ApplianceConfig {
         idleReleaseMinutes();
         workerSandbox();
         workerUser();
+        workerUidPool();
         workerMaxProcesses();
         workerMaxOpenFiles();
         workerTmpSize();
@@ -104,6 +110,30 @@ public final class ApplianceConfig {
 
     public long cacheMemoryBytes() {
         return longValue("cache.memory_bytes", 0, Long.MAX_VALUE);
+    }
+
+    /** {@code cache.public_sha256}: binaries (by SHA-256, lower-case) every tenant may run without uploading them. */
+    public java.util.Set<String> cachePublicHashes() {
+        java.util.Set<String> out = new java.util.TreeSet<>();
+        for (String h : string("cache.public_sha256").trim().split("[\\s,]+")) {
+            if (h.isEmpty()) continue;
+            if (!SHA256_HEX.matcher(h).matches()) {
+                throw new IllegalArgumentException("cache.public_sha256 entry '" + h + "' is not 64 hex digits");
+            }
+            out.add(h.toLowerCase(java.util.Locale.ROOT));
+        }
+        return out;
+    }
+
+    /** {@code admin.token_sha256}: the operator token's SHA-256 for the admin port, or null when not set. */
+    public byte[] adminTokenSha256() {
+        String h = string("admin.token_sha256").strip();
+        if (h.isEmpty()) return null;
+        if (!SHA256_HEX.matcher(h).matches()) {
+            throw new IllegalArgumentException("config key 'admin.token_sha256' must be 64 hex digits "
+                    + "(make one with: vmcudad --new-token)");
+        }
+        return java.util.HexFormat.of().parseHex(h.toLowerCase(java.util.Locale.ROOT));
     }
 
     public long workerBlockSize() {
@@ -192,6 +222,21 @@ public final class ApplianceConfig {
         }
     }
 
+    /** {@code control.max_handshakes}: connections awaiting their HELLO, in all. */
+    public int maxHandshakes() {
+        return (int) longValue("control.max_handshakes", 1, 1_000_000);
+    }
+
+    /** {@code control.max_handshakes_per_source}: connections awaiting their HELLO from one client address. */
+    public int maxHandshakesPerSource() {
+        return (int) longValue("control.max_handshakes_per_source", 1, 1_000_000);
+    }
+
+    /** {@code control.auth_failures_per_minute}: failed HELLOs one address may make in a minute; 0 = no limit. */
+    public int authFailuresPerMinute() {
+        return (int) longValue("control.auth_failures_per_minute", 0, 1_000_000);
+    }
+
     /** How long a client may take to send its HELLO, and at most between two BINARY_CHUNKs. */
     public Duration handshakeTimeout() {
         return Duration.ofSeconds(longValue("control.handshake_timeout_s", 1, 3600));
@@ -232,6 +277,11 @@ public final class ApplianceConfig {
             throw new IllegalArgumentException("config key 'worker.user' = '" + v + "' is not a user name");
         }
         return v;
+    }
+
+    /** {@code worker.uid_range}: one uid per sandboxed worker from this range; null when empty (all run as worker.user). */
+    public io.vmcuda.appliance.worker.UidPool workerUidPool() {
+        return io.vmcuda.appliance.worker.UidPool.parse(string("worker.uid_range"));
     }
 
     public long workerMaxProcesses() {

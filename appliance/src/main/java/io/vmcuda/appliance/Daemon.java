@@ -66,8 +66,15 @@ public final class Daemon implements AutoCloseable {
                     + "reaches it could run code on the GPUs. Configure tenant.NAME.token_sha256 (vmcudad --new-token), "
                     + "listen on loopback, or pass --insecure");
         }
+        byte[] adminToken = config.adminTokenSha256();
+        if (adminToken != null && auth.tenants().stream().anyMatch(t -> java.util.Arrays.equals(t.tokenSha256(), adminToken))) {
+            throw new IllegalStateException("admin.token_sha256 is also a tenant's token: the operator token must be "
+                    + "its own (vmcudad --new-token)");
+        }
         if (auth.required()) {
-            LOG.info("authentication on: " + auth.tenants().size() + " tenant(s)");
+            LOG.info("authentication on: " + auth.tenants().size() + " tenant(s); admin port "
+                    + (adminToken != null ? "needs the operator token (admin.token_sha256)"
+                                          : "closed except /health: set admin.token_sha256 to read it"));
         } else {
             LOG.warning("no tenants configured: every client that reaches " + listen + " is accepted without a token"
                     + (loopback ? " (loopback only)" : " (--insecure)"));
@@ -89,20 +96,23 @@ public final class Daemon implements AutoCloseable {
         DaemonMetrics metrics = new DaemonMetrics();
         Refusals refusals = new Refusals(metrics);
         GpuScheduler scheduler = new GpuScheduler(inventory, config.schedulerConfig(), timer);
-        BinaryCache cache = new BinaryCache(stateDir.resolve("cache"), config.cacheMemoryBytes());
+        BinaryCache cache = new BinaryCache(stateDir.resolve("cache"), config.cacheMemoryBytes(), config.cachePublicHashes());
         Path socketPath = stateDir.resolve("run").resolve("worker.sock");
         WorkerLauncher launcher = new WorkerLauncher(socketPath, workerLibDir, config.workerCudaLibDirs(),
                 config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes(),
-                config.shmRegions());
+                config.shmRegions(), config.workerUidPool(), stateDir);
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl")), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);
         try {
             workerSocket = new WorkerSocketServer(socketPath, io, sessions);
             control = new ControlServer(options.listen(), boss, io, cache, sessions, refusals, blocking,
-                    config.binaryMaxBytes(), auth, config.handshakeTimeout());
+                    config.binaryMaxBytes(), auth, config.handshakeTimeout(),
+                    new io.vmcuda.appliance.auth.AuthThrottle(config.authFailuresPerMinute()), config.maxHandshakes(),
+                    config.maxHandshakesPerSource());
             admin = new AdminServer(options.admin(), io,
-                    new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions));
+                    new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions),
+                    new io.vmcuda.appliance.admin.AdminAccess(auth.required(), config.adminTokenSha256()));
         } catch (IOException | InterruptedException | RuntimeException e) {
             shutdownThreads();
             throw e;
@@ -110,7 +120,9 @@ public final class Daemon implements AutoCloseable {
         LOG.info("vmcudad " + Version.get() + " listening on " + control.localAddress() + ", admin on http://"
                 + hostPort(admin.localAddress()) + "/status, state in " + stateDir + ", worker library from "
                 + workerLibDir + ", " + inventory.gpus().size() + " GPU(s)"
-                + (sandbox == null ? ", workers unsandboxed" : ", workers sandboxed as " + sandbox.user())
+                + (sandbox == null ? ", workers unsandboxed" : ", workers sandboxed as " + sandbox.user()
+                        + (config.workerUidPool() == null ? "" : " with one uid per session (worker.uid_range "
+                        + config.workerUidPool().describe() + ")"))
                 + (inventory.gpus().isEmpty() ? " (" + inventory.unavailableReason() + ")" : ""));
     }
 

@@ -26,6 +26,12 @@ public final class Vmcudad {
                 System.err.println("vmcudad: --hash-token: no token given (argument or one line on stdin)");
                 System.exit(2);
             }
+            String weak = io.vmcuda.appliance.auth.Authenticator.weakness(token.strip());
+            if (weak != null) {
+                System.err.println("vmcudad: --hash-token: refusing a weak token (" + weak + "); vmcudad --new-token "
+                        + "makes a 256-bit one");
+                System.exit(2);
+            }
             System.out.println(io.vmcuda.appliance.auth.Authenticator.hashToken(token.strip()));
             return;
         }
@@ -35,6 +41,8 @@ public final class Vmcudad {
             System.out.println("  " + token);
             System.out.println("daemon config line (replace NAME):");
             System.out.println("  tenant.NAME.token_sha256 = " + io.vmcuda.appliance.auth.Authenticator.hashToken(token));
+            System.out.println("or, to make it the operator's token for the admin port (vmcuda status):");
+            System.out.println("  admin.token_sha256 = " + io.vmcuda.appliance.auth.Authenticator.hashToken(token));
             return;
         }
         for (String a : args) {

@@ -121,6 +121,38 @@ class AuthTest {
     }
 
     @Test
+    void withTenantsTheAdminPortNeedsTheOperatorToken() throws Exception {
+        try (DaemonHarness d = daemon()) {
+            for (String page : new String[] {"/status", "/status?format=table", "/metrics"}) {
+                assertEquals(401, d.get(page, null).statusCode(), page + " without a token");
+                assertEquals(403, d.get(page, "not-the-operator").statusCode(), page + " with a wrong token");
+                // a tenant's token is not the operator's: tenants must not see each other's sessions
+                assertEquals(403, d.get(page, TOKEN_A).statusCode(), page + " with a tenant's token");
+                assertEquals(200, d.get(page).statusCode(), page + " with the operator token");
+            }
+            assertTrue(d.get("/status", null).body().contains("Authorization: Bearer"));
+            assertEquals("ok\n", d.get("/health", null).body(), "/health is open and says nothing else");
+        }
+        // tenants but no operator token: everything except /health is closed, and says how to open it
+        Map<String, String> noAdmin = Map.of("tenant.alice.token_sha256", Authenticator.hashToken(TOKEN_A),
+                "admin.token_sha256", "");
+        try (DaemonHarness d = new DaemonHarness(state, fixtures.workerLibDir(), TestInventory.none(), noAdmin)) {
+            var r = d.get("/status");
+            assertEquals(403, r.statusCode());
+            assertTrue(r.body().contains("admin.token_sha256"), r.body());
+            assertEquals(200, d.get("/health", null).statusCode());
+        }
+        // the operator token may not double as a tenant's
+        assertThrows(IllegalStateException.class, () -> new DaemonHarness(state, fixtures.workerLibDir(),
+                TestInventory.none(), Map.of("tenant.alice.token_sha256", Authenticator.hashToken(TOKEN_A),
+                        "admin.token_sha256", Authenticator.hashToken(TOKEN_A))).close());
+        // no tenants (the demo's open loopback appliance): the admin port is open too
+        try (DaemonHarness d = new DaemonHarness(state, fixtures.workerLibDir(), TestInventory.none(), Map.of())) {
+            assertEquals(200, d.get("/status", null).statusCode());
+        }
+    }
+
+    @Test
     void openApplianceOnlyOnLoopbackOrWithInsecure() throws Exception {
         InetSocketAddress all = new InetSocketAddress("0.0.0.0", 0);
         InetSocketAddress lo = new InetSocketAddress("127.0.0.1", 0);
@@ -157,13 +189,104 @@ class AuthTest {
     }
 
     @Test
-    void tokensHashAndCompare() {
+    void proofsAreCheckedAgainstTheChallenge() {
         Authenticator a = new Authenticator(ApplianceConfig.defaultsOnly()
                 .with(Map.of("tenant.a.token_sha256", Authenticator.hashToken("secret"))).tenants());
-        assertEquals("a", a.authenticate("secret".getBytes()).name());
-        assertEquals(null, a.authenticate("secreT".getBytes()));
-        assertEquals(null, a.authenticate(new byte[0]));
+        byte[] challenge = new byte[32], other = new byte[32];
+        other[0] = 1;
+        byte[] signed = "hello body".getBytes();
+        byte[] key = java.util.HexFormat.of().parseHex(Authenticator.hashToken("secret"));
+        byte[] proof = Authenticator.proof(key, challenge, signed);
+        assertEquals("a", a.authenticate(challenge, signed, proof).name());
+        // a recorded HELLO on another connection (another challenge), or altered, proves nothing
+        assertEquals(null, a.authenticate(other, signed, proof));
+        assertEquals(null, a.authenticate(challenge, "hello bodY".getBytes(), proof));
+        byte[] wrong = java.util.HexFormat.of().parseHex(Authenticator.hashToken("secreT"));
+        assertEquals(null, a.authenticate(challenge, signed, Authenticator.proof(wrong, challenge, signed)));
+        assertEquals(null, a.authenticate(challenge, signed, new byte[32]), "no token");
+        // RFC 4231 test case 2: the same HMAC the C client computes (vmc_hmac_sha256)
+        assertEquals("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+                java.util.HexFormat.of().formatHex(Authenticator.proof("Jefe".getBytes(), "what do ya want ".getBytes(),
+                        "for nothing?".getBytes())));
         assertEquals("2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b", Authenticator.hashToken("secret"));
         assertEquals(64, Authenticator.generateToken().length());
+        for (int i = 0; i < 1000; i++) assertEquals(null, Authenticator.weakness(Authenticator.generateToken()));
+        assertTrue(Authenticator.weakness("hunter2") != null);
+        assertTrue(Authenticator.weakness("a".repeat(40)) != null);
+    }
+
+    /** A HELLO captured on the wire, sent again on a new connection, is refused: its proof was for another challenge. */
+    @Test
+    void aRecordedHelloCannotBeReplayed() throws Exception {
+        try (DaemonHarness d = daemon()) {
+            byte[] recorded;
+            try (ProtocolClient c = d.connect()) {
+                recorded = ProtocolClient.hello(Wire.PROTO_VERSION, Wire.ROLE_NEW, binary.length,
+                        ProtocolClient.sha256(binary), 1, 0, new byte[32], "victim", TOKEN_B, c.challenge);
+                c.sendFrame(Wire.TYPE_HELLO, recorded);
+                assertEquals(Wire.HELLO_SEND_BINARY, c.readReply().status(), "the original is accepted");
+            }
+            try (ProtocolClient replay = d.connect()) {
+                replay.sendFrame(Wire.TYPE_HELLO, recorded);
+                ProtocolClient.Reply r = replay.readReply();
+                assertEquals(Wire.HELLO_REFUSED, r.status());
+                assertEquals("bad token", r.message());
+            }
+        }
+    }
+
+    @Test
+    void guessingTokensFromOneAddressIsLockedOut() throws Exception {
+        try (DaemonHarness d = new DaemonHarness(state, fixtures.workerLibDir(), TestInventory.none(), Map.of(
+                "tenant.alice.token_sha256", Authenticator.hashToken(TOKEN_A),
+                "control.auth_failures_per_minute", "5"))) {
+            for (int i = 0; i < 5; i++) {
+                try (ProtocolClient c = d.connect()) {
+                    assertEquals("bad token", hello(d, c, "guess-" + i, 1).message());
+                }
+            }
+            // the sixth try is not even checked, and the right token does not help either for a minute
+            try (ProtocolClient c = d.connect()) {
+                ProtocolClient.Reply r = hello(d, c, TOKEN_A, 1);
+                assertEquals(Wire.HELLO_REFUSED, r.status());
+                assertTrue(r.message().startsWith("too many failed authentications from 127.0.0.1; try again in"), r.message());
+            }
+        }
+    }
+
+    /** Idle connections that never send HELLO: past the per-source cap they are closed at once. */
+    @Test
+    void aFloodOfIdleConnectionsIsCappedPerSource() throws Exception {
+        try (DaemonHarness d = new DaemonHarness(state, fixtures.workerLibDir(), TestInventory.none(), Map.of(
+                "tenant.alice.token_sha256", Authenticator.hashToken(TOKEN_A),
+                "control.max_handshakes_per_source", "8"))) {
+            java.util.List<ProtocolClient> idle = new java.util.ArrayList<>();
+            try {
+                for (int i = 0; i < 8; i++) {
+                    idle.add(d.connect());
+                    assertTrue(idle.get(i).challenge != null, "connection " + i + " is admitted");
+                }
+                try (ProtocolClient ninth = d.connect()) {
+                    assertEquals(null, ninth.challenge);
+                    ProtocolClient.ErrorFrame e = ninth.readError();
+                    assertEquals(7, e.code());
+                    assertTrue(e.message().contains("control.max_handshakes_per_source"), e.message());
+                }
+                // a client from another address is served meanwhile
+                try (ProtocolClient other = d.connectFrom("127.0.0.2")) {
+                    other.sendNewHello(binary, "other", TOKEN_A, 1);
+                    assertEquals(Wire.HELLO_SEND_BINARY, other.readReply().status());
+                }
+                assertTrue(d.body("/metrics").contains("vmcuda_handshakes_refused_total 1"));
+            } finally {
+                for (ProtocolClient c : idle) c.close();
+            }
+            // once they are gone, this address is served again
+            DaemonHarness.await(() -> {
+                try (ProtocolClient c = d.connect()) {
+                    return c.challenge != null;
+                }
+            });
+        }
     }
 }

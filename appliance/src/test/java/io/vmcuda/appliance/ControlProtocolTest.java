@@ -90,7 +90,7 @@ class ControlProtocolTest {
     @Test
     void helloWithNameLengthPastThePayloadIsMalformed() throws Exception {
         byte[] hello = ProtocolClient.hello(Wire.PROTO_VERSION, 0, 10, new byte[32], 1, 0, new byte[32], "abc");
-        hello[hello.length - 5] = (byte) 0xff; // name_len low byte: now claims 255+ bytes
+        hello[hello.length - Wire.PROOF_BYTES - 5] = (byte) 0xff; // name_len low byte: now claims 255+ bytes
         try (ProtocolClient c = harness.connect()) {
             c.sendFrame(Wire.TYPE_HELLO, hello);
             assertEquals(ProtocolException.MALFORMED, c.readError().code());

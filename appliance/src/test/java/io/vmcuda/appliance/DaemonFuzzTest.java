@@ -79,14 +79,20 @@ class DaemonFuzzTest {
         return ProtocolClient.concat(header(Wire.MAGIC, type, 0, 0, payload.length), payload);
     }
 
-    private static byte[] validHello(SplittableRandom r, long size, byte[] sha) {
+    /** A HELLO proving TOKEN (two in three) or a wrong token for {@code challenge} (null: unknown, never valid). */
+    private static byte[] validHello(SplittableRandom r, long size, byte[] sha, byte[] challenge) {
         String token = r.nextInt(3) == 0 ? "wrong" : TOKEN;
         return ProtocolClient.hello(Wire.PROTO_VERSION, r.nextInt(8) == 0 ? Wire.ROLE_JOIN : Wire.ROLE_NEW, size, sha,
-                r.nextInt(3), r.nextLong(), new byte[32], "fuzz", token.getBytes(StandardCharsets.UTF_8));
+                r.nextInt(3), r.nextLong(), new byte[32], "fuzz", token, challenge);
+    }
+
+    /** One connection's worth of bytes, written without reading the daemon's challenge. */
+    static byte[] randomConnection(SplittableRandom r) {
+        return randomConnection(r, null);
     }
 
     /** One connection's worth of bytes: a mix of well-formed, mutated and garbage frames. */
-    static byte[] randomConnection(SplittableRandom r) {
+    static byte[] randomConnection(SplittableRandom r, byte[] challenge) {
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
         int frames = 1 + r.nextInt(6);
         byte[] body = new byte[1 + r.nextInt(3000)];
@@ -101,16 +107,16 @@ class DaemonFuzzTest {
             int kind = r.nextInt(12);
             byte[] f;
             switch (kind) {
-                case 0, 1, 2 -> f = frame(Wire.TYPE_HELLO, validHello(r, body.length, sha));
+                case 0, 1, 2 -> f = frame(Wire.TYPE_HELLO, validHello(r, body.length, sha, challenge));
                 case 3 -> { // a valid HELLO then the whole upload, in pieces
-                    f = frame(Wire.TYPE_HELLO, validHello(r, body.length, sha));
+                    f = frame(Wire.TYPE_HELLO, validHello(r, body.length, sha, challenge));
                     int cut = r.nextInt(body.length + 1);
                     f = ProtocolClient.concat(f, frame(Wire.TYPE_BINARY_CHUNK, java.util.Arrays.copyOf(body, cut)),
                             frame(Wire.TYPE_BINARY_CHUNK, java.util.Arrays.copyOfRange(body, cut, body.length)));
                 }
                 case 4 -> f = frame(Wire.TYPE_BINARY_CHUNK, java.util.Arrays.copyOf(body, r.nextInt(body.length + 1)));
                 case 5 -> { // mutated valid HELLO: flip bytes anywhere, header included
-                    f = frame(Wire.TYPE_HELLO, validHello(r, body.length, sha));
+                    f = frame(Wire.TYPE_HELLO, validHello(r, body.length, sha, challenge));
                     for (int k = 1 + r.nextInt(4); k > 0; k--) f[r.nextInt(f.length)] ^= (byte) (1 + r.nextInt(255));
                 }
                 case 6 -> f = header(Wire.MAGIC, 1 + r.nextInt(10), r.nextInt(65536), r.nextInt(),
@@ -122,14 +128,14 @@ class DaemonFuzzTest {
                     f = frame(1 + r.nextInt(9), p);
                 }
                 case 9 -> { // a HELLO whose inner lengths lie
-                    byte[] h = validHello(r, body.length, sha);
-                    int at = 4 + 4 + 8 + 32 + 4 + 8 + 32;
+                    byte[] h = validHello(r, body.length, sha, challenge);
+                    int at = 4 + 4 + 8 + 32 + 4 + 8 + 32; // name_len
                     h[at] = (byte) r.nextInt(256);
                     h[at + 1] = (byte) r.nextInt(256);
                     f = frame(Wire.TYPE_HELLO, h);
                 }
                 case 10 -> { // absurd binary sizes
-                    f = frame(Wire.TYPE_HELLO, validHello(r, r.nextBoolean() ? -1L : r.nextLong(), sha));
+                    f = frame(Wire.TYPE_HELLO, validHello(r, r.nextBoolean() ? -1L : r.nextLong(), sha, challenge));
                 }
                 default -> {
                     f = new byte[r.nextInt(64)];
@@ -163,7 +169,13 @@ class DaemonFuzzTest {
             for (int c = 0; c < IN_PROCESS_CASES; c++) {
                 EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(),
                         ControlFuzzSupport.handler(cache, sessions, refusals, 100_000, auth));
-                byte[] in = randomConnection(r);
+                // the daemon's first frame is the challenge the valid HELLOs must answer
+                ByteBuf challengeFrame = ch.readOutbound();
+                byte[] challenge = new byte[Wire.CHALLENGE_BYTES];
+                challengeFrame.getBytes(Wire.HEADER_BYTES, challenge);
+                bytesOut += challengeFrame.readableBytes();
+                challengeFrame.release();
+                byte[] in = randomConnection(r, challenge);
                 // arrive in random pieces, as TCP may deliver them
                 for (int off = 0; off < in.length && ch.isActive(); ) {
                     int n = Math.min(in.length - off, 1 + r.nextInt(512));
@@ -224,6 +236,8 @@ class DaemonFuzzTest {
     void realDaemonOverTcpClosesEveryBadConnectionAndLeaksNothing() throws Exception {
         try (DaemonHarness d = new DaemonHarness(state, state.resolve("no-lib"), TestInventory.none(), Map.of(
                 "binary.max_bytes", "100000", "control.handshake_timeout_s", "1",
+                // thousands of wrong proofs from this one address: no lockout here (AuthTest covers it)
+                "control.auth_failures_per_minute", "0",
                 "tenant.f.token_sha256", Authenticator.hashToken(TOKEN)))) {
             // warm up so that lazily opened descriptors (JIT, Netty) are in the baseline
             for (int i = 0; i < 20; i++) {
@@ -254,7 +268,7 @@ class DaemonFuzzTest {
             long t1 = System.nanoTime();
             try (Socket silent = new Socket("127.0.0.1", d.daemon.controlAddress().getPort());
                  Socket loris = new Socket("127.0.0.1", d.daemon.controlAddress().getPort())) {
-                byte[] hello = frame(Wire.TYPE_HELLO, validHello(new SplittableRandom(1), 10, new byte[32]));
+                byte[] hello = frame(Wire.TYPE_HELLO, validHello(new SplittableRandom(1), 10, new byte[32], null));
                 Thread dribble = new Thread(() -> {
                     try {
                         for (byte b : hello) {
@@ -306,6 +320,11 @@ class DaemonFuzzTest {
         byte[] h = new byte[Wire.HEADER_BYTES];
         in.readFully(h);
         ByteBuffer b = ByteBuffer.wrap(h).order(ByteOrder.LITTLE_ENDIAN);
+        if (b.getShort(4) == Wire.TYPE_CHALLENGE) { // the daemon's opening frame: skip it
+            in.readFully(new byte[b.getInt(12)]);
+            in.readFully(h);
+            b = ByteBuffer.wrap(h).order(ByteOrder.LITTLE_ENDIAN);
+        }
         assertEquals(Wire.MAGIC, b.getInt());
         assertEquals(Wire.TYPE_ERROR, b.getShort());
         b.getShort();

@@ -13,6 +13,8 @@ import java.util.Map;
 /** A real in-process daemon on ephemeral loopback ports, plus an HTTP getter for its admin port. */
 final class DaemonHarness implements AutoCloseable {
     private static final HttpClient HTTP = HttpClient.newHttpClient();
+    /** The operator token of every harness daemon (its admin port is locked whenever tenants are configured). */
+    static final String ADMIN_TOKEN = "harness-operator-token-0123456789abcdef";
 
     final Daemon daemon;
 
@@ -20,7 +22,8 @@ final class DaemonHarness implements AutoCloseable {
             throws IOException, InterruptedException {
         InetSocketAddress any = new InetSocketAddress("127.0.0.1", 0);
         // the fixtures' fake workers run unsandboxed unless a test asks for the sandbox
-        Map<String, String> c = new java.util.HashMap<>(Map.of("worker.sandbox", "false"));
+        Map<String, String> c = new java.util.HashMap<>(Map.of("worker.sandbox", "false",
+                "admin.token_sha256", io.vmcuda.appliance.auth.Authenticator.hashToken(ADMIN_TOKEN)));
         c.putAll(config);
         daemon = Daemon.start(new DaemonOptions(any, any, stateDir, null, workerLibDir),
                 ApplianceConfig.defaultsOnly().with(c), inventory);
@@ -30,10 +33,27 @@ final class DaemonHarness implements AutoCloseable {
         return new ProtocolClient(daemon.controlAddress());
     }
 
+    /** A connection from another local address (127.0.0.2...): another client host, as far as the daemon sees. */
+    ProtocolClient connectFrom(String localAddress) throws IOException {
+        return new ProtocolClient(daemon.controlAddress(), java.net.InetAddress.getByName(localAddress));
+    }
+
+    /** Polls until {@code condition} holds; the test's own timeout bounds the wait. */
+    static void await(java.util.concurrent.Callable<Boolean> condition) throws Exception {
+        while (!condition.call()) Thread.sleep(20);
+    }
+
+    /** GET with the operator token. */
     HttpResponse<String> get(String pathAndQuery) throws IOException, InterruptedException {
+        return get(pathAndQuery, ADMIN_TOKEN);
+    }
+
+    /** GET with {@code token} as the bearer token, or with no Authorization header when it is null. */
+    HttpResponse<String> get(String pathAndQuery, String token) throws IOException, InterruptedException {
         InetSocketAddress a = daemon.adminAddress();
-        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + a.getPort() + pathAndQuery)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + a.getPort() + pathAndQuery));
+        if (token != null) b.header("Authorization", "Bearer " + token);
+        return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     String body(String pathAndQuery) throws IOException, InterruptedException {

@@ -107,7 +107,7 @@ class DiskFullTest {
                 ProtocolClient.Reply r = c.readReply();
                 assertEquals(Wire.HELLO_READY, r.status(), r.message());
             }
-            assertEquals(3, cacheFiles(cache).size(), "original, rewritten, meta.properties: " + cacheFiles(cache));
+            assertEquals(4, cacheFiles(cache).size(), "original, rewritten, meta.properties, tenants: " + cacheFiles(cache));
         }
     }
 }

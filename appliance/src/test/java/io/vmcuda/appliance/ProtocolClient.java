@@ -20,10 +20,24 @@ final class ProtocolClient implements AutoCloseable {
     private final DataInputStream in;
     private final OutputStream out;
 
+    /** This connection's CHALLENGE nonce (the daemon's first frame), or null when it closed at once. */
+    final byte[] challenge;
+    /** What the daemon sent instead of a CHALLENGE (ERROR: too many handshakes), or null. */
+    final Frame openingRefusal;
+
     ProtocolClient(InetSocketAddress daemon) throws IOException {
-        socket = new Socket(daemon.getAddress(), daemon.getPort());
+        this(daemon, null);
+    }
+
+    /** @param from the local address to connect from (another loopback address), or null */
+    ProtocolClient(InetSocketAddress daemon, java.net.InetAddress from) throws IOException {
+        socket = from == null ? new Socket(daemon.getAddress(), daemon.getPort())
+                : new Socket(daemon.getAddress(), daemon.getPort(), from, 0);
         in = new DataInputStream(socket.getInputStream());
         out = socket.getOutputStream();
+        Frame first = readFrame();
+        challenge = first != null && first.type() == Wire.TYPE_CHALLENGE ? first.payload() : null;
+        openingRefusal = challenge == null ? first : null;
     }
 
     record Frame(int type, int flags, long id, byte[] payload) {
@@ -40,17 +54,34 @@ final class ProtocolClient implements AutoCloseable {
         return MessageDigest.getInstance("SHA-256").digest(data);
     }
 
+    /** A HELLO without a token (its proof is 32 zero bytes): what a client of an open appliance sends. */
     static byte[] hello(int version, int role, long size, byte[] sha, int gpus, long sessionId, byte[] key, String name) {
-        return hello(version, role, size, sha, gpus, sessionId, key, name, "unused-token".getBytes(StandardCharsets.UTF_8));
+        return concat(helloBody(version, role, size, sha, gpus, sessionId, key, name), new byte[Wire.PROOF_BYTES]);
     }
 
+    /**
+     * A HELLO proving {@code token} for {@code challenge}: HMAC-SHA256(SHA-256(token), challenge || body),
+     * computed here with the JDK, independently of the daemon's code.
+     */
     static byte[] hello(int version, int role, long size, byte[] sha, int gpus, long sessionId, byte[] key, String name,
-                        byte[] token) {
+                        String token, byte[] challenge) {
+        byte[] body = helloBody(version, role, size, sha, gpus, sessionId, key, name);
+        try {
+            javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+            mac.init(new javax.crypto.spec.SecretKeySpec(sha256(token.getBytes(StandardCharsets.UTF_8)), "HmacSHA256"));
+            mac.update(challenge == null ? new byte[Wire.CHALLENGE_BYTES] : challenge);
+            return concat(body, mac.doFinal(body));
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static byte[] helloBody(int version, int role, long size, byte[] sha, int gpus, long sessionId, byte[] key,
+                                    String name) {
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
-        ByteBuffer b = ByteBuffer.allocate(4 + 4 + 8 + 32 + 4 + 8 + 32 + 2 + token.length + 2 + n.length)
-                .order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer b = ByteBuffer.allocate(4 + 4 + 8 + 32 + 4 + 8 + 32 + 2 + n.length).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(version).putInt(role).putLong(size).put(sha).putInt(gpus).putLong(sessionId).put(key)
-                .putShort((short) token.length).put(token).putShort((short) n.length).put(n);
+                .putShort((short) n.length).put(n);
         return b.array();
     }
 
@@ -61,12 +92,12 @@ final class ProtocolClient implements AutoCloseable {
 
     void sendNewHello(byte[] binary, String name, String token, int gpus) throws Exception {
         sendFrame(Wire.TYPE_HELLO, hello(Wire.PROTO_VERSION, Wire.ROLE_NEW, binary.length, sha256(binary), gpus, 0,
-                new byte[32], name, token.getBytes(StandardCharsets.UTF_8)));
+                new byte[32], name, token, challenge));
     }
 
     void sendJoinHello(long sessionId, byte[] key, String token) throws IOException {
         sendFrame(Wire.TYPE_HELLO, hello(Wire.PROTO_VERSION, Wire.ROLE_JOIN, 0, new byte[32], 0, sessionId, key, "join",
-                token.getBytes(StandardCharsets.UTF_8)));
+                token, challenge));
     }
 
     void sendJoinHello(long sessionId, byte[] key) throws IOException {
@@ -136,7 +167,7 @@ final class ProtocolClient implements AutoCloseable {
     }
 
     ErrorFrame readError() throws IOException {
-        Frame f = readFrame();
+        Frame f = openingRefusal != null ? openingRefusal : readFrame();
         if (f == null) throw new EOFException("connection closed instead of ERROR");
         if (f.type() != Wire.TYPE_ERROR) throw new IOException("expected ERROR, got frame type " + f.type());
         ByteBuffer b = f.le();

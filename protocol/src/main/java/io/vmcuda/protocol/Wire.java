@@ -23,6 +23,8 @@ public final class Wire {
     public static final int TYPE_REPLY = 6;
     public static final int TYPE_OUTPUT = 7;
     public static final int TYPE_ERROR = 8;
+    /** daemon → client, first frame on the control port: the nonce HELLO's proof covers. */
+    public static final int TYPE_CHALLENGE = 9;
 
     public static final int FLAG_ASYNC = 1;
 
@@ -39,11 +41,14 @@ public final class Wire {
 
     public static final int SHA256_BYTES = 32;
     public static final int SESSION_KEY_BYTES = 32;
+    /** CHALLENGE nonce and HELLO proof (HMAC-SHA256). */
+    public static final int CHALLENGE_BYTES = 32;
+    public static final int PROOF_BYTES = 32;
 
     /** Largest payload a frame of this type may carry, or -1 for an unknown type. */
     public static int maxPayload(int type) {
         switch (type) {
-            case TYPE_HELLO: case TYPE_HELLO_REPLY: case TYPE_MANIFEST: case TYPE_ERROR:
+            case TYPE_HELLO: case TYPE_HELLO_REPLY: case TYPE_MANIFEST: case TYPE_ERROR: case TYPE_CHALLENGE:
                 return MAX_CONTROL_PAYLOAD;
             case TYPE_BINARY_CHUNK:
                 return MAX_BINARY_CHUNK;

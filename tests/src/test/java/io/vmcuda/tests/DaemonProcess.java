@@ -15,6 +15,9 @@ import java.util.concurrent.TimeUnit;
 /** The real vmcudad, started through bin/vmcudad on loopback with ephemeral ports. */
 final class DaemonProcess implements AutoCloseable {
 
+    /** The operator token of the admin port (locked, as these daemons have a tenant). */
+    static final String ADMIN_TOKEN = "e2e-operator-token-0123456789abcdef";
+
     /** How long the daemon may take to answer its admin port (JVM start on a loaded CI box). */
     private static final Duration START_TIMEOUT = Duration.ofSeconds(90);
 
@@ -55,7 +58,13 @@ final class DaemonProcess implements AutoCloseable {
         byte[] raw = new byte[32];
         new java.security.SecureRandom().nextBytes(raw);
         String token = java.util.HexFormat.of().formatHex(raw);
-        StringBuilder conf = new StringBuilder("tenant.e2e.token_sha256 = " + sha256Hex(token) + "\n");
+        StringBuilder conf = new StringBuilder("tenant.e2e.token_sha256 = " + sha256Hex(token) + "\n"
+                + "admin.token_sha256 = " + sha256Hex(ADMIN_TOKEN) + "\n");
+        if (currentUid() != 0 && !config.containsKey("worker.sandbox")) {
+            // not root (a developer's machine): workers cannot be sandboxed, and with a tenant the daemon
+            // only accepts that when told so (CI runs as root, with the sandbox)
+            conf.append("worker.sandbox = false\n");
+        }
         config.forEach((k, v) -> conf.append(k).append(" = ").append(v).append('\n'));
         Path confFile = stateDir.resolveSibling(stateDir.getFileName() + ".conf");
         Files.writeString(confFile, conf);
@@ -97,7 +106,7 @@ final class DaemonProcess implements AutoCloseable {
 
     HttpResponse<String> get(String pathAndQuery) throws IOException, InterruptedException {
         HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + adminPort + pathAndQuery))
-                .timeout(Duration.ofSeconds(10)).GET().build();
+                .header("Authorization", "Bearer " + ADMIN_TOKEN).timeout(Duration.ofSeconds(10)).GET().build();
         return http.send(req, HttpResponse.BodyHandlers.ofString());
     }
 
@@ -129,6 +138,15 @@ final class DaemonProcess implements AutoCloseable {
                     .digest(s.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
         } catch (java.security.NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
+        }
+    }
+
+    /** This test JVM's uid (0 = root), -1 when unknown. */
+    static long currentUid() {
+        try {
+            return ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
+        } catch (IOException | RuntimeException e) {
+            return -1;
         }
     }
 

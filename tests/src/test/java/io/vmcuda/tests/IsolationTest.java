@@ -97,17 +97,9 @@ class IsolationTest {
         return b.toString();
     }
 
-    private static long rootUid() {
-        try {
-            return ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
-        } catch (IOException e) {
-            return -1;
-        }
-    }
-
     @Test
     void sandboxedWorkerHasNoNetworkAndAPrivateTmp() throws Exception {
-        assumeTrue(rootUid() == 0, "the sandbox needs root");
+        assumeTrue(DaemonProcess.currentUid() == 0, "the sandbox needs root");
         Path program = iso.resolve("sandbox_probe");
         ProgramRunner.Result nat = ProgramRunner.run(List.of(program.toString()), env(null), work, work.resolve("probe-native"));
         assertTrue(read(work.resolve("probe-native.err")).matches("(?s).*probe: write /tmp/vmcuda-isolation-probe\\.\\d+: written.*"));
@@ -122,7 +114,12 @@ class IsolationTest {
             assertTrue(log.contains("probe: tcp connect 127.0.0.1: Network is unreachable"), log);
             assertTrue(log.contains("probe: tcp connect 1.1.1.1: Network is unreachable"), log);
             assertTrue(log.contains("probe: write /var/tmp/vmcuda-isolation-probe: Read-only file system"), log);
-            assertTrue(log.contains("probe: uid 65534"), log);
+            // its own uid from worker.uid_range (default 5000000-5099999), not a shared account
+            assertTrue(log.matches("(?s).*probe: uid 50\\d{5}\n.*"), log);
+            // the daemon's state is out of sight: records, binary cache, other sessions
+            assertTrue(log.contains("probe: read the session records: No such file or directory"), log);
+            assertTrue(log.contains("probe: open the binary cache: No such file or directory"), log);
+            assertTrue(log.contains("probe: other session directories visible: 0"), log);
             java.util.regex.Matcher m = java.util.regex.Pattern
                     .compile("probe: write (/tmp/vmcuda-isolation-probe\\.\\d+): written").matcher(log);
             assertTrue(m.find(), "the worker could write its private /tmp: " + log);
@@ -134,17 +131,52 @@ class IsolationTest {
         }
     }
 
+    /**
+     * A fork bomb in one tenant's session meets only that session's process limit: every worker has a uid
+     * of its own, and RLIMIT_NPROC counts per uid. Another session started while the bomb holds its
+     * limit (a multi-threaded program: one worker thread per client thread) runs as it runs natively.
+     */
+    @Test
+    void aForkBombStarvesOnlyItsOwnSession() throws Exception {
+        assumeTrue(DaemonProcess.currentUid() == 0, "the sandbox needs root");
+        Path threads = cudaPrograms.resolve("threads");
+        assumeTrue(Files.isExecutable(threads), "no " + threads);
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of("worker.max_processes", "64"), null,
+                "daemon-forkbomb.log")) {
+            Process bomb = start(d, iso.resolve("fork_bomb"), work.resolve("bomb"), "15");
+            try {
+                DaemonProcess.await("the bomb holds its limit", 60_000, () -> workerLogs(d).contains("children running"));
+                String bombLog = workerLogs(d);
+                assertTrue(bombLog.contains("Resource temporarily unavailable"), bombLog);
+
+                ProgramRunner.Result nat = ProgramRunner.run(List.of(threads.toString()), env(null), work,
+                        work.resolve("threads-native"));
+                ProgramRunner.Result vm = ProgramRunner.run(viaVmcuda(d, threads), env(d), work,
+                        work.resolve("threads-vmcuda"));
+                String ctx = "\n" + vm.describe() + "--- worker logs ---\n" + workerLogs(d);
+                assertEquals(nat.stdout(), vm.stdout(), ctx);
+                assertEquals(nat.exitCode(), vm.exitCode(), ctx);
+            } finally {
+                bomb.destroyForcibly();
+            }
+        }
+    }
+
     @Test
     void clientKilledInTheMiddleOfAGigabyteCopy() throws Exception {
         try (DaemonProcess d = DaemonProcess.start(root, work, Map.of(), null, "daemon-killclient.log")) {
             Path prefix = work.resolve("bigcopy");
             Process client = start(d, iso.resolve("big_copy"), prefix, "-1", "h2d");
-            // the first 1 GiB copy is through; the second is streaming
-            DaemonProcess.await("first 1 GiB H2D", 60_000, () -> read(Path.of(prefix + ".err")).contains("round 0 H2D"));
-            Thread.sleep(150);
-            List<ProcessHandle> ws = workers(d);
-            assertFalse(ws.isEmpty(), "no worker running");
-            client.destroyForcibly();
+            List<ProcessHandle> ws;
+            try {
+                // the first 1 GiB copy is through; the second is streaming
+                DaemonProcess.await("first 1 GiB H2D", 60_000, () -> read(Path.of(prefix + ".err")).contains("round 0 H2D"));
+                Thread.sleep(150);
+                ws = workers(d);
+                assertFalse(ws.isEmpty(), "no worker running");
+            } finally {
+                client.destroyForcibly(); // it copies forever: never leave it behind, whatever failed
+            }
             long t0 = System.nanoTime();
             DaemonProcess.await("worker exit", 5_000, () -> ws.stream().noneMatch(ProcessHandle::isAlive));
             long ms = (System.nanoTime() - t0) / 1_000_000;

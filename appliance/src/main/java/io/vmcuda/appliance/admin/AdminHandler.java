@@ -18,21 +18,31 @@ import java.util.List;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-/** Routes GET /status, /status?format=table and /metrics; everything else is 404 (or 405 for non-GET). */
+/**
+ * Routes GET /status, /status?format=table, /metrics and /health; everything else is 404 (or 405 for
+ * non-GET). Every request passes {@link AdminAccess} first.
+ */
 final class AdminHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
     private static final Logger LOG = Logger.getLogger(AdminHandler.class.getName());
 
     private final StatusSource src;
+    private final AdminAccess access;
 
-    AdminHandler(StatusSource src) {
+    AdminHandler(StatusSource src, AdminAccess access) {
         this.src = src;
+        this.access = access;
     }
 
     @Override
     protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest req) {
         QueryStringDecoder uri = new QueryStringDecoder(req.uri());
         FullHttpResponse resp;
-        if (!req.method().equals(HttpMethod.GET)) {
+        AdminAccess.Decision d = access.check(uri.path(), req.headers().get(HttpHeaderNames.AUTHORIZATION));
+        if (!d.allowed()) {
+            LOG.info("admin request " + uri.path() + " from " + ctx.channel().remoteAddress() + " refused (" + d.status() + ")");
+            resp = text(HttpResponseStatus.valueOf(d.status()), d.reason(), "text/plain; charset=utf-8");
+            if (d.status() == 401) resp.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer realm=\"vmcudad\"");
+        } else if (!req.method().equals(HttpMethod.GET)) {
             resp = text(HttpResponseStatus.METHOD_NOT_ALLOWED, "only GET\n", "text/plain; charset=utf-8");
         } else if (uri.path().equals("/status")) {
             List<String> format = uri.parameters().get("format");
@@ -41,10 +51,12 @@ final class AdminHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
             } else {
                 resp = text(HttpResponseStatus.OK, StatusJson.render(src) + "\n", "application/json");
             }
+        } else if (uri.path().equals("/health")) {
+            resp = text(HttpResponseStatus.OK, "ok\n", "text/plain; charset=utf-8");
         } else if (uri.path().equals("/metrics")) {
             resp = text(HttpResponseStatus.OK, PrometheusMetrics.render(src), "text/plain; version=0.0.4; charset=utf-8");
         } else {
-            resp = text(HttpResponseStatus.NOT_FOUND, "not found; try /status, /status?format=table or /metrics\n",
+            resp = text(HttpResponseStatus.NOT_FOUND, "not found; try /status, /status?format=table, /metrics or /health\n",
                     "text/plain; charset=utf-8");
         }
         boolean keepAlive = HttpUtil.isKeepAlive(req);

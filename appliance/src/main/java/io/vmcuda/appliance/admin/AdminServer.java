@@ -11,14 +11,15 @@ import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
 import java.net.InetSocketAddress;
 
-/** The admin HTTP port (--admin): status and metrics, read-only. */
+/** The admin HTTP port (--admin): status and metrics, read-only, behind {@link AdminAccess}. */
 public final class AdminServer implements AutoCloseable {
     /** Requests are bodiless GETs; anything bigger is not for us. */
     private static final int MAX_REQUEST_BYTES = 16 * 1024;
 
     private final Channel server;
 
-    public AdminServer(InetSocketAddress listen, EventLoopGroup group, StatusSource src) throws InterruptedException {
+    public AdminServer(InetSocketAddress listen, EventLoopGroup group, StatusSource src, AdminAccess access)
+            throws InterruptedException {
         this.server = new ServerBootstrap()
                 .group(group)
                 .channel(EpollServerSocketChannel.class)
@@ -27,7 +28,7 @@ public final class AdminServer implements AutoCloseable {
                     @Override
                     protected void initChannel(EpollSocketChannel ch) {
                         ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(MAX_REQUEST_BYTES),
-                                new AdminHandler(src));
+                                new AdminHandler(src, access));
                     }
                 })
                 .bind(listen).sync().channel();

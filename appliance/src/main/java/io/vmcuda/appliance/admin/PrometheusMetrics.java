@@ -22,6 +22,8 @@ final class PrometheusMetrics {
         metric(out, "vmcuda_sessions_active", "gauge", "Sessions whose worker is starting or running.", active.size());
         metric(out, "vmcuda_sessions_refused_total", "counter", "HELLOs answered with REFUSED.", m.refusedTotal());
         metric(out, "vmcuda_auth_failures_total", "counter", "HELLOs refused for a missing or wrong token.", m.authFailures());
+        metric(out, "vmcuda_handshakes_refused_total", "counter",
+                "Connections closed at once because too many others awaited their handshake.", m.handshakesRefused());
         metric(out, "vmcuda_handshake_timeouts_total", "counter",
                 "Connections closed for not completing HELLO/upload in time.", m.handshakeTimeouts());
         metric(out, "vmcuda_protocol_errors_total", "counter", "Control connections closed for a protocol error.",

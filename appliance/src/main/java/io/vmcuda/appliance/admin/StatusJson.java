@@ -39,6 +39,7 @@ final class StatusJson {
             w.beginObject()
                     .field("id", s.id())
                     .field("program", s.program())
+                    .field("tenant", s.tenant().name())
                     .field("sha256", s.sha256())
                     .field("state", s.state().name().toLowerCase())
                     .name("gpus").beginArray();

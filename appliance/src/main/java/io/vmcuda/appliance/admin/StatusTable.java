@@ -40,12 +40,13 @@ final class StatusTable {
                 .append(src.scheduler().queuedRequests()).append(" queued\n");
         if (!sessions.isEmpty()) {
             List<String[]> rows = new ArrayList<>();
-            rows.add(new String[] {"ID", "PROGRAM", "STATE", "GPUS", "UP", "CALLS", "H2D", "D2H", "SETUP"});
+            rows.add(new String[] {"ID", "TENANT", "PROGRAM", "STATE", "GPUS", "UP", "CALLS", "H2D", "D2H", "SETUP"});
             Instant now = Instant.now();
             for (Session s : sessions) {
                 String gpuList = s.binding().gpus().isEmpty() ? "-"
                         : s.binding().gpus().stream().map(g -> Integer.toString(g.index())).collect(Collectors.joining(","));
-                rows.add(new String[] {Long.toString(s.id()), s.program(), s.state().name().toLowerCase(), gpuList,
+                rows.add(new String[] {Long.toString(s.id()), s.tenant().name(), printable(s.program()),
+                        s.state().name().toLowerCase(), gpuList,
                         duration(Duration.between(s.started(), now)), Long.toString(s.calls()), bytes(s.bytesH2d()),
                         bytes(s.bytesD2h()), s.timings().toString()});
             }
@@ -67,6 +68,11 @@ final class StatusTable {
             }
             out.append(line.toString().stripTrailing()).append('\n');
         }
+    }
+
+    /** A program name as one cell: control characters (a newline would forge a row) as '?'. */
+    private static String printable(String s) {
+        return s.replaceAll("\\p{Cntrl}", "?");
     }
 
     private static String mib(long bytes) {

@@ -1,20 +1,27 @@
 package io.vmcuda.appliance.auth;
 
 import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.List;
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
 
 /**
- * Maps the token of a HELLO to its tenant. Tokens are stored as SHA-256 digests (tokens are 256-bit
- * random strings, so a plain digest suffices; see {@link #generateToken()}); the client's token is hashed
- * and compared with every tenant's digest in constant time, all of them every time, so neither timing nor
- * order reveals how much of a token matched or which tenant exists.
+ * Maps a HELLO to its tenant by challenge and response (PROTOCOL.md "Session setup"): the daemon sends
+ * each connection a fresh 32-byte nonce; the client proves it holds a tenant's token with
+ * HMAC-SHA256(key = SHA-256(token), nonce || HELLO without its proof). The token never crosses the
+ * network, and a recorded HELLO is worthless on any other connection. The config holds the HMAC keys
+ * ({@code tenant.NAME.token_sha256}); the proof is checked against every tenant's key in constant time, all
+ * of them every time, so neither timing nor order reveals which tenant exists.
  * With no tenants configured every client is {@link Tenant#ANONYMOUS} (open mode: loopback, or --insecure).
  */
 public final class Authenticator {
+    private static final String HMAC = "HmacSHA256";
+
     private final List<Tenant> tenants;
 
     public Authenticator(List<Tenant> tenants) {
@@ -30,15 +37,29 @@ public final class Authenticator {
         return tenants;
     }
 
-    /** The token's tenant, or null when the token is missing or matches none. */
-    public Tenant authenticate(byte[] token) {
+    /**
+     * The tenant whose token made {@code proof} over {@code challenge || signed}, or null when none did
+     * (a client without a token sends zeros, which match nobody).
+     */
+    public Tenant authenticate(byte[] challenge, byte[] signed, byte[] proof) {
         if (!required()) return Tenant.ANONYMOUS;
-        byte[] digest = sha256(token == null ? new byte[0] : token);
         Tenant match = null;
         for (Tenant t : tenants) {
-            if (MessageDigest.isEqual(digest, t.tokenSha256()) & token != null && token.length > 0) match = t;
+            if (MessageDigest.isEqual(proof(t.tokenSha256(), challenge, signed), proof)) match = t;
         }
         return match;
+    }
+
+    /** HMAC-SHA256(key, challenge || signed): what a client holding the token whose SHA-256 is {@code key} sends. */
+    public static byte[] proof(byte[] key, byte[] challenge, byte[] signed) {
+        try {
+            Mac mac = Mac.getInstance(HMAC);
+            mac.init(new SecretKeySpec(key, HMAC));
+            mac.update(challenge);
+            return mac.doFinal(signed);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("every Java runtime has HmacSHA256", e);
+        }
     }
 
     /** The value of {@code tenant.NAME.token_sha256} for a token: lower-case hex SHA-256 of its UTF-8 bytes. */
@@ -51,6 +72,21 @@ public final class Authenticator {
         byte[] b = new byte[32];
         new SecureRandom().nextBytes(b);
         return HexFormat.of().formatHex(b);
+    }
+
+    /**
+     * Why a token is too weak to be one, or null. The estimate is length × log2(distinct characters), which
+     * must reach 120 bits (a random 32-hex-digit token passes; what {@link #generateToken()} makes, 64 hex
+     * digits, has about 250), with at least 20 characters. Checked where a token becomes its config line
+     * ({@code vmcudad --hash-token}); the daemon itself never sees tokens.
+     */
+    public static String weakness(String token) {
+        long distinct = token.chars().distinct().count();
+        double bits = distinct < 2 ? 0 : token.length() * (Math.log(distinct) / Math.log(2));
+        if (token.length() < 20 || bits < 120) {
+            return String.format("about %.0f bits from %d characters; a token needs about 128", bits, token.length());
+        }
+        return null;
     }
 
     static byte[] sha256(byte[] data) {

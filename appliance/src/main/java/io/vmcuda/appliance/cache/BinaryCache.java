@@ -18,6 +18,8 @@ import java.nio.file.StandardCopyOption;
 import java.util.Comparator;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.UUID;
 import java.util.logging.Logger;
 import java.util.regex.Pattern;
@@ -29,6 +31,12 @@ import java.util.stream.Stream;
  * and {@code meta.properties}, built in a temp directory and renamed into place so that a crash never
  * leaves a half entry. In-memory part: a Caffeine index of entries (paths and sizes, weighted by the
  * rewritten file's size), so hot hashes skip the disk look-up.
+ * <p>Entries belong to tenants: {@code <cache>/<sha256>/tenants} lists, one per line, the tenants that
+ * uploaded those bytes. A tenant gets a hit only on an entry it uploaded itself or one the operator marked
+ * public ({@code cache.public_sha256}); every other tenant is asked for the bytes (and admitted as an owner
+ * once they hash right), so a tenant can neither run another's program by naming its hash nor learn
+ * whether anybody runs it. Admission always checks and rewrites the upload, also when the entry exists,
+ * so that its time does not tell either.
  * Blocking (disk and rewriting): call off the network threads.
  */
 public final class BinaryCache {
@@ -39,12 +47,22 @@ public final class BinaryCache {
     static final String META = "meta.properties";
     private static final String STAGING_PREFIX = ".tmp-";
     private static final String UPLOADS = ".uploads";
+    static final String TENANTS = "tenants";
 
     private final Path dir;
     private final Cache<String, CachedBinary> index;
+    private final Set<String> publicHashes;
+    /** Serialises updates of the tenants files (reads go through the index or the disk). */
+    private final Object ownersLock = new Object();
 
     public BinaryCache(Path dir, long memoryBytes) throws IOException {
+        this(dir, memoryBytes, Set.of());
+    }
+
+    /** @param publicHashes entries every tenant may use without uploading (cache.public_sha256) */
+    public BinaryCache(Path dir, long memoryBytes, Set<String> publicHashes) throws IOException {
         this.dir = dir;
+        this.publicHashes = Set.copyOf(publicHashes);
         Files.createDirectories(dir);
         removeLeftovers();
         this.index = Caffeine.newBuilder()
@@ -58,20 +76,48 @@ public final class BinaryCache {
         return dir.resolve(UPLOADS);
     }
 
-    public Optional<CachedBinary> lookup(String sha256) {
+    /** The entry for {@code sha256} when {@code tenant} may use it without uploading (see the class comment). */
+    public Optional<CachedBinary> lookup(String sha256, String tenant) {
         if (!SHA256_HEX.matcher(sha256).matches()) return Optional.empty();
         CachedBinary hit = index.getIfPresent(sha256);
-        if (hit != null && Files.isRegularFile(hit.rewritten())) return Optional.of(hit);
-        Optional<CachedBinary> fromDisk = readEntry(sha256);
-        fromDisk.ifPresent(b -> index.put(sha256, b));
-        return fromDisk;
+        if (hit == null || !Files.isRegularFile(hit.rewritten())) {
+            Optional<CachedBinary> fromDisk = readEntry(sha256);
+            if (fromDisk.isEmpty()) return Optional.empty();
+            hit = fromDisk.get();
+            index.put(sha256, hit);
+        }
+        return publicHashes.contains(sha256) || owners(sha256).contains(tenant) ? Optional.of(hit) : Optional.empty();
+    }
+
+    /** The tenants that uploaded this entry's bytes (empty for an entry of an older version: nobody's yet). */
+    Set<String> owners(String sha256) {
+        Path f = dir.resolve(sha256).resolve(TENANTS);
+        try {
+            return Files.isRegularFile(f) ? new TreeSet<>(Files.readAllLines(f, StandardCharsets.UTF_8)) : Set.of();
+        } catch (IOException e) {
+            LOG.warning("cannot read " + f + ": " + e.getMessage());
+            return Set.of();
+        }
+    }
+
+    private void addOwner(String sha256, String tenant) throws IOException {
+        synchronized (ownersLock) {
+            Set<String> owners = new TreeSet<>(owners(sha256));
+            if (!owners.add(tenant)) return;
+            Path entry = dir.resolve(sha256);
+            Path tmp = entry.resolve(TENANTS + ".tmp");
+            Files.write(tmp, owners, StandardCharsets.UTF_8);
+            Files.move(tmp, entry.resolve(TENANTS), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        }
     }
 
     /**
-     * Admits a verified upload: checks it with the rewriter, rewrites it and stores both files.
+     * Admits a verified upload of {@code tenant}: checks it with the rewriter, rewrites it and stores both
+     * files, or, when the entry exists already, records the tenant as one more owner of it.
      * Consumes {@code uploaded} (moved into the entry or deleted).
      */
-    public CachedBinary admit(String sha256, String name, Path uploaded) throws BinaryRefusedException, IOException {
+    public CachedBinary admit(String sha256, String name, Path uploaded, String tenant)
+            throws BinaryRefusedException, IOException {
         Path staging = dir.resolve(STAGING_PREFIX + sha256 + "-" + UUID.randomUUID());
         try {
             Admission admission = ElfRewriter.check(uploaded);
@@ -86,6 +132,7 @@ public final class BinaryCache {
                 throw new BinaryRefusedException("binary cannot be rewritten: " + e.getMessage());
             }
             writeMeta(staging, sha256, name, Files.size(original), Files.size(rewritten));
+            Files.write(staging.resolve(TENANTS), java.util.List.of(tenant), StandardCharsets.UTF_8);
             Path entry = dir.resolve(sha256);
             try {
                 Files.move(staging, entry, StandardCopyOption.ATOMIC_MOVE);
@@ -98,6 +145,7 @@ public final class BinaryCache {
                 LOG.fine("cache entry " + sha256 + " was admitted concurrently");
             }
             CachedBinary b = readEntry(sha256).orElseThrow(() -> new IOException("cache entry " + entry + " unreadable"));
+            addOwner(sha256, tenant); // when the entry was there before: one more owner
             index.put(sha256, b);
             return b;
         } finally {

@@ -8,4 +8,11 @@ import java.util.concurrent.Executor;
 /** What every control connection shares. {@code blocking} runs disk work and rewriting. */
 record ControlContext(BinaryCache cache, SessionManager sessions, Refusals refusals, Executor blocking,
                       long binaryMaxBytes, io.vmcuda.appliance.auth.Authenticator auth,
-                      java.time.Duration handshakeTimeout) {}
+                      java.time.Duration handshakeTimeout, io.vmcuda.appliance.auth.AuthThrottle throttle,
+                      PendingHandshakes pending) {
+    ControlContext(BinaryCache cache, SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes,
+                   io.vmcuda.appliance.auth.Authenticator auth, java.time.Duration handshakeTimeout) {
+        this(cache, sessions, refusals, blocking, binaryMaxBytes, auth, handshakeTimeout,
+                new io.vmcuda.appliance.auth.AuthThrottle(0), PendingHandshakes.unlimited());
+    }
+}

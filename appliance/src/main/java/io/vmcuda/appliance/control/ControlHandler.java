@@ -45,6 +45,11 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private ScheduledFuture<?> timeoutCheck;
     private BinaryUpload upload;
     private long uploadStartNanos;
+    /** This connection's CHALLENGE nonce: the HELLO's proof must cover it. */
+    private final byte[] challenge = new byte[Wire.CHALLENGE_BYTES];
+    private java.net.InetAddress source;
+    private boolean pendingHeld;
+    private static final java.security.SecureRandom NONCES = new java.security.SecureRandom();
 
     ControlHandler(ControlContext shared) {
         this.ctxShared = shared;
@@ -53,8 +58,29 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     @Override
     public void channelActive(ChannelHandlerContext ctx) throws Exception {
         progressNanos = System.nanoTime();
+        source = ctx.channel().remoteAddress() instanceof java.net.InetSocketAddress a ? a.getAddress() : null;
+        String full = ctxShared.pending().admit(source);
+        if (full != null) {
+            LOG.warning("closing " + ctx.channel().remoteAddress() + ": " + full);
+            ctxShared.refusals().metrics().handshakeRefused();
+            phase = Phase.BUSY;
+            ctx.channel().config().setAutoRead(false);
+            ctx.writeAndFlush(Frames.error(ctx.alloc(), ProtocolException.TOO_MANY, full)).addListener(ChannelFutureListener.CLOSE);
+            return;
+        }
+        pendingHeld = true;
+        NONCES.nextBytes(challenge);
+        ctx.writeAndFlush(Frames.challenge(ctx.alloc(), challenge));
         scheduleTimeoutCheck(ctx, ctxShared.handshakeTimeout().toNanos());
         super.channelActive(ctx);
+    }
+
+    /** The connection's handshake slot (PendingHandshakes) ends with its HELLO, or with the connection. */
+    private void releasePending() {
+        if (pendingHeld) {
+            pendingHeld = false;
+            ctxShared.pending().release(source);
+        }
     }
 
     /**
@@ -112,15 +138,25 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private void onHello(ChannelHandlerContext ctx, Hello h) throws IOException {
         hello = h;
         phase = Phase.BUSY;
+        releasePending();
         if (h.protoVersion() != Wire.PROTO_VERSION) {
             refuse(ctx, "protocol version " + h.protoVersion() + ", appliance speaks " + Wire.PROTO_VERSION);
             return;
         }
-        tenant = ctxShared.auth().authenticate(h.token());
+        long now = System.nanoTime();
+        long locked = ctxShared.auth().required() ? ctxShared.throttle().lockedSeconds(source, now) : 0;
+        if (locked > 0) {
+            ctxShared.refusals().metrics().authFailure();
+            refuse(ctx, "too many failed authentications from " + source.getHostAddress() + "; try again in " + locked
+                    + " s (appliance setting control.auth_failures_per_minute)");
+            return;
+        }
+        tenant = ctxShared.auth().authenticate(challenge, h.signed(), h.proof());
         if (tenant == null) {
             ctxShared.refusals().metrics().authFailure();
+            ctxShared.throttle().failed(source, now);
             LOG.warning("authentication failure from " + ctx.channel().remoteAddress() + ": "
-                    + (h.token().length == 0 ? "no token" : "unknown token") + " (program '"
+                    + (h.anonymous() ? "no token" : "unknown token") + " (program '"
                     + h.name().replaceAll("\\p{Cntrl}", "?") + "')");
             refuse(ctx, "bad token");
             return;
@@ -158,7 +194,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         }
         String sha = h.sha256Hex();
         ctxShared.blocking().execute(() -> {
-            Optional<CachedBinary> hit = ctxShared.cache().lookup(sha);
+            Optional<CachedBinary> hit = ctxShared.cache().lookup(sha, tenant.name());
             ctx.executor().execute(() -> afterLookup(ctx, hit));
         });
     }
@@ -206,10 +242,11 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         long uploadMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - uploadStartNanos);
         String sha = hello.sha256Hex();
         String name = hello.name();
+        String owner = tenant.name();
         ctxShared.blocking().execute(() -> {
             long t0 = System.nanoTime();
             try {
-                CachedBinary b = ctxShared.cache().admit(sha, name, file);
+                CachedBinary b = ctxShared.cache().admit(sha, name, file, owner);
                 long rewriteMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
                 ctx.executor().execute(() -> openSession(ctx, b, new SetupTimings(false, uploadMs, rewriteMs)));
             } catch (BinaryRefusedException e) {
@@ -269,6 +306,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+        releasePending();
         if (timeoutCheck != null) timeoutCheck.cancel(false);
         closeUpload();
         super.channelInactive(ctx);

@@ -32,8 +32,22 @@ public final class ControlServer implements AutoCloseable {
                          SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes,
                          io.vmcuda.appliance.auth.Authenticator auth, java.time.Duration handshakeTimeout)
             throws InterruptedException {
+        this(listen, boss, workers, cache, sessions, refusals, blocking, binaryMaxBytes, auth, handshakeTimeout,
+                new io.vmcuda.appliance.auth.AuthThrottle(0), Integer.MAX_VALUE, Integer.MAX_VALUE);
+    }
+
+    /**
+     * @param throttle               control.auth_failures_per_minute
+     * @param maxHandshakes          control.max_handshakes: connections awaiting their HELLO, in all
+     * @param maxHandshakesPerSource control.max_handshakes_per_source: the same per client address
+     */
+    public ControlServer(InetSocketAddress listen, EventLoopGroup boss, EventLoopGroup workers, BinaryCache cache,
+                         SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes,
+                         io.vmcuda.appliance.auth.Authenticator auth, java.time.Duration handshakeTimeout,
+                         io.vmcuda.appliance.auth.AuthThrottle throttle, int maxHandshakes, int maxHandshakesPerSource)
+            throws InterruptedException {
         ControlContext shared = new ControlContext(cache, sessions, refusals, blocking, binaryMaxBytes, auth,
-                handshakeTimeout);
+                handshakeTimeout, throttle, new PendingHandshakes(maxHandshakes, maxHandshakesPerSource));
         this.server = new ServerBootstrap()
                 .group(boss, workers)
                 .channel(EpollServerSocketChannel.class)

@@ -9,6 +9,7 @@ public final class DaemonMetrics {
     private final AtomicLong refusedTotal = new AtomicLong();
     private final AtomicLong authFailures = new AtomicLong();
     private final AtomicLong handshakeTimeouts = new AtomicLong();
+    private final AtomicLong handshakesRefused = new AtomicLong();
     private final AtomicLong protocolErrors = new AtomicLong();
     private final LongAdder endedBytesH2d = new LongAdder();
     private final LongAdder endedBytesD2h = new LongAdder();
@@ -47,6 +48,15 @@ public final class DaemonMetrics {
 
     public long authFailures() {
         return authFailures.get();
+    }
+
+    /** A connection closed at once: too many others await their handshake. */
+    public void handshakeRefused() {
+        handshakesRefused.incrementAndGet();
+    }
+
+    public long handshakesRefused() {
+        return handshakesRefused.get();
     }
 
     public long handshakeTimeouts() {

@@ -38,6 +38,8 @@ public final class Session {
     /** Hand-offs run one after another so the NEW connection reaches the worker first. */
     CompletableFuture<Void> handoffTail = CompletableFuture.completedFuture(null);
     String abortReason;
+    /** The worker's own uid (worker.uid_range), 0 when it runs as worker.user or unsandboxed. */
+    volatile long uid;
 
     private volatile Instant ended;
     private volatile long bytesH2d;
@@ -113,6 +115,10 @@ public final class Session {
 
     public synchronized String abortReason() {
         return abortReason;
+    }
+
+    public long uid() {
+        return uid;
     }
 
     public long bytesH2d() {

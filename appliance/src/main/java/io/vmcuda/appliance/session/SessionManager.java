@@ -171,9 +171,10 @@ public final class SessionManager implements WorkerEvents {
         metrics.sessionStarted();
         Process p;
         try {
+            s.uid = launcher.allocateUid();
             p = launcher.start(new WorkerLauncher.WorkerSpec(id, s.keyHex(),
                     binding.isEmpty() ? null : binding.cudaVisibleDevices(), argv0(program, binary),
-                    binary.rewritten(), s.dir(), s.logFile(), tenant.maxMemoryBytes()));
+                    binary.rewritten(), s.dir(), s.logFile(), tenant.maxMemoryBytes(), s.uid));
         } catch (IOException | RuntimeException e) {
             LOG.log(Level.WARNING, "session " + id + ": could not start the worker", e);
             synchronized (s) {
@@ -368,6 +369,8 @@ public final class SessionManager implements WorkerEvents {
             }
         }
         s.ended(status);
+        // the worker is PID 1 of its PID namespace: with it gone, nothing of the session runs as its uid
+        launcher.releaseUid(s.uid(), s.dir());
         scheduler.release(s.binding());
         releaseTenantSlot(s.tenant());
         active.remove(s.id());

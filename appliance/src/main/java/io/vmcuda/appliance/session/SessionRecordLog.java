@@ -38,6 +38,7 @@ public final class SessionRecordLog {
                 .field("id", s.id())
                 .field("program", s.program())
                 .field("tenant", s.tenant().name())
+                .field("uid", s.uid())
                 .field("sha256", s.sha256())
                 .name("gpus").beginArray();
         for (GpuInfo g : s.binding().gpus()) w.value(g.uuid());

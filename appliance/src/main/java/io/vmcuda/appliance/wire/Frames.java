@@ -5,7 +5,7 @@ import io.netty.buffer.ByteBufAllocator;
 import io.vmcuda.protocol.Wire;
 import java.nio.charset.StandardCharsets;
 
-/** Builds the frames the daemon sends: HELLO_REPLY and ERROR. */
+/** Builds the frames the daemon sends: CHALLENGE, HELLO_REPLY and ERROR. */
 public final class Frames {
     private Frames() {}
 
@@ -19,6 +19,13 @@ public final class Frames {
         b.writeIntLE(r.gpuCount());
         b.writeShortLE(msg.length);
         b.writeBytes(msg);
+        return b;
+    }
+
+    public static ByteBuf challenge(ByteBufAllocator alloc, byte[] nonce) {
+        ByteBuf b = alloc.buffer(Wire.HEADER_BYTES + Wire.CHALLENGE_BYTES);
+        header(b, Wire.TYPE_CHALLENGE, Wire.CHALLENGE_BYTES);
+        b.writeBytes(nonce, 0, Wire.CHALLENGE_BYTES);
         return b;
     }
 

@@ -13,6 +13,8 @@ public class ProtocolException extends RuntimeException {
     public static final int UNEXPECTED = 5;
     /** The client did not send its HELLO (or its next BINARY_CHUNK) within control.handshake_timeout_s. */
     public static final int TIMEOUT = 6;
+    /** Too many connections await their handshake (control.max_handshakes, control.max_handshakes_per_source). */
+    public static final int TOO_MANY = 7;
 
     private final int code;
 

@@ -22,8 +22,11 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
 
     /**
      * Decides from {@code worker.sandbox}: null when workers run unsandboxed. "auto" means on when the
-     * daemon runs as root. When on, the launcher must exist and its probe must pass, else the daemon does
-     * not start (a sandbox that silently is not there would be worse than none).
+     * daemon runs as root; when it does not, "auto" falls back to unsandboxed workers only on an appliance
+     * without tenants (the single-user loopback set-up of the demo): with tenants, other people's code
+     * would run as the daemon's own user, so the daemon does not start unless the operator says
+     * {@code worker.sandbox = false}. When on, the launcher must exist and its probe must pass, else the
+     * daemon does not start (a sandbox that silently is not there would be worse than none).
      */
     public static Sandbox resolve(ApplianceConfig config, Path workerLibDir) {
         String mode = config.workerSandbox();
@@ -34,6 +37,12 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
             return null;
         }
         if (uid != 0) {
+            if (mode.equals("auto") && !config.tenants().isEmpty()) {
+                throw new IllegalStateException("the daemon does not run as root (uid " + uid + "), so workers cannot "
+                        + "be sandboxed, and tenants are configured: their code would run as uid " + uid
+                        + ", could read the daemon's state and kill it. Run vmcudad as root, or set worker.sandbox = "
+                        + "false to accept unsandboxed workers explicitly");
+            }
             if (mode.equals("auto")) {
                 LOG.warning("the daemon does not run as root (uid " + uid + "): workers run unsandboxed, as uid " + uid
                         + " (worker.sandbox = auto); run vmcudad as root to sandbox them");
@@ -83,9 +92,26 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
      * becomes a {@code --region}, which the launcher opens read-write as root and hands to the worker.
      */
     List<String> command(Path workDir, List<Path> keep, List<Path> regions, Path executable, String argv0) {
+        return command(workDir, keep, regions, executable, argv0, 0, null);
+    }
+
+    /**
+     * @param uid  the session's own uid (worker.uid_range), 0 for worker.user's
+     * @param hide a directory above workDir the worker must not see (the daemon's state directory), or null
+     */
+    List<String> command(Path workDir, List<Path> keep, List<Path> regions, Path executable, String argv0, long uid,
+                         Path hide) {
         List<String> cmd = new ArrayList<>(List.of(launcher.toString(), "--user", user, "--workdir",
                 workDir.toAbsolutePath().toString(), "--nproc", Long.toString(maxProcesses), "--nofile",
                 Long.toString(maxOpenFiles), "--tmp-size", tmpSize));
+        if (uid > 0) {
+            cmd.add("--uid");
+            cmd.add(Long.toString(uid));
+        }
+        if (hide != null) {
+            cmd.add("--hide");
+            cmd.add(hide.toAbsolutePath().toString());
+        }
         for (Path k : keep) {
             cmd.add("--keep");
             cmd.add(k.toAbsolutePath().toString());

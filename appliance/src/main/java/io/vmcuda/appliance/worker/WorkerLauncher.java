@@ -29,6 +29,8 @@ public final class WorkerLauncher {
     private final Sandbox sandbox;
     private final String idleReleaseMinutes;
     private final List<Path> shmRegions;
+    private final UidPool uids;     // null: sandboxed workers all run as worker.user
+    private final Path hiddenDir;   // the daemon's state directory, out of a sandboxed worker's sight; or null
 
     public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
                           Map<String, String> extraEnv) {
@@ -53,6 +55,20 @@ public final class WorkerLauncher {
     public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
                           Map<String, String> extraEnv, Sandbox sandbox, String idleReleaseMinutes,
                           List<Path> shmRegions) {
+        this(workerSocket, workerLibDir, cudaLibDirs, blockSize, extraEnv, sandbox, idleReleaseMinutes, shmRegions,
+                null, null);
+    }
+
+    /**
+     * @param uids      worker.uid_range: a sandboxed worker runs as a uid of its own (null: as worker.user)
+     * @param hiddenDir a directory above every session directory that sandboxed workers must not see (the
+     *                  daemon's state: other sessions, the binary cache, the records), or null
+     */
+    public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
+                          Map<String, String> extraEnv, Sandbox sandbox, String idleReleaseMinutes,
+                          List<Path> shmRegions, UidPool uids, Path hiddenDir) {
+        this.uids = sandbox == null ? null : uids;
+        this.hiddenDir = sandbox == null ? null : hiddenDir;
         this.shmRegions = List.copyOf(shmRegions);
         this.sandbox = sandbox;
         this.idleReleaseMinutes = idleReleaseMinutes;
@@ -67,13 +83,50 @@ public final class WorkerLauncher {
         return workerLibDir;
     }
 
-    /** What one worker needs to know; {@code cudaVisibleDevices} is null to leave the variable unset. */
+    /**
+     * What one worker needs to know; {@code cudaVisibleDevices} is null to leave the variable unset;
+     * {@code uid} is the session's own uid from {@link #allocateUid()}, 0 for none.
+     */
     public record WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0,
-                             Path executable, Path workDir, Path logFile, long memoryQuotaBytes) {
+                             Path executable, Path workDir, Path logFile, long memoryQuotaBytes, long uid) {
         public WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0, Path executable,
                           Path workDir, Path logFile) {
-            this(sessionId, keyHex, cudaVisibleDevices, argv0, executable, workDir, logFile, 0);
+            this(sessionId, keyHex, cudaVisibleDevices, argv0, executable, workDir, logFile, 0, 0);
         }
+    }
+
+    /**
+     * A uid for the next session's worker: 0 when workers share worker.user (unsandboxed, or no
+     * worker.uid_range); throws when the range is exhausted.
+     */
+    public long allocateUid() {
+        if (uids == null) return 0;
+        long uid = uids.allocate();
+        if (uid < 0) {
+            throw new IllegalStateException("every uid of worker.uid_range is in use by a running session ("
+                    + uids.inUse() + "); widen the range");
+        }
+        return uid;
+    }
+
+    /**
+     * After a session's worker and every process of it are gone: its directory goes back to root (so the
+     * uid, when handed out again, owns nothing) and the uid is released. Links are changed, never followed.
+     */
+    public void releaseUid(long uid, Path workDir) {
+        if (uid <= 0 || uids == null) return;
+        try (java.util.stream.Stream<Path> s = Files.walk(workDir)) {
+            for (Path p : (Iterable<Path>) s::iterator) {
+                Files.setAttribute(p, "unix:uid", 0, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+                Files.setAttribute(p, "unix:gid", 0, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+            }
+        } catch (IOException | RuntimeException e) {
+            // keep the uid out of circulation: whoever got it next could reach what is left
+            java.util.logging.Logger.getLogger(WorkerLauncher.class.getName()).warning("uid " + uid + " stays reserved: "
+                    + "cannot give " + workDir + " back to root: " + e);
+            return;
+        }
+        uids.release(uid);
     }
 
     public boolean sandboxed() {
@@ -102,7 +155,7 @@ public final class WorkerLauncher {
         for (String d : cudaLibDirs) {
             if (Files.isDirectory(Path.of(d))) keep.add(Path.of(d));
         }
-        return sandbox.command(spec.workDir(), keep, shmRegions, spec.executable(), spec.argv0());
+        return sandbox.command(spec.workDir(), keep, shmRegions, spec.executable(), spec.argv0(), spec.uid(), hiddenDir);
     }
 
     /**

@@ -52,7 +52,7 @@ class FrameDecoderTest {
     @Test
     void unknownType() {
         assertEquals(ProtocolException.UNKNOWN_TYPE, rejected(header(Wire.MAGIC, 0, 0, 0, 0)).code());
-        assertEquals(ProtocolException.UNKNOWN_TYPE, rejected(header(Wire.MAGIC, 9, 0, 0, 0)).code());
+        assertEquals(ProtocolException.UNKNOWN_TYPE, rejected(header(Wire.MAGIC, 10, 0, 0, 0)).code());
     }
 
     @Test

@@ -12,20 +12,28 @@ import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 class HelloTest {
-    private static ByteBuf hello(byte[] token, byte[] name, int trailing) {
+    private static ByteBuf hello(byte[] proof, byte[] name, int trailing) {
         ByteBuf b = Unpooled.buffer();
         b.writeIntLE(1).writeIntLE(1).writeLongLE(1234);
         for (int i = 0; i < 32; i++) b.writeByte(i);
         b.writeIntLE(2).writeLongLE(99);
         for (int i = 0; i < 32; i++) b.writeByte(0xA0 + i);
-        b.writeShortLE(token.length).writeBytes(token).writeShortLE(name.length).writeBytes(name);
+        b.writeShortLE(name.length).writeBytes(name).writeBytes(proof);
         b.writeZero(trailing);
         return b;
     }
 
+    private static byte[] proof(int first) {
+        byte[] p = new byte[Wire.PROOF_BYTES];
+        p[0] = (byte) first;
+        return p;
+    }
+
     @Test
     void parsesEveryField() {
-        Hello h = Hello.parse(hello("tok".getBytes(StandardCharsets.UTF_8), "prög".getBytes(StandardCharsets.UTF_8), 0));
+        ByteBuf raw = hello(proof(7), "prög".getBytes(StandardCharsets.UTF_8), 0);
+        int signedLen = raw.readableBytes() - Wire.PROOF_BYTES;
+        Hello h = Hello.parse(raw);
         assertEquals(1, h.protoVersion());
         assertEquals(Wire.ROLE_JOIN, h.role());
         assertEquals(1234, h.binarySize());
@@ -33,24 +41,41 @@ class HelloTest {
         assertEquals(2, h.gpusWanted());
         assertEquals(99, h.sessionId());
         assertEquals((byte) 0xA0, h.sessionKey()[0]);
-        assertArrayEquals("tok".getBytes(StandardCharsets.UTF_8), h.token());
         assertEquals("prög", h.name());
+        assertArrayEquals(proof(7), h.proof());
+        assertEquals(signedLen, h.signed().length, "the proof covers everything before it");
+        assertEquals(false, h.anonymous());
+        assertEquals(true, Hello.parse(hello(proof(0), new byte[0], 0)).anonymous());
     }
 
     @Test
     void trailingBytesAreMalformed() {
-        ProtocolException e = assertThrows(ProtocolException.class, () -> Hello.parse(hello(new byte[0], new byte[0], 1)));
+        ProtocolException e = assertThrows(ProtocolException.class, () -> Hello.parse(hello(proof(1), new byte[0], 1)));
         assertEquals(ProtocolException.MALFORMED, e.code());
     }
 
     @Test
     void everyTruncationIsMalformedNeverAnIndexError() {
-        ByteBuf full = hello("t".getBytes(StandardCharsets.UTF_8), "name".getBytes(StandardCharsets.UTF_8), 0);
+        ByteBuf full = hello(proof(1), "name".getBytes(StandardCharsets.UTF_8), 0);
         for (int n = 0; n < full.readableBytes(); n++) {
             ByteBuf cut = full.slice(0, n);
             ProtocolException e = assertThrows(ProtocolException.class, () -> Hello.parse(cut), "length " + n);
             assertEquals(ProtocolException.MALFORMED, e.code());
         }
+    }
+
+    @Test
+    void challengeLayoutMatchesTheProtocol() {
+        byte[] nonce = new byte[Wire.CHALLENGE_BYTES];
+        nonce[31] = 9;
+        ByteBuf b = Frames.challenge(ByteBufAllocator.DEFAULT, nonce);
+        assertEquals(Wire.MAGIC, b.readIntLE());
+        assertEquals(Wire.TYPE_CHALLENGE, b.readUnsignedShortLE());
+        b.skipBytes(2 + 4);
+        assertEquals(Wire.CHALLENGE_BYTES, b.readIntLE());
+        b.skipBytes(31);
+        assertEquals(9, b.readByte());
+        b.release();
     }
 
     @Test

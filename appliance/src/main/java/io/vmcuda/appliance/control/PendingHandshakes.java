@@ -1,0 +1,52 @@
+package io.vmcuda.appliance.control;
+
+import java.net.InetAddress;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Connections that have not finished their HELLO yet, in all and per source address
+ * ({@code control.max_handshakes}, {@code control.max_handshakes_per_source}). A flood of idle
+ * connections from one address then cannot take the descriptors and event-loop time that other clients'
+ * handshakes need; each such connection also ends at control.handshake_timeout_s.
+ */
+final class PendingHandshakes {
+    private final int maxTotal;
+    private final int maxPerSource;
+    private final AtomicInteger total = new AtomicInteger();
+    private final Map<InetAddress, AtomicInteger> bySource = new ConcurrentHashMap<>();
+
+    PendingHandshakes(int maxTotal, int maxPerSource) {
+        this.maxTotal = maxTotal;
+        this.maxPerSource = maxPerSource;
+    }
+
+    static PendingHandshakes unlimited() {
+        return new PendingHandshakes(Integer.MAX_VALUE, Integer.MAX_VALUE);
+    }
+
+    /** Why this connection may not start a handshake now, or null when it was admitted (then call {@link #release}). */
+    String admit(InetAddress source) {
+        if (total.incrementAndGet() > maxTotal) {
+            total.decrementAndGet();
+            return "the appliance has " + maxTotal + " connections awaiting their handshake (control.max_handshakes)";
+        }
+        if (source != null) {
+            AtomicInteger n = bySource.computeIfAbsent(source, a -> new AtomicInteger());
+            if (n.incrementAndGet() > maxPerSource) {
+                n.decrementAndGet();
+                total.decrementAndGet();
+                return "too many connections from " + source.getHostAddress() + " await their handshake ("
+                        + maxPerSource + ", control.max_handshakes_per_source)";
+            }
+        }
+        return null;
+    }
+
+    void release(InetAddress source) {
+        total.decrementAndGet();
+        if (source == null) return;
+        bySource.computeIfPresent(source, (a, n) -> n.decrementAndGet() <= 0 ? null : n);
+    }
+}
