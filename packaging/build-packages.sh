@@ -129,6 +129,11 @@ cat > "$cdeb/DEBIAN/postinst" <<'EOF'
 set -e
 if [ "$1" = configure ]; then
     ldconfig
+    # client.conf holds the tenant token: readable by root and group vmcuda only. Users who may run CUDA
+    # programs on the appliance join the group (usermod -aG vmcuda NAME); others get a line saying so.
+    getent group vmcuda >/dev/null || groupadd --system vmcuda
+    chown root:vmcuda /etc/vmcuda/client.conf
+    chmod 0640 /etc/vmcuda/client.conf
     # The libraries are meant for GPU-less VMs: say so when NVIDIA's own are installed system-wide.
     for lib in libcudart.so.13 libcuda.so.1; do
         if ldconfig -p 2>/dev/null | grep "$lib " | grep -vq '/usr/lib/vmcuda/'; then
@@ -138,6 +143,7 @@ if [ "$1" = configure ]; then
     if ! grep -Eq '^[[:space:]]*appliance[[:space:]]*=' /etc/vmcuda/client.conf 2>/dev/null; then
         echo "vmcuda-client: set 'appliance = HOST:PORT' (and 'token') in /etc/vmcuda/client.conf, then run: vmcuda doctor"
     fi
+    echo "vmcuda-client: /etc/vmcuda/client.conf is for root and group vmcuda (0640): add CUDA users with usermod -aG vmcuda NAME"
 fi
 exit 0
 EOF

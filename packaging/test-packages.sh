@@ -65,6 +65,8 @@ expect_grep "client conffiles" '^/etc/vmcuda/client\.conf$' "$work/client.conffi
 dpkg-deb -I "$cdeb" postinst > "$work/client.postinst"
 dpkg-deb -I "$cdeb" postrm > "$work/client.postrm"
 expect_grep "client postinst runs ldconfig" '^ *ldconfig$' "$work/client.postinst"
+expect_grep "client postinst keeps the token to group vmcuda" '^ *chmod 0640 /etc/vmcuda/client\.conf$' "$work/client.postinst"
+expect_grep "client postinst makes group vmcuda" 'groupadd --system vmcuda' "$work/client.postinst"
 expect_grep "client postrm runs ldconfig" 'ldconfig' "$work/client.postrm"
 mkdir -p "$work/client-deb"
 dpkg-deb -x "$cdeb" "$work/client-deb"
@@ -113,6 +115,16 @@ expect_grep "unit ExecStart" '^ExecStart=/opt/vmcuda/bin/vmcudad --listen 0\.0\.
 expect_grep "unit Restart" '^Restart=on-failure$' "$unit"
 expect_grep "unit KillMode" '^KillMode=mixed$' "$unit"
 expect_grep "unit WantedBy" '^WantedBy=multi-user\.target$' "$unit"
+# the daemon unit's hardening: systemd's own score (issue 14 asks for an exposure below 5)
+if command -v systemd-analyze >/dev/null && systemd-analyze security --help 2>/dev/null | grep -q -- '--offline'; then
+    exposure="$(systemd-analyze security --offline=true "$unit" 2>/dev/null | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')"
+    [ -n "$exposure" ] || fail "systemd-analyze security gave no exposure level for vmcudad.service"
+    awk -v e="$exposure" 'BEGIN { exit !(e < 5) }' || fail "vmcudad.service exposure $exposure is not below 5"
+    ok
+    echo "test-packages: vmcudad.service exposure $exposure (systemd-analyze security --offline)"
+else
+    echo "test-packages: systemd-analyze security --offline not available here: unit hardening not scored"
+fi
 props="$work/appliance-deb/etc/vmcuda/vmcudad.properties"
 defaults="$repo/appliance/src/main/resources/io/vmcuda/appliance/vmcudad-defaults.properties"
 while IFS= read -r l; do

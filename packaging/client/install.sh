@@ -116,6 +116,13 @@ mkdir -p "$libdir"
 done
 mv "$manifest.new" "$manifest"
 ldconfig_now
+# client.conf holds the tenant token: on a system install, root and group vmcuda only (as the .deb does)
+if $system && [ "$(id -u)" = 0 ]; then
+    getent group vmcuda >/dev/null || groupadd --system vmcuda
+    chown root:vmcuda "$dest/etc/vmcuda/client.conf"
+    chmod 0640 "$dest/etc/vmcuda/client.conf"
+    echo "install.sh: $dest/etc/vmcuda/client.conf is for root and group vmcuda: add CUDA users with usermod -aG vmcuda NAME"
+fi
 
 echo "install.sh: vmcuda client $VERSION installed into ${dest:-/}"
 echo "  libraries: $libdir/libcudart.so.13, libcuda.so.1, libvmcuda-client.so"

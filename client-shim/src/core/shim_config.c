@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <pthread.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,8 +68,11 @@ static void set(const char *key, const char *value) {
 
 static void read_file(const char *path) {
     FILE *f = fopen(path, "re");
-    if (!f)
+    if (!f) {
+        if (errno != ENOENT)
+            config.config_unreadable = errno;
         return;
+    }
     char line[1024];
     while (fgets(line, sizeof line, f)) {
         char *s = trim(line);

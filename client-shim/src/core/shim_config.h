@@ -15,6 +15,7 @@ struct vmc_client_config {
     uint32_t tcp_streams;  /* TCP connections one large synchronous copy is striped over */
     char shm_region[256];  /* a shared region (ivshmem BAR, or a file) the rings live in; empty = none */
     char config_path[256]; /* the file that was (or would have been) read */
+    int config_unreadable; /* errno when the file exists but could not be read (EACCES: not in group vmcuda) */
 };
 
 /* Read once, on first use. */

@@ -462,7 +462,13 @@ struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
     uint32_t gpu_count = 0;
     pthread_mutex_lock(&session_lock);
     if (state == SESSION_NONE) {
-        if (!cfg->appliance[0]) {
+        if (!cfg->appliance[0] && cfg->config_unreadable == EACCES) {
+            /* the packaged client.conf holds the tenant token: root and group vmcuda only (0640) */
+            say("cannot read %s: %s; it holds the appliance's token for members of group vmcuda: "
+                "sudo usermod -aG vmcuda %s, then log in again",
+                cfg->config_path, strerror(EACCES), getenv("USER") ? getenv("USER") : "$USER");
+            state = SESSION_FAILED;
+        } else if (!cfg->appliance[0]) {
             say("no appliance configured: set VMCUDA_APPLIANCE=HOST:PORT or 'appliance' in %s", cfg->config_path);
             state = SESSION_FAILED;
         } else {

@@ -24,7 +24,7 @@ public final class ApplianceConfig {
     static final String DEFAULTS_RESOURCE = "vmcudad-defaults.properties";
     static final String TENANT_PREFIX = "tenant.";
     private static final java.util.regex.Pattern TENANT_KEY =
-            java.util.regex.Pattern.compile("tenant\\.([A-Za-z0-9_-]{1,64})\\.(token_sha256|max_sessions|max_gpus|max_memory_bytes)");
+            java.util.regex.Pattern.compile("tenant\\.([A-Za-z0-9_-]{1,64})\\.(token_sha256|max_sessions|max_gpus|max_memory_bytes|shm_regions)");
     /** Most {@code shm.regions} entries; vmcuda-sandbox takes at most this many --region paths (SANDBOX_MAX_REGIONS). */
     public static final int MAX_SHM_REGIONS = 8;
     private static final java.util.regex.Pattern SHA256_HEX = java.util.regex.Pattern.compile("[0-9a-fA-F]{64}");
@@ -184,7 +184,7 @@ public final class ApplianceConfig {
             java.util.regex.Matcher m = TENANT_KEY.matcher(key);
             if (!m.matches()) {
                 throw new IllegalArgumentException("config key '" + key + "' is not tenant.NAME.{token_sha256,"
-                        + "max_sessions,max_gpus,max_memory_bytes} (NAME: letters, digits, _ and -)");
+                        + "max_sessions,max_gpus,max_memory_bytes,shm_regions} (NAME: letters, digits, _ and -)");
             }
             byName.computeIfAbsent(m.group(1), n -> new java.util.HashMap<>()).put(m.group(2), props.getProperty(key).strip());
         }
@@ -204,7 +204,8 @@ public final class ApplianceConfig {
             out.add(new io.vmcuda.appliance.auth.Tenant(name, java.util.HexFormat.of().parseHex(hash.toLowerCase()),
                     (int) tenantLong(name, f, "max_sessions", 1_000_000),
                     (int) tenantLong(name, f, "max_gpus", 1024),
-                    tenantLong(name, f, "max_memory_bytes", Long.MAX_VALUE)));
+                    tenantLong(name, f, "max_memory_bytes", Long.MAX_VALUE),
+                    regions("tenant." + name + ".shm_regions", f.getOrDefault("shm_regions", ""))));
         }
         return out;
     }
@@ -306,8 +307,13 @@ public final class ApplianceConfig {
      * VMCUDA_SHM_REGIONS, sandboxed workers also as already-open descriptors.
      */
     public List<Path> shmRegions() {
+        return regions("shm.regions", string("shm.regions"));
+    }
+
+    /** A comma-separated list of existing absolute paths, at most MAX_SHM_REGIONS. */
+    private static List<Path> regions(String key, String value) {
         List<Path> regions = new ArrayList<>();
-        for (String entry : string("shm.regions").split(",")) {
+        for (String entry : value.split(",")) {
             String e = entry.strip();
             if (e.isEmpty()) continue;
             Path p;
@@ -317,15 +323,15 @@ public final class ApplianceConfig {
                 p = null;
             }
             if (p == null || !p.isAbsolute()) {
-                throw new IllegalArgumentException("config key 'shm.regions': '" + e + "' is not an absolute path");
+                throw new IllegalArgumentException("config key '" + key + "': '" + e + "' is not an absolute path");
             }
             if (!Files.exists(p)) {
-                throw new IllegalArgumentException("config key 'shm.regions': " + e + " does not exist");
+                throw new IllegalArgumentException("config key '" + key + "': " + e + " does not exist");
             }
             regions.add(p);
         }
         if (regions.size() > MAX_SHM_REGIONS) {
-            throw new IllegalArgumentException("config key 'shm.regions' lists " + regions.size()
+            throw new IllegalArgumentException("config key '" + key + "' lists " + regions.size()
                     + " paths; at most " + MAX_SHM_REGIONS + " are supported");
         }
         return List.copyOf(regions);

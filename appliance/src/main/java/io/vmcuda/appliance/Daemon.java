@@ -71,6 +71,16 @@ public final class Daemon implements AutoCloseable {
             throw new IllegalStateException("admin.token_sha256 is also a tenant's token: the operator token must be "
                     + "its own (vmcudad --new-token)");
         }
+        if (auth.required() && !config.shmRegions().isEmpty()) {
+            LOG.warning("shm.regions " + config.shmRegions() + " go to the workers of every tenant, who can read each "
+                    + "other's lanes there: with tenants, list each client VM's region under tenant.NAME.shm_regions");
+        }
+        for (io.vmcuda.appliance.auth.Tenant t : auth.tenants()) {
+            if (config.shmRegions().size() + t.shmRegions().size() > ApplianceConfig.MAX_SHM_REGIONS) {
+                throw new IllegalStateException("shm.regions and tenant." + t.name() + ".shm_regions together list more than "
+                        + ApplianceConfig.MAX_SHM_REGIONS + " regions");
+            }
+        }
         if (auth.required()) {
             LOG.info("authentication on: " + auth.tenants().size() + " tenant(s); admin port "
                     + (adminToken != null ? "needs the operator token (admin.token_sha256)"

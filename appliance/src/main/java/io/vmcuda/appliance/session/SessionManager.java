@@ -174,7 +174,7 @@ public final class SessionManager implements WorkerEvents {
             s.uid = launcher.allocateUid();
             p = launcher.start(new WorkerLauncher.WorkerSpec(id, s.keyHex(),
                     binding.isEmpty() ? null : binding.cudaVisibleDevices(), argv0(program, binary),
-                    binary.rewritten(), s.dir(), s.logFile(), tenant.maxMemoryBytes(), s.uid));
+                    binary.rewritten(), s.dir(), s.logFile(), tenant.maxMemoryBytes(), s.uid, tenant.shmRegions()));
         } catch (IOException | RuntimeException e) {
             LOG.log(Level.WARNING, "session " + id + ": could not start the worker", e);
             synchronized (s) {

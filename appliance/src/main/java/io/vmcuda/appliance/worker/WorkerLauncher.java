@@ -88,11 +88,19 @@ public final class WorkerLauncher {
      * {@code uid} is the session's own uid from {@link #allocateUid()}, 0 for none.
      */
     public record WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0,
-                             Path executable, Path workDir, Path logFile, long memoryQuotaBytes, long uid) {
+                             Path executable, Path workDir, Path logFile, long memoryQuotaBytes, long uid,
+                             List<Path> tenantRegions) {
         public WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0, Path executable,
                           Path workDir, Path logFile) {
-            this(sessionId, keyHex, cudaVisibleDevices, argv0, executable, workDir, logFile, 0, 0);
+            this(sessionId, keyHex, cudaVisibleDevices, argv0, executable, workDir, logFile, 0, 0, List.of());
         }
+    }
+
+    /** The regions this worker gets: the appliance-wide shm.regions, then its tenant's own (never another's). */
+    List<Path> regions(WorkerSpec spec) {
+        List<Path> all = new ArrayList<>(shmRegions);
+        for (Path r : spec.tenantRegions()) if (!all.contains(r)) all.add(r);
+        return all;
     }
 
     /**
@@ -155,7 +163,7 @@ public final class WorkerLauncher {
         for (String d : cudaLibDirs) {
             if (Files.isDirectory(Path.of(d))) keep.add(Path.of(d));
         }
-        return sandbox.command(spec.workDir(), keep, shmRegions, spec.executable(), spec.argv0(), spec.uid(), hiddenDir);
+        return sandbox.command(spec.workDir(), keep, regions(spec), spec.executable(), spec.argv0(), spec.uid(), hiddenDir);
     }
 
     /**
@@ -187,9 +195,10 @@ public final class WorkerLauncher {
         env.put("LD_LIBRARY_PATH", String.join(":", libPath));
         if (spec.memoryQuotaBytes() > 0) env.put("VMCUDA_MEMORY_QUOTA", Long.toString(spec.memoryQuotaBytes()));
         if (!"0".equals(idleReleaseMinutes)) env.put("VMCUDA_IDLE_RELEASE_MINUTES", idleReleaseMinutes);
-        if (!shmRegions.isEmpty()) {
+        List<Path> regions = regions(spec);
+        if (!regions.isEmpty()) {
             List<String> paths = new ArrayList<>();
-            for (Path r : shmRegions) paths.add(r.toString());
+            for (Path r : regions) paths.add(r.toString());
             env.put("VMCUDA_SHM_REGIONS", String.join(",", paths));
         }
         env.putAll(extraEnv);

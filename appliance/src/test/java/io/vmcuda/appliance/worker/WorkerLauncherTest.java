@@ -2,6 +2,7 @@ package io.vmcuda.appliance.worker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -69,6 +70,33 @@ class WorkerLauncherTest {
         WorkerLauncher none = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
                 List.of(), 4194304, Map.of(), sandbox, "0");
         assertFalse(none.command(spec(null)).contains("--region"));
+    }
+
+    /**
+     * A tenant's own region (tenant.NAME.shm_regions, the BAR of its client VM) reaches only that tenant's
+     * workers: another tenant's worker gets neither the descriptor (--region) nor the path. Each worker also
+     * runs as its session's uid and cannot see the daemon's state directory (--uid, --hide).
+     */
+    @Test
+    void aTenantsRegionReachesOnlyThatTenantsWorkers() {
+        Sandbox sandbox = new Sandbox(Path.of("/opt/vmcuda/native/vmcuda-sandbox"), "nobody", 4096, 1024, "512m");
+        WorkerLauncher sandboxed = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
+                List.of(), 4194304, Map.of(), sandbox, "0", List.of(), new UidPool(5000000, 5000009), Path.of("/state"));
+        Path aliceBar = Path.of("/sys/bus/pci/devices/0000:00:05.0/resource2");
+        WorkerLauncher.WorkerSpec alice = new WorkerLauncher.WorkerSpec(1, "ab".repeat(32), null, "app",
+                Path.of("/bin/true"), Path.of("/state/sessions/1"), Path.of("/state/sessions/1/worker.log"), 0,
+                sandboxed.allocateUid(), List.of(aliceBar));
+        WorkerLauncher.WorkerSpec bob = new WorkerLauncher.WorkerSpec(2, "cd".repeat(32), null, "app",
+                Path.of("/bin/true"), Path.of("/state/sessions/2"), Path.of("/state/sessions/2/worker.log"), 0,
+                sandboxed.allocateUid(), List.of());
+        List<String> a = sandboxed.command(alice), b = sandboxed.command(bob);
+        assertTrue(a.containsAll(List.of("--region", aliceBar.toString())), a.toString());
+        assertFalse(b.contains("--region") || b.contains(aliceBar.toString()), b.toString());
+        assertEquals(aliceBar.toString(), sandboxed.environment(alice, Map.of()).get("VMCUDA_SHM_REGIONS"));
+        assertFalse(sandboxed.environment(bob, Map.of()).containsKey("VMCUDA_SHM_REGIONS"));
+        assertEquals("5000000", a.get(a.indexOf("--uid") + 1));
+        assertEquals("5000001", b.get(b.indexOf("--uid") + 1));
+        assertEquals("/state", b.get(b.indexOf("--hide") + 1));
     }
 
     private static final List<Path> REGIONS = List.of(Path.of("/sys/bus/pci/devices/0000:00:05.0/resource2"),
