@@ -16,6 +16,8 @@ struct sandbox_opts {
                                   * --user's primary group; 0 = --user's uid */
     const char *hide;            /* --hide DIR: covered by an empty tmpfs (the daemon's state directory; the
                                   * workdir below it is bound back), or NULL */
+    const char *lend;            /* --lend DIR: bound back read-only below --hide (module images the daemon
+                                  * lends the session), or NULL */
     const char *workdir;         /* --workdir DIR: the session directory, the only writable path */
     const char *keep[SANDBOX_MAX_KEEP]; /* --keep PATH: must stay visible (re-bound read-only if under /tmp) */
     int n_keep;
@@ -33,7 +35,8 @@ struct sandbox_opts {
 int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size_t err_len);
 
 #define SANDBOX_USAGE \
-    "usage: vmcuda-sandbox [--user NAME] [--uid N] --workdir DIR [--hide DIR] [--keep PATH]... [--region PATH]...\n" \
+    "usage: vmcuda-sandbox [--user NAME] [--uid N] --workdir DIR [--hide DIR [--lend DIR]] [--keep PATH]...\n" \
+    "                      [--region PATH]...\n" \
     "                      [--nproc N] [--nofile N] [--tmp-size SIZE] -- EXECUTABLE ARGV0 [ARGS...]\n" \
     "       vmcuda-sandbox --probe [--user NAME]\n"
 

@@ -102,6 +102,10 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
             if (!good_path(v) || strcmp(v, "/") == 0)
                 return fail(err, err_len, "--hide must be an absolute path below / without '..'");
             o->hide = v;
+        } else if (strcmp(a, "--lend") == 0) {
+            if (!good_path(v) || strcmp(v, "/") == 0)
+                return fail(err, err_len, "--lend must be an absolute path below / without '..'");
+            o->lend = v;
         } else if (strcmp(a, "--workdir") == 0) {
             if (!good_path(v) || strcmp(v, "/") == 0)
                 return fail(err, err_len, "--workdir must be an absolute path below / without '..'");
@@ -140,6 +144,11 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
         size_t n = strlen(o->hide);
         if (strncmp(o->workdir, o->hide, n) != 0 || o->workdir[n] != '/')
             return fail(err, err_len, "--workdir must lie below --hide");
+    }
+    if (o->lend) { /* bound back read-only below the hidden directory */
+        size_t n = o->hide ? strlen(o->hide) : 0;
+        if (!o->hide || strncmp(o->lend, o->hide, n) != 0 || o->lend[n] != '/')
+            return fail(err, err_len, "--lend must lie below --hide");
     }
     if (i + 2 > argc || !argv[i] || !argv[i + 1])
         return fail(err, err_len, "expected EXECUTABLE ARGV0 after --");

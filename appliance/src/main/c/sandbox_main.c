@@ -12,7 +12,8 @@
  *      with its status (128 + signal when killed), so the daemon's process handle behaves as the worker's;
  *   4. in the worker: all mounts private; every mount except /proc and /dev remounted read-only; a fresh
  *      tmpfs on /tmp; --keep paths below /tmp bound back read-only; --hide (the daemon's state directory)
- *      covered by an empty tmpfs; the session directory (owned by the worker, mode 0700) bound writable;
+ *      covered by an empty tmpfs; the session directory (owned by the worker, mode 0700) bound writable,
+ *      --lend (module images the daemon lends the session) read-only;
  *      a new /proc for the PID namespace; /dev (with /dev/nvidia* and the shared /dev/shm) untouched;
  *   5. RLIMIT_NPROC / RLIMIT_NOFILE (address space is not capped: CUDA reserves huge virtual ranges),
  *      no core dumps, setgroups/setgid/setuid to --uid (the session's own uid, so that RLIMIT_NPROC and
@@ -406,6 +407,7 @@ int main(int argc, char **argv) {
      * the new /tmp hides what lies below the old one. */
     mount_common();
     int work_fd = open_path(o.workdir);
+    int lend_fd = o.lend ? open_path(o.lend) : -1;
     int keep_fd[SANDBOX_MAX_KEEP];
     for (int i = 0; i < o.n_keep; i++) {
         keep_fd[i] = open(o.keep[i], O_PATH | O_CLOEXEC);
@@ -419,6 +421,8 @@ int main(int argc, char **argv) {
     if (o.hide) /* the daemon's state (other sessions, the binary cache, records) out of sight */
         hide_dir(o.hide);
     bind_fd(work_fd, o.workdir, 1);
+    if (lend_fd >= 0) /* what the daemon lends this session (module images), read-only */
+        bind_fd(lend_fd, o.lend, 0);
     mount_proc();
     if (chdir(o.workdir) != 0)
         die("chdir %s", o.workdir);

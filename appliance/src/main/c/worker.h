@@ -96,6 +96,11 @@ int vmc_w_output_flush(int fd);
 /* ---- the daemon link (worker_daemon.c) ---- */
 int vmc_w_daemon_connect(void);            /* returns 0 or -1 (reason logged) */
 int vmc_w_daemon_receive_client(void);     /* next client fd handed over by the daemon, or -1 */
+/* Asks the daemon's module cache for an image (64 hex digits): 1 when it put the image at
+ * $VMCUDA_MODULE_LEND_DIR/<sha> (a directory the worker can only read), 0 when it has none for this tenant. */
+int vmc_w_daemon_module_lookup(const char *sha_hex, uint64_t size);
+int vmc_w_daemon_linked(void); /* started by vmcudad (not a test harness): the daemon takes module offers */
+#define VMC_W_MODULE_OFFER_DIR "module-offers" /* images uploaded here; the daemon caches them when the session ends */
 void vmc_w_daemon_start_threads(void);     /* JOIN listener + stats reporter */
 void vmc_w_daemon_bye(int status);
 void vmc_w_count_call(void);

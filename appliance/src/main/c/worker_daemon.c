@@ -1,5 +1,6 @@
 /* The worker's link to the daemon (PROTOCOL.md "Worker <-> daemon"): a Unix socket over which the
- * daemon hands over client connections as file descriptors and the worker reports its counters. */
+ * daemon hands over client connections as file descriptors and answers module-cache questions with text
+ * lines, and the worker reports its counters and asks for cached module images. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "worker.h"
@@ -76,6 +78,73 @@ int vmc_w_daemon_connect(void) {
     return 0;
 }
 
+/* ---- module images from the daemon's cache (PROTOCOL.md "Worker <-> daemon") ----
+ * The worker asks "MODULE? <sha256 hex> <size>"; the daemon answers "M <sha256 hex> 1" after linking the
+ * image to $VMCUDA_MODULE_LEND_DIR/<sha256 hex> (its directory, bound read-only into the sandbox), or
+ * "M <sha256 hex> 0". One question at a time; whichever thread reads the link (vmc_w_daemon_receive_client)
+ * delivers the answers. */
+#define MODULE_REPLY_TIMEOUT_S 20
+
+static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;  /* one question at a time */
+static pthread_mutex_t reply_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reply_cond = PTHREAD_COND_INITIALIZER;
+static char reply_sha[65];
+static int reply_found = -1; /* -1: no answer yet */
+static char text[160];       /* the reader's partial line */
+static size_t text_len;
+
+static void deliver_line(const char *line) {
+    char sha[65];
+    int found;
+    if (sscanf(line, "M %64[0-9a-f] %d", sha, &found) != 2 || strlen(sha) != 64)
+        return; /* a newer daemon may say more */
+    pthread_mutex_lock(&reply_lock);
+    memcpy(reply_sha, sha, sizeof sha);
+    reply_found = found == 1;
+    pthread_cond_broadcast(&reply_cond);
+    pthread_mutex_unlock(&reply_lock);
+}
+
+/* Text from the daemon, in whatever pieces it arrives. */
+static void take_text(const char *data, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (data[i] == '\n') {
+            text[text_len] = 0;
+            deliver_line(text);
+            text_len = 0;
+        } else if (text_len + 1 < sizeof text) {
+            text[text_len++] = data[i];
+        }
+    }
+}
+
+int vmc_w_daemon_linked(void) { return daemon_fd >= 0; }
+
+int vmc_w_daemon_module_lookup(const char *sha_hex, uint64_t size) {
+    if (daemon_fd < 0 || !getenv("VMCUDA_MODULE_LEND_DIR"))
+        return 0; /* no daemon, or one without a module cache */
+    pthread_mutex_lock(&module_lock);
+    pthread_mutex_lock(&reply_lock);
+    reply_found = -1;
+    pthread_mutex_unlock(&reply_lock);
+    char line[128];
+    snprintf(line, sizeof line, "MODULE? %s %" PRIu64 "\n", sha_hex, size);
+    int found = 0;
+    if (send_line(line) == 0) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += MODULE_REPLY_TIMEOUT_S;
+        pthread_mutex_lock(&reply_lock);
+        while (!(reply_found >= 0 && strcmp(reply_sha, sha_hex) == 0))
+            if (pthread_cond_timedwait(&reply_cond, &reply_lock, &deadline) == ETIMEDOUT)
+                break;
+        found = reply_found == 1 && strcmp(reply_sha, sha_hex) == 0;
+        pthread_mutex_unlock(&reply_lock);
+    }
+    pthread_mutex_unlock(&module_lock);
+    return found;
+}
+
 int vmc_w_daemon_receive_client(void) {
     for (;;) {
         char data[64];
@@ -94,6 +163,12 @@ int vmc_w_daemon_receive_client(void) {
             continue;
         if (r <= 0)
             return -1;
+        /* A descriptor comes with one byte of its own, the last one read (the kernel ends a read after the
+         * message that carries descriptors); every other byte is text. */
+        int has_fd = 0;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm))
+            has_fd |= cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS;
+        take_text(data, (size_t)r - (has_fd ? 1 : 0));
         for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
             if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
                 int fd;
@@ -113,7 +188,7 @@ int vmc_w_daemon_receive_client(void) {
                 return fd;
             }
         }
-        /* Data without a descriptor: ignore and keep reading. */
+        /* text only: keep reading */
     }
 }
 

@@ -7,6 +7,7 @@
  * address is ever dereferenced. */
 #define _GNU_SOURCE
 #include "worker_driver.h"
+#include "worker_images.h"
 
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
@@ -138,112 +139,6 @@ static enum vmc_w_result snapshot(struct vmc_wcall *wc) {
     return VMC_W_DONE;
 }
 
-/* ---- module images, by content ---- */
-
-struct image {
-    uint8_t sha[32];
-    uint8_t *bytes;
-    uint64_t size;
-    struct image *next;
-};
-
-static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct image *images;
-static uint64_t image_bytes;
-
-/* What one session may keep of module images (VMCUDA_MODULE_STORE_BYTES, default 4 GiB). */
-static uint64_t image_budget(void) {
-    const char *s = getenv("VMCUDA_MODULE_STORE_BYTES");
-    unsigned long long v = s ? strtoull(s, NULL, 10) : 0;
-    return v ? v : (4ull << 30);
-}
-
-static struct image *find_image(const uint8_t sha[32]) {
-    pthread_mutex_lock(&images_lock);
-    struct image *i = images;
-    while (i && memcmp(i->sha, sha, 32) != 0)
-        i = i->next;
-    pthread_mutex_unlock(&images_lock);
-    return i;
-}
-
-static enum vmc_w_result image_query(struct vmc_wcall *wc) {
-    uint8_t sha[32];
-    vmc_w_arg(wc, sha, sizeof sha);
-    uint64_t size = vmc_in_u64(&wc->in);
-    if (!vmc_w_args_ok(wc) || wc->async)
-        return VMC_W_BAD_ARGS;
-    struct image *i = find_image(sha);
-    vmc_w_reply_status(wc, cudaSuccess);
-    vmc_w_reply_u32(wc, i && i->size == size);
-    return VMC_W_DONE;
-}
-
-/* The bytes follow the frame (as a host-to-device copy's do) and are always consumed, so that a refused
- * upload leaves the connection in step. */
-static enum vmc_w_result image_upload(struct vmc_wcall *wc) {
-    struct vmc_wconn *c = wc->conn;
-    uint8_t sha[32];
-    vmc_w_arg(wc, sha, sizeof sha);
-    uint64_t size = vmc_in_u64(&wc->in);
-    if (!vmc_w_args_ok(wc) || wc->async)
-        return VMC_W_FATAL; /* without a trustworthy size the stream cannot be resynchronised */
-    CUresult st = CUDA_SUCCESS;
-    pthread_mutex_lock(&images_lock);
-    int fits = size > 0 && size <= image_budget() && image_bytes <= image_budget() - size;
-    if (fits)
-        image_bytes += size;
-    pthread_mutex_unlock(&images_lock);
-    uint8_t *bytes = fits ? malloc(size) : NULL;
-    if (!bytes) {
-        if (fits) {
-            pthread_mutex_lock(&images_lock);
-            image_bytes -= size;
-            pthread_mutex_unlock(&images_lock);
-        }
-        st = CUDA_ERROR_OUT_OF_MEMORY;
-        vmc_w_log("module image of %llu bytes refused: the session's module store is full or out of memory",
-                  (unsigned long long)size);
-        uint8_t sink[1 << 16];
-        for (uint64_t left = size; left;) {
-            size_t take = left < sizeof sink ? (size_t)left : sizeof sink;
-            if (vmc_w_read_bytes(c, sink, take) != 0)
-                return VMC_W_FATAL;
-            left -= take;
-        }
-    } else {
-        if (vmc_w_read_bytes(c, bytes, (size_t)size) != 0) {
-            free(bytes);
-            return VMC_W_FATAL;
-        }
-        uint8_t got[32];
-        struct vmc_sha256 h;
-        vmc_sha256_init(&h);
-        vmc_sha256_update(&h, bytes, (size_t)size);
-        vmc_sha256_final(&h, got);
-        struct image *i = memcmp(got, sha, 32) == 0 ? calloc(1, sizeof *i) : NULL;
-        if (!i) {
-            vmc_w_log(memcmp(got, sha, 32) ? "module image refused: its bytes do not match its SHA-256"
-                                           : "module image refused: out of memory");
-            st = memcmp(got, sha, 32) ? CUDA_ERROR_INVALID_IMAGE : CUDA_ERROR_OUT_OF_MEMORY;
-            free(bytes);
-            pthread_mutex_lock(&images_lock);
-            image_bytes -= size;
-            pthread_mutex_unlock(&images_lock);
-        } else {
-            memcpy(i->sha, sha, 32);
-            i->bytes = bytes;
-            i->size = size;
-            pthread_mutex_lock(&images_lock);
-            i->next = images;
-            images = i;
-            pthread_mutex_unlock(&images_lock);
-        }
-    }
-    vmc_w_reply_status(wc, (cudaError_t)st);
-    return VMC_W_DONE;
-}
-
 /* ---- loading a module or library from a stored image ---- */
 
 static enum vmc_w_result module_load(struct vmc_wcall *wc) {
@@ -268,7 +163,7 @@ static enum vmc_w_result module_load(struct vmc_wcall *wc) {
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     CUresult st = CUDA_SUCCESS;
-    struct image *img = find_image(sha);
+    const struct vmc_w_image *img = vmc_w_image_find(sha);
     if (!img)
         st = CUDA_ERROR_INVALID_VALUE; /* the client loads only what it made sure is here */
     if (!allowed)
@@ -564,8 +459,8 @@ CUresult vmc_w_drv_stream_sync(CUstream stream) {
 enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
     switch (wc->id) {
     case VMC_DRV_vmc_drv_Snapshot: return snapshot(wc);
-    case VMC_DRV_vmc_drv_ImageQuery: return image_query(wc);
-    case VMC_DRV_vmc_drv_ImageUpload: return image_upload(wc);
+    case VMC_DRV_vmc_drv_ImageQuery: return vmc_w_image_query(wc);
+    case VMC_DRV_vmc_drv_ImageUpload: return vmc_w_image_upload(wc);
     case VMC_DRV_vmc_drv_ModuleLoad: return module_load(wc);
     case VMC_DRV_vmc_drv_ParamLayout: return param_layout(wc);
     case VMC_DRV_vmc_drv_FunctionName: return function_name(wc);

@@ -80,7 +80,9 @@ int main(void) {
                      "--", "/x", "a", NULL};
         CHECK(parse(v, &o, err) == 0 && o.uid == 5000123 && strcmp(o.hide, "/var/lib/vmcuda") == 0);
         char *plain[] = {"s", "--workdir", "/w", "--", "/x", "a", NULL};
-        CHECK(parse(plain, &o, err) == 0 && o.uid == 0 && o.hide == NULL);
+        CHECK(parse(plain, &o, err) == 0 && o.uid == 0 && o.hide == NULL && o.lend == NULL);
+        char *lend[] = {"s", "--hide", "/s", "--workdir", "/s/sessions/7", "--lend", "/s/lend/7", "--", "/x", "a", NULL};
+        CHECK(parse(lend, &o, err) == 0 && strcmp(o.lend, "/s/lend/7") == 0);
     }
     char *bad3[][12] = {
         {"s", "--uid", "0", "--workdir", "/w", "--", "/x", "a", NULL},            /* root */
@@ -92,6 +94,8 @@ int main(void) {
         {"s", "--hide", "/var/lib/vmcuda", "--workdir", "/var/lib/vmcuda", "--", "/x", "a", NULL}, /* itself */
         {"s", "--hide", "/", "--workdir", "/w", "--", "/x", "a", NULL},
         {"s", "--hide", "rel", "--workdir", "/w", "--", "/x", "a", NULL},
+        {"s", "--lend", "/s/lend/7", "--workdir", "/w", "--", "/x", "a", NULL},               /* no --hide */
+        {"s", "--hide", "/s", "--workdir", "/s/w", "--lend", "/t/lend", "--", "/x", "a", NULL}, /* not below */
     };
     for (size_t i = 0; i < sizeof bad3 / sizeof bad3[0]; i++) {
         CHECK(parse(bad3[i], &o, err) == -1 && err[0]);

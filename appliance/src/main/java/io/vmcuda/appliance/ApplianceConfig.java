@@ -38,6 +38,7 @@ public final class ApplianceConfig {
         binaryMaxBytes();
         cacheMemoryBytes();
         cachePublicHashes();
+        cacheModuleBytes();
         adminTokenSha256();
         workerBlockSize();
         maxHandshakes();
@@ -134,6 +135,11 @@ public final class ApplianceConfig {
                     + "(make one with: vmcudad --new-token)");
         }
         return java.util.HexFormat.of().parseHex(h.toLowerCase(java.util.Locale.ROOT));
+    }
+
+    /** {@code cache.module_bytes}: what the module cache may keep on disk; 0 = no module cache. */
+    public long cacheModuleBytes() {
+        return longValue("cache.module_bytes", 0, Long.MAX_VALUE);
     }
 
     public long workerBlockSize() {

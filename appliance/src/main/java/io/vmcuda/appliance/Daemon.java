@@ -7,6 +7,7 @@ import io.netty.channel.epoll.EpollIoHandler;
 import io.vmcuda.appliance.admin.AdminServer;
 import io.vmcuda.appliance.admin.StatusSource;
 import io.vmcuda.appliance.cache.BinaryCache;
+import io.vmcuda.appliance.cache.ModuleCache;
 import io.vmcuda.appliance.control.ControlServer;
 import io.vmcuda.appliance.session.DaemonMetrics;
 import io.vmcuda.appliance.session.Refusals;
@@ -114,6 +115,11 @@ public final class Daemon implements AutoCloseable {
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl")), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);
+        if (config.cacheModuleBytes() > 0) {
+            BinaryCache.deleteTree(stateDir.resolve("lend")); // loans of a previous run
+            sessions.useModuleCache(new ModuleCache(stateDir.resolve("modules"),
+                    config.cacheModuleBytes(), config.cachePublicHashes()), stateDir.resolve("lend"));
+        }
         try {
             workerSocket = new WorkerSocketServer(socketPath, io, sessions);
             control = new ControlServer(options.listen(), boss, io, cache, sessions, refusals, blocking,

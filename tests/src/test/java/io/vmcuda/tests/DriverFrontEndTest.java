@@ -103,12 +103,35 @@ class DriverFrontEndTest {
                 String ctx = " over " + transport + "\n" + drv.describe() + "--- daemon ---\n" + d.logText();
                 assertEquals(drvExpected, drv.stdout(), "drv_api" + ctx);
                 assertEquals(0, drv.exitCode(), "drv_api" + ctx);
+                if (transport.equals("tcp")) {
+                    // the first session's uploads (a cubin, PTX, a fat binary) go to the module cache when it ends
+                    DaemonProcess.await("module images cached", 10_000,
+                            () -> d.logText().contains("module image(s) cached for tenant e2e"));
+                } else {
+                    // ... and the second session gets them from there: the client sends none of them again
+                    String logs = workerLogs(d);
+                    assertTrue(logs.contains("from the appliance's cache"), logs);
+                    String metrics = d.get("/metrics").body();
+                    assertTrue(metrics.matches("(?s).*\nvmcuda_module_cache_hits_total [1-9].*"), metrics);
+                    assertTrue(metrics.matches("(?s).*\nvmcuda_module_cache_bytes_saved_total [1-9].*"), metrics);
+                }
                 ProgramRunner.Result rt = viaVmcuda(d, "rt_static", transport);
                 ctx = " over " + transport + "\n" + rt.describe() + "--- daemon ---\n" + d.logText();
                 assertEquals(rtExpected, rt.stdout(), "rt_static" + ctx);
                 assertEquals(0, rt.exitCode(), "rt_static" + ctx);
             }
         }
+    }
+
+    private static String workerLogs(DaemonProcess d) throws Exception {
+        StringBuilder b = new StringBuilder();
+        try (java.util.stream.Stream<Path> dirs = Files.list(d.stateDir.resolve("sessions"))) {
+            for (Path dir : dirs.sorted().toList()) {
+                Path log = dir.resolve("worker.log");
+                if (Files.exists(log)) b.append(Files.readString(log));
+            }
+        }
+        return b.toString();
     }
 
     private static String records(DaemonProcess d) throws Exception {

@@ -22,6 +22,12 @@ final class PrometheusMetrics {
         metric(out, "vmcuda_sessions_active", "gauge", "Sessions whose worker is starting or running.", active.size());
         metric(out, "vmcuda_sessions_refused_total", "counter", "HELLOs answered with REFUSED.", m.refusedTotal());
         metric(out, "vmcuda_auth_failures_total", "counter", "HELLOs refused for a missing or wrong token.", m.authFailures());
+        metric(out, "vmcuda_module_cache_hits_total", "counter",
+                "Module images a worker found in the appliance's module cache (the client did not send them).", m.moduleHits());
+        metric(out, "vmcuda_module_cache_misses_total", "counter",
+                "Module images a worker asked the module cache for in vain (the client sends them).", m.moduleMisses());
+        metric(out, "vmcuda_module_cache_bytes_saved_total", "counter",
+                "Bytes of module images clients did not have to send thanks to the module cache.", m.moduleBytesSaved());
         metric(out, "vmcuda_handshakes_refused_total", "counter",
                 "Connections closed at once because too many others awaited their handshake.", m.handshakesRefused());
         metric(out, "vmcuda_handshake_timeouts_total", "counter",

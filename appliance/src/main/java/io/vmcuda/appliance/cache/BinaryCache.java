@@ -196,7 +196,8 @@ public final class BinaryCache {
         deleteTree(uploadDir());
     }
 
-    static void deleteTree(Path root) {
+    /** Deletes a directory tree (links are removed, not followed); logs what it could not delete. */
+    public static void deleteTree(Path root) {
         if (!Files.exists(root)) return;
         try (Stream<Path> s = Files.walk(root)) {
             s.sorted(Comparator.reverseOrder()).forEach(p -> {

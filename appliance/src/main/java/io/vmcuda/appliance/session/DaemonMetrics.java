@@ -10,6 +10,7 @@ public final class DaemonMetrics {
     private final AtomicLong authFailures = new AtomicLong();
     private final AtomicLong handshakeTimeouts = new AtomicLong();
     private final AtomicLong handshakesRefused = new AtomicLong();
+    private final AtomicLong moduleHits = new AtomicLong(), moduleMisses = new AtomicLong(), moduleBytesSaved = new AtomicLong();
     private final AtomicLong protocolErrors = new AtomicLong();
     private final LongAdder endedBytesH2d = new LongAdder();
     private final LongAdder endedBytesD2h = new LongAdder();
@@ -48,6 +49,24 @@ public final class DaemonMetrics {
 
     public long authFailures() {
         return authFailures.get();
+    }
+
+    /** A worker asked the module cache for an image: lent (a hit, {@code bytes} not sent by the client) or not. */
+    public void moduleLookup(boolean hit, long bytes) {
+        (hit ? moduleHits : moduleMisses).incrementAndGet();
+        moduleBytesSaved.addAndGet(bytes);
+    }
+
+    public long moduleHits() {
+        return moduleHits.get();
+    }
+
+    public long moduleMisses() {
+        return moduleMisses.get();
+    }
+
+    public long moduleBytesSaved() {
+        return moduleBytesSaved.get();
     }
 
     /** A connection closed at once: too many others await their handshake. */

@@ -40,6 +40,8 @@ public final class Session {
     String abortReason;
     /** The worker's own uid (worker.uid_range), 0 when it runs as worker.user or unsandboxed. */
     volatile long uid;
+    /** Where the daemon lends this session cached module images (SessionModules), or null. */
+    volatile Path lendDir;
 
     private volatile Instant ended;
     private volatile long bytesH2d;
@@ -119,6 +121,10 @@ public final class Session {
 
     public long uid() {
         return uid;
+    }
+
+    Path lendDir() {
+        return lendDir;
     }
 
     public long bytesH2d() {

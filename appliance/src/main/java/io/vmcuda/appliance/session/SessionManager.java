@@ -58,6 +58,7 @@ public final class SessionManager implements WorkerEvents {
     /** Sessions per tenant from GPU request to record: what tenant.NAME.max_sessions caps. */
     private final ConcurrentHashMap<String, Integer> perTenant = new ConcurrentHashMap<>();
     private volatile boolean stopping;
+    private volatile SessionModules modules; // null: no module cache
 
     public SessionManager(GpuScheduler scheduler, WorkerLauncher launcher, Path sessionsDir, SessionRecordLog records,
                           DaemonMetrics metrics, Refusals refusals, ScheduledExecutorService timer, Executor blocking,
@@ -72,6 +73,14 @@ public final class SessionManager implements WorkerEvents {
         this.blocking = blocking;
         this.workerStartTimeout = workerStartTimeout;
         this.noGpuReason = noGpuReason;
+    }
+
+    /**
+     * Serves the driver front end's module images from {@code cache} across sessions; {@code lendRoot} is a
+     * directory below the state directory where sessions' loans are made.
+     */
+    public void useModuleCache(io.vmcuda.appliance.cache.ModuleCache cache, Path lendRoot) {
+        this.modules = new SessionModules(cache, lendRoot, blocking, metrics);
     }
 
     /** Sessions whose worker is starting or running. */
@@ -172,9 +181,12 @@ public final class SessionManager implements WorkerEvents {
         Process p;
         try {
             s.uid = launcher.allocateUid();
+            SessionModules m = modules;
+            s.lendDir = m == null ? null : m.lendDir(id);
             p = launcher.start(new WorkerLauncher.WorkerSpec(id, s.keyHex(),
                     binding.isEmpty() ? null : binding.cudaVisibleDevices(), argv0(program, binary),
-                    binary.rewritten(), s.dir(), s.logFile(), tenant.maxMemoryBytes(), s.uid, tenant.shmRegions()));
+                    binary.rewritten(), s.dir(), s.logFile(), tenant.maxMemoryBytes(), s.uid, tenant.shmRegions(),
+                    s.lendDir));
         } catch (IOException | RuntimeException e) {
             LOG.log(Level.WARNING, "session " + id + ": could not start the worker", e);
             synchronized (s) {
@@ -259,6 +271,14 @@ public final class SessionManager implements WorkerEvents {
         LOG.info("session " + s.id() + " ready: " + s.program() + " on GPUs " + s.binding() + "; " + s.timings());
         for (Channel c : waiting) handOff(s, c, channel);
         return true;
+    }
+
+    @Override
+    public void workerModuleQuery(long sessionId, String sha256, long size, Channel worker) {
+        Session s = active.get(sessionId);
+        SessionModules m = modules;
+        if (s == null || m == null) io.vmcuda.appliance.worker.ModuleReplies.answer(worker, sha256, false);
+        else m.query(s, sha256, size, worker);
     }
 
     @Override
@@ -371,6 +391,8 @@ public final class SessionManager implements WorkerEvents {
         s.ended(status);
         // the worker is PID 1 of its PID namespace: with it gone, nothing of the session runs as its uid
         launcher.releaseUid(s.uid(), s.dir());
+        SessionModules m = modules;
+        if (m != null) m.sessionEnded(s);
         scheduler.release(s.binding());
         releaseTenantSlot(s.tenant());
         active.remove(s.id());

@@ -92,15 +92,16 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
      * becomes a {@code --region}, which the launcher opens read-write as root and hands to the worker.
      */
     List<String> command(Path workDir, List<Path> keep, List<Path> regions, Path executable, String argv0) {
-        return command(workDir, keep, regions, executable, argv0, 0, null);
+        return command(workDir, keep, regions, executable, argv0, 0, null, null);
     }
 
     /**
      * @param uid  the session's own uid (worker.uid_range), 0 for worker.user's
      * @param hide a directory above workDir the worker must not see (the daemon's state directory), or null
+     * @param lend a directory below {@code hide} the worker may read (module images the daemon lends it), or null
      */
     List<String> command(Path workDir, List<Path> keep, List<Path> regions, Path executable, String argv0, long uid,
-                         Path hide) {
+                         Path hide, Path lend) {
         List<String> cmd = new ArrayList<>(List.of(launcher.toString(), "--user", user, "--workdir",
                 workDir.toAbsolutePath().toString(), "--nproc", Long.toString(maxProcesses), "--nofile",
                 Long.toString(maxOpenFiles), "--tmp-size", tmpSize));
@@ -111,6 +112,10 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
         if (hide != null) {
             cmd.add("--hide");
             cmd.add(hide.toAbsolutePath().toString());
+            if (lend != null) {
+                cmd.add("--lend");
+                cmd.add(lend.toAbsolutePath().toString());
+            }
         }
         for (Path k : keep) {
             cmd.add("--keep");

@@ -18,4 +18,12 @@ public interface WorkerEvents {
 
     /** An {@code ABORT <reason>} line: the session ends abnormally (client lost mid-call, idle release...). */
     default void workerAbort(long sessionId, String reason) {}
+
+    /**
+     * A {@code MODULE? <sha256> <size>} line: does the daemon's module cache hold that image for the session's
+     * tenant? The answer ({@link ModuleReplies}) goes back on {@code worker}. Without a module cache: no.
+     */
+    default void workerModuleQuery(long sessionId, String sha256, long size, Channel worker) {
+        ModuleReplies.answer(worker, sha256, false);
+    }
 }

@@ -89,10 +89,10 @@ public final class WorkerLauncher {
      */
     public record WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0,
                              Path executable, Path workDir, Path logFile, long memoryQuotaBytes, long uid,
-                             List<Path> tenantRegions) {
+                             List<Path> tenantRegions, Path lendDir) {
         public WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0, Path executable,
                           Path workDir, Path logFile) {
-            this(sessionId, keyHex, cudaVisibleDevices, argv0, executable, workDir, logFile, 0, 0, List.of());
+            this(sessionId, keyHex, cudaVisibleDevices, argv0, executable, workDir, logFile, 0, 0, List.of(), null);
         }
     }
 
@@ -163,7 +163,8 @@ public final class WorkerLauncher {
         for (String d : cudaLibDirs) {
             if (Files.isDirectory(Path.of(d))) keep.add(Path.of(d));
         }
-        return sandbox.command(spec.workDir(), keep, regions(spec), spec.executable(), spec.argv0(), spec.uid(), hiddenDir);
+        return sandbox.command(spec.workDir(), keep, regions(spec), spec.executable(), spec.argv0(), spec.uid(), hiddenDir,
+                spec.lendDir());
     }
 
     /**
@@ -195,6 +196,8 @@ public final class WorkerLauncher {
         env.put("LD_LIBRARY_PATH", String.join(":", libPath));
         if (spec.memoryQuotaBytes() > 0) env.put("VMCUDA_MEMORY_QUOTA", Long.toString(spec.memoryQuotaBytes()));
         if (!"0".equals(idleReleaseMinutes)) env.put("VMCUDA_IDLE_RELEASE_MINUTES", idleReleaseMinutes);
+        // where the daemon lends cached module images (PROTOCOL.md "Worker ↔ daemon"); unset: no module cache
+        if (spec.lendDir() != null) env.put("VMCUDA_MODULE_LEND_DIR", spec.lendDir().toAbsolutePath().toString());
         List<Path> regions = regions(spec);
         if (!regions.isEmpty()) {
             List<String> paths = new ArrayList<>();

@@ -42,6 +42,12 @@ final class WorkerLineHandler extends SimpleChannelInboundHandler<String> {
         } else if (f.length >= 2 && f[0].equals("ABORT")) {
             events.workerAbort(sessionId, abbreviate(line.strip().substring("ABORT ".length()).strip()));
             return;
+        } else if (f.length == 3 && f[0].equals("MODULE?") && f[1].matches("[0-9a-f]{64}")) {
+            Long size = parseLong(f[2]);
+            if (size != null && size > 0) {
+                events.workerModuleQuery(sessionId, f[1], size, ctx.channel());
+                return;
+            }
         } else if (f.length == 2 && f[0].equals("BYE")) {
             Long status = parseLong(f[1]);
             if (status != null) {

@@ -1,0 +1,184 @@
+package io.vmcuda.appliance.cache;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.channels.Channels;
+import java.nio.channels.SeekableByteChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
+import java.security.DigestInputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.logging.Logger;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * Module images of the driver front end (fat binaries, cubins, PTX that programs and CUDA libraries load),
+ * by SHA-256, kept across sessions so that a program's second start sends none of them
+ * (PROTOCOL.md "Driver front end", cache.module_bytes). Layout: {@code <dir>/<sha256>/image} and
+ * {@code tenants} (one name per line). As for binaries, an entry serves only the tenants that uploaded its
+ * bytes (or every tenant when the operator listed it in cache.public_sha256): any other tenant uploads it
+ * once and becomes an owner, and learns nothing about what others load.
+ * <p>Workers are tenant code: what a worker offers is read without following links, only when it is a
+ * regular file of the announced size, and admitted only when its SHA-256 is the announced one. The least
+ * recently used entries go when the total passes the budget. Blocking: call off the network threads.
+ */
+public final class ModuleCache {
+    private static final Logger LOG = Logger.getLogger(ModuleCache.class.getName());
+    private static final Pattern SHA256_HEX = Pattern.compile("[0-9a-f]{64}");
+    static final String IMAGE = "image";
+    static final String TENANTS = "tenants";
+    private static final String STAGING_PREFIX = ".tmp-";
+
+    private final Path dir;
+    private final long budgetBytes;
+    private final Set<String> publicHashes;
+
+    public ModuleCache(Path dir, long budgetBytes, Set<String> publicHashes) throws IOException {
+        this.dir = dir;
+        this.budgetBytes = budgetBytes;
+        this.publicHashes = Set.copyOf(publicHashes);
+        Files.createDirectories(dir);
+        try (Stream<Path> s = Files.list(dir)) {
+            s.filter(p -> p.getFileName().toString().startsWith(STAGING_PREFIX)).forEach(BinaryCache::deleteTree);
+        }
+    }
+
+    /** The image with this hash and size when {@code tenant} may have it. */
+    public synchronized Optional<Path> lookup(String sha256, long size, String tenant) {
+        Path image = SHA256_HEX.matcher(sha256).matches() ? dir.resolve(sha256).resolve(IMAGE) : null;
+        try {
+            if (image != null && Files.isRegularFile(image, LinkOption.NOFOLLOW_LINKS) && Files.size(image) == size
+                    && (publicHashes.contains(sha256) || owners(sha256).contains(tenant))) {
+                Files.setLastModifiedTime(image, FileTime.fromMillis(System.currentTimeMillis())); // recently used
+                return Optional.of(image);
+            }
+        } catch (IOException e) {
+            LOG.warning("module cache entry " + sha256 + " unreadable: " + e.getMessage());
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * Admits the file a worker of {@code tenant} offers as the image {@code sha256} of {@code size} bytes, or
+     * makes the tenant one more owner of the entry. Returns why it was refused, or null.
+     */
+    public String admit(String sha256, long size, String tenant, Path offered) {
+        if (!SHA256_HEX.matcher(sha256).matches()) return "not a SHA-256";
+        if (size <= 0 || size > budgetBytes) return "size " + size + " outside 1.." + budgetBytes + " (cache.module_bytes)";
+        Path staging = dir.resolve(STAGING_PREFIX + sha256 + "-" + UUID.randomUUID());
+        try {
+            Files.createDirectories(staging);
+            Path copy = staging.resolve(IMAGE);
+            // no link is followed, only a regular file of the announced size is read (a FIFO would block the
+            // open: the caller hands over files nobody can change any more), and its hash must match
+            if (!Files.isRegularFile(offered, LinkOption.NOFOLLOW_LINKS)) return "not a regular file";
+            try (SeekableByteChannel in = Files.newByteChannel(offered, Set.of(StandardOpenOption.READ,
+                    LinkOption.NOFOLLOW_LINKS))) {
+                if (in.size() != size) return "not " + size + " bytes long";
+                MessageDigest md = MessageDigest.getInstance("SHA-256");
+                try (InputStream limited = new DigestInputStream(Channels.newInputStream(in), md)) {
+                    long copied = Files.copy(new BoundedInputStream(limited, size), copy);
+                    if (copied != size) return "short file";
+                }
+                if (!HexFormat.of().formatHex(md.digest()).equals(sha256)) return "its bytes do not hash to " + sha256;
+            }
+            // lent to workers, which run as their sessions' own uids: readable by all, whatever the umask
+            Files.setPosixFilePermissions(copy, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+            synchronized (this) {
+                Path entry = dir.resolve(sha256);
+                if (!Files.isDirectory(entry)) {
+                    Files.write(staging.resolve(TENANTS), List.of(tenant), StandardCharsets.UTF_8);
+                    Files.move(staging, entry, StandardCopyOption.ATOMIC_MOVE);
+                } else {
+                    addOwner(sha256, tenant);
+                }
+                evict();
+            }
+            return null;
+        } catch (IOException e) {
+            return "cannot store it: " + e.getMessage();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every Java runtime has SHA-256", e);
+        } finally {
+            BinaryCache.deleteTree(staging);
+        }
+    }
+
+    Set<String> owners(String sha256) throws IOException {
+        Path f = dir.resolve(sha256).resolve(TENANTS);
+        return Files.isRegularFile(f) ? new TreeSet<>(Files.readAllLines(f, StandardCharsets.UTF_8)) : Set.of();
+    }
+
+    private void addOwner(String sha256, String tenant) throws IOException {
+        Set<String> owners = new TreeSet<>(owners(sha256));
+        if (!owners.add(tenant)) return;
+        Path tmp = dir.resolve(sha256).resolve(TENANTS + ".tmp");
+        Files.write(tmp, owners, StandardCharsets.UTF_8);
+        Files.move(tmp, dir.resolve(sha256).resolve(TENANTS), StandardCopyOption.ATOMIC_MOVE,
+                StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    /** Least recently used entries first, until the total is within the budget. Caller holds the lock. */
+    private void evict() throws IOException {
+        record Entry(Path dir, long bytes, long used) {}
+        List<Entry> entries;
+        try (Stream<Path> s = Files.list(dir)) {
+            entries = s.filter(p -> SHA256_HEX.matcher(p.getFileName().toString()).matches()).map(p -> {
+                try {
+                    Path image = p.resolve(IMAGE);
+                    return new Entry(p, Files.size(image), Files.getLastModifiedTime(image).toMillis());
+                } catch (IOException e) {
+                    return new Entry(p, 0, 0);
+                }
+            }).sorted(Comparator.comparingLong(Entry::used)).toList();
+        }
+        long total = entries.stream().mapToLong(Entry::bytes).sum();
+        for (Entry e : entries) {
+            if (total <= budgetBytes) break;
+            BinaryCache.deleteTree(e.dir());
+            total -= e.bytes();
+            LOG.info("module cache: evicted " + e.dir().getFileName() + " (" + e.bytes() + " bytes, least recently used)");
+        }
+    }
+
+    /** Reads at most {@code limit} bytes, so that a file growing while it is copied cannot fill the disk. */
+    private static final class BoundedInputStream extends InputStream {
+        private final InputStream in;
+        private long left;
+
+        BoundedInputStream(InputStream in, long limit) {
+            this.in = in;
+            this.left = limit;
+        }
+
+        @Override
+        public int read() throws IOException {
+            if (left <= 0) return -1;
+            int b = in.read();
+            if (b >= 0) left--;
+            return b;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            if (left <= 0) return -1;
+            int n = in.read(b, off, (int) Math.min(len, left));
+            if (n > 0) left -= n;
+            return n;
+        }
+    }
+}
