@@ -479,6 +479,11 @@ struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
                 /* The daemon's message already says "appliance has no usable GPU: <why>". */
                 if (gpu_count == 0)
                     say("%s: %s", cfg->appliance, msg[0] ? msg : "appliance has no usable GPU");
+                if (getenv("VMCUDA_VERBOSE") && strcmp(getenv("VMCUDA_VERBOSE"), "0") != 0)
+                    say("session %llu on %s, %u GPU(s): %s", (unsigned long long)session_id, cfg->appliance, gpu_count,
+                        vmc_session_ships_binary()
+                            ? "runtime front end (libcudart.so.13): this executable runs on the appliance"
+                            : "driver front end (libcuda.so.1): modules go to the appliance by content");
                 pthread_mutex_unlock(&session_lock);
                 bind_to_thread(c);
                 return c;
