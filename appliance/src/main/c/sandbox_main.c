@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -195,6 +196,8 @@ static int open_path(const char *p) {
     return fd;
 }
 
+static void die_with_launcher(void);
+
 /* The worker's identity: --uid (the session's own) or --user's uid, with --user's primary group. */
 static uid_t worker_uid(const struct sandbox_opts *o, const struct passwd *pw) {
     return o->uid ? (uid_t)o->uid : pw->pw_uid;
@@ -219,9 +222,10 @@ static void drop_privileges(const struct sandbox_opts *o, const struct passwd *p
     errno = 0;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         die("prctl(PR_SET_NO_NEW_PRIVS)");
-    /* set after setuid, which clears it: the worker dies with this launcher */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
-        die("prctl(PR_SET_PDEATHSIG)");
+    /* again after setuid, which clears it: the worker dies with this launcher */
+    die_with_launcher();
+    /* what the worker creates (in /dev/shm, its session directory) is its own, whatever the daemon's umask */
+    umask(077);
 }
 
 static void mount_common(void) {
@@ -276,6 +280,21 @@ static int wait_child(void) {
     return 125;
 }
 
+/* The worker's end of a pipe whose other end only this launcher holds: when the launcher is gone the
+ * pipe reports POLLHUP (getppid() says nothing across the PID namespace). */
+static int parent_alive_fd = -1;
+
+/* The worker must never outlive its launcher: the daemon watches the launcher, not the worker, and gives
+ * the session's uid and GPUs back once the launcher has exited. Called after each step that resets the
+ * parent-death signal (fork, setuid): set it, then make sure the launcher did not die before that. */
+static void die_with_launcher(void) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+        die("prctl(PR_SET_PDEATHSIG)");
+    struct pollfd p = {parent_alive_fd, POLLIN, 0};
+    if (parent_alive_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)))
+        _exit(125); /* the launcher is gone: nobody would reap or account for this worker */
+}
+
 /* Forks into the new namespaces; returns in the child (PID 1), exits in the parent with its status. */
 static void enter_namespaces(int *close_in_parent, int n_close) {
     sigset_t all, old;
@@ -283,16 +302,23 @@ static void enter_namespaces(int *close_in_parent, int n_close) {
     sigprocmask(SIG_BLOCK, &all, &old);
     if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID) != 0)
         die("unshare(mount, network, IPC, PID namespaces)");
+    int alive[2];
+    if (pipe2(alive, O_CLOEXEC) != 0)
+        die("pipe");
     child = fork();
     if (child < 0)
         die("fork");
     if (child == 0) {
+        close(alive[1]);
+        parent_alive_fd = alive[0];
+        die_with_launcher();
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         for (int s = 1; s < NSIG; s++)
             sigaction(s, &dfl, NULL);
         sigprocmask(SIG_SETMASK, &old, NULL);
         return;
     }
+    close(alive[0]); /* alive[1] stays open until this launcher exits */
     for (int i = 0; i < n_close; i++)
         if (close_in_parent[i] >= 0)
             close(close_in_parent[i]);

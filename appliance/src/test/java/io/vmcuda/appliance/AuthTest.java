@@ -235,23 +235,70 @@ class AuthTest {
         }
     }
 
+    /** This host's first non-loopback IPv4 address, or null. */
+    private static java.net.InetAddress lanAddress() throws Exception {
+        for (java.net.NetworkInterface n : java.util.Collections.list(java.net.NetworkInterface.getNetworkInterfaces())) {
+            if (!n.isUp() || n.isLoopback()) continue;
+            for (java.net.InetAddress a : java.util.Collections.list(n.getInetAddresses())) {
+                if (a instanceof java.net.Inet4Address) return a;
+            }
+        }
+        return null;
+    }
+
     @Test
     void guessingTokensFromOneAddressIsLockedOut() throws Exception {
+        java.net.InetAddress lan = lanAddress();
+        org.junit.jupiter.api.Assumptions.assumeTrue(lan != null, "no non-loopback address here (loopback is not throttled)");
         try (DaemonHarness d = new DaemonHarness(state, fixtures.workerLibDir(), TestInventory.none(), Map.of(
                 "tenant.alice.token_sha256", Authenticator.hashToken(TOKEN_A),
-                "control.auth_failures_per_minute", "5"))) {
+                "control.auth_failures_per_minute", "5"), "0.0.0.0")) {
             for (int i = 0; i < 5; i++) {
-                try (ProtocolClient c = d.connect()) {
+                try (ProtocolClient c = d.connectTo(lan)) {
                     assertEquals("bad token", hello(d, c, "guess-" + i, 1).message());
                 }
             }
             // the sixth try is not even checked, and the right token does not help either for a minute
-            try (ProtocolClient c = d.connect()) {
+            try (ProtocolClient c = d.connectTo(lan)) {
                 ProtocolClient.Reply r = hello(d, c, TOKEN_A, 1);
                 assertEquals(Wire.HELLO_REFUSED, r.status());
-                assertTrue(r.message().startsWith("too many failed authentications from 127.0.0.1; try again in"), r.message());
+                assertTrue(r.message().startsWith("too many failed authentications from " + lan.getHostAddress()
+                        + "; try again in"), r.message());
+            }
+            // loopback is the appliance's own: not throttled (a lockout there would lock out every co-located tenant)
+            for (int i = 0; i < 7; i++) {
+                try (ProtocolClient c = d.connect()) {
+                    assertEquals("bad token", hello(d, c, "guess-" + i, 1).message());
+                }
+            }
+            try (ProtocolClient c = d.connect()) {
+                ProtocolClient.Reply r = hello(d, c, TOKEN_A, 1);
+                assertEquals(Wire.HELLO_READY, r.status(), r.message());
             }
         }
+    }
+
+    @Test
+    void theThrottleCountsIpv6PerSlash64AndNeverDropsALockout() throws Exception {
+        io.vmcuda.appliance.auth.AuthThrottle t = new io.vmcuda.appliance.auth.AuthThrottle(2);
+        java.net.InetAddress a1 = java.net.InetAddress.getByName("2001:db8:0:1::1");
+        java.net.InetAddress a2 = java.net.InetAddress.getByName("2001:db8:0:1::ffff");
+        java.net.InetAddress other = java.net.InetAddress.getByName("2001:db8:0:2::1");
+        t.failed(a1, 0);
+        t.failed(a2, 1);
+        assertTrue(t.lockedSeconds(a1, 2) > 0 && t.lockedSeconds(a2, 2) > 0, "one /64, one source");
+        assertEquals(0, t.lockedSeconds(other, 2));
+        assertEquals(0, t.lockedSeconds(a1, 61_000_000_000L), "a minute later");
+        java.net.InetAddress v4 = java.net.InetAddress.getByName("192.0.2.7");
+        t.failed(v4, 0);
+        t.failed(v4, 0);
+        assertTrue(t.lockedSeconds(v4, 1) > 0);
+        assertEquals(0, t.lockedSeconds(java.net.InetAddress.getByName("192.0.2.8"), 1));
+        java.net.InetAddress lo = java.net.InetAddress.getByName("127.0.0.1");
+        t.failed(lo, 0);
+        t.failed(lo, 0);
+        t.failed(lo, 0);
+        assertEquals(0, t.lockedSeconds(lo, 1), "loopback is not throttled");
     }
 
     /** Idle connections that never send HELLO: past the per-source cap they are closed at once. */

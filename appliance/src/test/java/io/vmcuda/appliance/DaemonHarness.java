@@ -20,17 +20,30 @@ final class DaemonHarness implements AutoCloseable {
 
     DaemonHarness(Path stateDir, Path workerLibDir, GpuInventory inventory, Map<String, String> config)
             throws IOException, InterruptedException {
+        this(stateDir, workerLibDir, inventory, config, "127.0.0.1");
+    }
+
+    /** @param listenHost the control port's address ("0.0.0.0" needs a tenant in {@code config}) */
+    DaemonHarness(Path stateDir, Path workerLibDir, GpuInventory inventory, Map<String, String> config, String listenHost)
+            throws IOException, InterruptedException {
         InetSocketAddress any = new InetSocketAddress("127.0.0.1", 0);
+        InetSocketAddress listen = new InetSocketAddress(listenHost, 0);
         // the fixtures' fake workers run unsandboxed unless a test asks for the sandbox
         Map<String, String> c = new java.util.HashMap<>(Map.of("worker.sandbox", "false",
                 "admin.token_sha256", io.vmcuda.appliance.auth.Authenticator.hashToken(ADMIN_TOKEN)));
         c.putAll(config);
-        daemon = Daemon.start(new DaemonOptions(any, any, stateDir, null, workerLibDir),
+        daemon = Daemon.start(new DaemonOptions(listen, any, stateDir, null, workerLibDir),
                 ApplianceConfig.defaultsOnly().with(c), inventory);
     }
 
     ProtocolClient connect() throws IOException {
-        return new ProtocolClient(daemon.controlAddress());
+        InetSocketAddress a = daemon.controlAddress();
+        return new ProtocolClient(a.getAddress().isAnyLocalAddress() ? new InetSocketAddress("127.0.0.1", a.getPort()) : a);
+    }
+
+    /** A connection to the control port at {@code host} (the daemon listening on every address). */
+    ProtocolClient connectTo(java.net.InetAddress host) throws IOException {
+        return new ProtocolClient(new InetSocketAddress(host, daemon.controlAddress().getPort()));
     }
 
     /** A connection from another local address (127.0.0.2...): another client host, as far as the daemon sees. */

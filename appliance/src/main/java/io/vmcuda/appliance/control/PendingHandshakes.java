@@ -15,7 +15,7 @@ final class PendingHandshakes {
     private final int maxTotal;
     private final int maxPerSource;
     private final AtomicInteger total = new AtomicInteger();
-    private final Map<InetAddress, AtomicInteger> bySource = new ConcurrentHashMap<>();
+    private final Map<InetAddress, Integer> bySource = new ConcurrentHashMap<>();
 
     PendingHandshakes(int maxTotal, int maxPerSource) {
         this.maxTotal = maxTotal;
@@ -33,9 +33,14 @@ final class PendingHandshakes {
             return "the appliance has " + maxTotal + " connections awaiting their handshake (control.max_handshakes)";
         }
         if (source != null) {
-            AtomicInteger n = bySource.computeIfAbsent(source, a -> new AtomicInteger());
-            if (n.incrementAndGet() > maxPerSource) {
-                n.decrementAndGet();
+            boolean[] admitted = {false};
+            // count and check in one atomic step per address, so that a concurrent release cannot lose a count
+            bySource.compute(source, (a, n) -> {
+                int held = n == null ? 0 : n;
+                admitted[0] = held < maxPerSource;
+                return admitted[0] ? held + 1 : (held == 0 ? null : held);
+            });
+            if (!admitted[0]) {
                 total.decrementAndGet();
                 return "too many connections from " + source.getHostAddress() + " await their handshake ("
                         + maxPerSource + ", control.max_handshakes_per_source)";
@@ -47,6 +52,6 @@ final class PendingHandshakes {
     void release(InetAddress source) {
         total.decrementAndGet();
         if (source == null) return;
-        bySource.computeIfPresent(source, (a, n) -> n.decrementAndGet() <= 0 ? null : n);
+        bySource.computeIfPresent(source, (a, n) -> n <= 1 ? null : n - 1);
     }
 }

@@ -42,6 +42,8 @@ public final class Session {
     volatile long uid;
     /** Where the daemon lends this session cached module images (SessionModules), or null. */
     volatile Path lendDir;
+    /** A MODULE? of this session's worker awaits its answer (one at a time). */
+    final java.util.concurrent.atomic.AtomicBoolean moduleQueryPending = new java.util.concurrent.atomic.AtomicBoolean();
 
     private volatile Instant ended;
     private volatile long bytesH2d;

@@ -12,7 +12,11 @@ import io.vmcuda.scheduler.GpuBinding;
 import io.vmcuda.scheduler.GpuScheduler;
 import io.vmcuda.scheduler.NoGpuAvailableException;
 import java.io.IOException;
-import java.io.RandomAccessFile;
+import java.nio.channels.SeekableByteChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Set;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -277,8 +281,15 @@ public final class SessionManager implements WorkerEvents {
     public void workerModuleQuery(long sessionId, String sha256, long size, Channel worker) {
         Session s = active.get(sessionId);
         SessionModules m = modules;
-        if (s == null || m == null) io.vmcuda.appliance.worker.ModuleReplies.answer(worker, sha256, false);
-        else m.query(s, sha256, size, worker);
+        if (s == null || m == null) {
+            io.vmcuda.appliance.worker.ModuleReplies.answer(worker, sha256, false);
+        } else if (!s.moduleQueryPending.compareAndSet(false, true)) {
+            // the worker library asks one question at a time: a flood is tenant code, and ends its session
+            LOG.warning("session " + sessionId + ": a second MODULE? before the first was answered; closing its worker link");
+            worker.close();
+        } else {
+            m.query(s, sha256, size, worker);
+        }
     }
 
     @Override
@@ -389,10 +400,13 @@ public final class SessionManager implements WorkerEvents {
             }
         }
         s.ended(status);
-        // the worker is PID 1 of its PID namespace: with it gone, nothing of the session runs as its uid
-        launcher.releaseUid(s.uid(), s.dir());
+        // the worker is PID 1 of its PID namespace (and dies with its launcher): with it gone, nothing of the
+        // session runs as its uid. Giving the directory back walks a tree the tenant made: off the event loop.
         SessionModules m = modules;
-        if (m != null) m.sessionEnded(s);
+        blocking.execute(() -> {
+            launcher.releaseUid(s.uid(), s.dir());
+            if (m != null) m.sessionEnded(s);
+        });
         scheduler.release(s.binding());
         releaseTenantSlot(s.tenant());
         active.remove(s.id());
@@ -408,15 +422,29 @@ public final class SessionManager implements WorkerEvents {
         return "worker failed to start; see " + s.logFile() + (last.isEmpty() ? "" : ": " + last);
     }
 
-    /** The last non-empty line of a worker log (reads only its tail: logs can be large). */
+    /**
+     * The last non-empty line of a worker log (reads only its tail: logs can be large). The log lies in the
+     * session directory, which the tenant's code owns while it runs: only the daemon's own file is read (a
+     * regular file owned by the daemon, opened without following a link), never what the tenant put there.
+     */
     static String lastLine(Path log) {
-        try (RandomAccessFile f = new RandomAccessFile(log.toFile(), "r")) {
-            long len = f.length();
+        try {
+            if (!Files.isRegularFile(log, LinkOption.NOFOLLOW_LINKS)
+                    || !Files.getOwner(log, LinkOption.NOFOLLOW_LINKS).equals(Files.getOwner(log.getParent().getParent()))) {
+                return "";
+            }
+        } catch (IOException | RuntimeException e) {
+            return "";
+        }
+        try (SeekableByteChannel f = Files.newByteChannel(log, Set.of(StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS))) {
+            long len = f.size();
             int n = (int) Math.min(len, 4096);
-            byte[] tail = new byte[n];
-            f.seek(len - n);
-            f.readFully(tail);
-            String[] lines = new String(tail, StandardCharsets.UTF_8).split("\n");
+            java.nio.ByteBuffer tail = java.nio.ByteBuffer.allocate(n);
+            f.position(len - n);
+            while (tail.hasRemaining() && f.read(tail) > 0) {
+                // read the tail
+            }
+            String[] lines = new String(tail.array(), 0, tail.position(), StandardCharsets.UTF_8).split("\n");
             for (int i = lines.length - 1; i >= 0; i--) {
                 if (!lines[i].isBlank()) return lines[i].strip();
             }

@@ -57,6 +57,7 @@ final class SessionModules {
     void query(Session s, String sha256, long size, Channel worker) {
         Path lend = s.lendDir();
         if (lend == null) {
+            s.moduleQueryPending.set(false);
             ModuleReplies.answer(worker, sha256, false);
             return;
         }
@@ -64,6 +65,7 @@ final class SessionModules {
             Optional<Path> image = cache.lookup(sha256, size, s.tenant().name());
             boolean lent = image.isPresent() && lend(image.get(), lend.resolve(sha256));
             metrics.moduleLookup(lent, lent ? size : 0);
+            s.moduleQueryPending.set(false);
             ModuleReplies.answer(worker, sha256, lent);
         });
     }

@@ -118,20 +118,19 @@ public final class WorkerLauncher {
     }
 
     /**
-     * After a session's worker and every process of it are gone: its directory goes back to root (so the
-     * uid, when handed out again, owns nothing) and the uid is released. Links are changed, never followed.
+     * After a session's worker and every process of it are gone ({@link UidReclaim}): its directory goes back
+     * to root and what the uid left in /dev/shm is deleted, so that the uid, when handed out again, owns
+     * nothing of this session; then the uid is released. When that fails the uid stays out of circulation.
      */
     public void releaseUid(long uid, Path workDir) {
         if (uid <= 0 || uids == null) return;
-        try (java.util.stream.Stream<Path> s = Files.walk(workDir)) {
-            for (Path p : (Iterable<Path>) s::iterator) {
-                Files.setAttribute(p, "unix:uid", 0, java.nio.file.LinkOption.NOFOLLOW_LINKS);
-                Files.setAttribute(p, "unix:gid", 0, java.nio.file.LinkOption.NOFOLLOW_LINKS);
-            }
+        try {
+            UidReclaim reclaim = new UidReclaim();
+            reclaim.reclaim(workDir);
+            reclaim.sweepShm(uid);
         } catch (IOException | RuntimeException e) {
-            // keep the uid out of circulation: whoever got it next could reach what is left
-            java.util.logging.Logger.getLogger(WorkerLauncher.class.getName()).warning("uid " + uid + " stays reserved: "
-                    + "cannot give " + workDir + " back to root: " + e);
+            java.util.logging.Logger.getLogger(WorkerLauncher.class.getName()).warning("uid " + uid
+                    + " stays reserved: cannot take back what it owned (" + workDir + ", /dev/shm): " + e);
             return;
         }
         uids.release(uid);

@@ -1,0 +1,125 @@
+package io.vmcuda.appliance.worker;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileSystems;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.SecureDirectoryStream;
+import java.nio.file.attribute.GroupPrincipal;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.UserPrincipal;
+import java.util.EnumSet;
+import java.util.Set;
+
+/**
+ * Takes back what a session's uid owned once its processes are gone, before the uid serves another session:
+ * <ul>
+ * <li>its session directory becomes root's: the top first (so no other uid can enter it by path), then every
+ * entry, through directory descriptors and without following a link (a tree the tenant built may hold links
+ * to anywhere), with group and other write and set-id bits removed;</li>
+ * <li>whatever the uid left at the top of /dev/shm is deleted, so that the uid's next session finds nothing
+ * of this one there.</li>
+ * </ul>
+ * Deeper than {@link #MAX_DEPTH} levels the walk stops: the session directory lies in the daemon's state,
+ * which no worker can see, so what is left below stays out of every later session's reach.
+ */
+final class UidReclaim {
+    static final int MAX_DEPTH = 64;
+    private static final Path SHM = Path.of("/dev/shm");
+
+    private final UserPrincipal root;
+    private final GroupPrincipal rootGroup;
+
+    UidReclaim() throws IOException {
+        var lookup = FileSystems.getDefault().getUserPrincipalLookupService();
+        this.root = lookup.lookupPrincipalByName("root");
+        this.rootGroup = lookup.lookupPrincipalByGroupName("root");
+    }
+
+    /** The session directory back to root; a directory that was never made counts as done. */
+    void reclaim(Path dir) throws IOException {
+        if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) return;
+        if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) throw new IOException(dir + " is not a directory");
+        PosixFileAttributeView top = Files.getFileAttributeView(dir, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
+        top.setOwner(root);
+        top.setGroup(rootGroup);
+        top.setPermissions(EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE,
+                PosixFilePermission.OWNER_EXECUTE));
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
+            if (!(ds instanceof SecureDirectoryStream<Path> sds)) throw new IOException("no secure directory streams here");
+            walk(sds, 1);
+        }
+    }
+
+    private void walk(SecureDirectoryStream<Path> dir, int depth) throws IOException {
+        for (Path entry : dir) {
+            Path name = entry.getFileName();
+            PosixFileAttributeView v = dir.getFileAttributeView(name, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
+            PosixFileAttributes a = v.readAttributes();
+            if (a.isDirectory() && depth < MAX_DEPTH) {
+                try (SecureDirectoryStream<Path> sub = dir.newDirectoryStream(name, LinkOption.NOFOLLOW_LINKS)) {
+                    walk(sub, depth + 1);
+                }
+            }
+            v.setOwner(root); // of a link: the link itself
+            v.setGroup(rootGroup);
+            if (!a.isSymbolicLink()) v.setPermissions(withoutSharing(a.permissions()));
+        }
+    }
+
+    private static Set<PosixFilePermission> withoutSharing(Set<PosixFilePermission> p) {
+        Set<PosixFilePermission> s = EnumSet.noneOf(PosixFilePermission.class);
+        s.addAll(p);
+        s.remove(PosixFilePermission.GROUP_WRITE);
+        s.remove(PosixFilePermission.OTHERS_WRITE);
+        return s; // set-uid/gid bits are not PosixFilePermissions: writing the mode clears them
+    }
+
+    /** Deletes what {@code uid} owns at the top of /dev/shm (files, links, and directory trees). */
+    void sweepShm(long uid) throws IOException {
+        if (!Files.isDirectory(SHM)) return;
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(SHM)) {
+            if (!(ds instanceof SecureDirectoryStream<Path> sds)) throw new IOException("no secure directory streams here");
+            for (Path entry : sds) {
+                Path name = entry.getFileName();
+                PosixFileAttributeView v = sds.getFileAttributeView(name, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
+                long owner;
+                try {
+                    owner = ((Number) Files.getAttribute(entry, "unix:uid", LinkOption.NOFOLLOW_LINKS)).longValue();
+                } catch (NoSuchFileException gone) {
+                    continue;
+                }
+                if (owner != uid) continue;
+                if (v.readAttributes().isDirectory()) {
+                    try (SecureDirectoryStream<Path> sub = sds.newDirectoryStream(name, LinkOption.NOFOLLOW_LINKS)) {
+                        deleteAll(sub, 1);
+                    }
+                    sds.deleteDirectory(name);
+                } else {
+                    sds.deleteFile(name);
+                }
+            }
+        }
+    }
+
+    private static void deleteAll(SecureDirectoryStream<Path> dir, int depth) throws IOException {
+        if (depth > MAX_DEPTH) throw new IOException("deeper than " + MAX_DEPTH + " levels");
+        for (Path entry : dir) {
+            Path name = entry.getFileName();
+            if (dir.getFileAttributeView(name, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS).readAttributes()
+                    .isDirectory()) {
+                try (SecureDirectoryStream<Path> sub = dir.newDirectoryStream(name, LinkOption.NOFOLLOW_LINKS)) {
+                    deleteAll(sub, depth + 1);
+                }
+                dir.deleteDirectory(name);
+            } else {
+                dir.deleteFile(name);
+            }
+        }
+    }
+}
