@@ -273,16 +273,24 @@ static CUresult copy_boxes(struct side *src, struct side *dst, size_t w, size_t 
     return on_appliance(dims, desc, desc_size, stream, mode);
 }
 
+/* One side of a 2-D/3-D copy as the driver means it: a unified address becomes host memory of this process
+ * (and then *host is that address) or device memory. */
+static CUmemorytype resolve_side(CUmemorytype type, CUdeviceptr device, uintptr_t *host) {
+    CUmemorytype t = resolve_unified(type, device);
+    if (t == CU_MEMORYTYPE_HOST && type == CU_MEMORYTYPE_UNIFIED)
+        *host = (uintptr_t)device;
+    return t;
+}
+
 static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, unsigned mode, unsigned dims) {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     CUDA_MEMCPY2D q = *p;
-    q.srcMemoryType = resolve_unified(p->srcMemoryType, p->srcDevice);
-    q.dstMemoryType = resolve_unified(p->dstMemoryType, p->dstDevice);
-    if (q.srcMemoryType == CU_MEMORYTYPE_HOST && p->srcMemoryType == CU_MEMORYTYPE_UNIFIED)
-        q.srcHost = (const void *)(uintptr_t)p->srcDevice;
-    if (q.dstMemoryType == CU_MEMORYTYPE_HOST && p->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
-        q.dstHost = (void *)(uintptr_t)p->dstDevice;
+    uintptr_t src = (uintptr_t)q.srcHost, dst = (uintptr_t)q.dstHost;
+    q.srcMemoryType = resolve_side(p->srcMemoryType, p->srcDevice, &src);
+    q.dstMemoryType = resolve_side(p->dstMemoryType, p->dstDevice, &dst);
+    q.srcHost = (const void *)src;
+    q.dstHost = (void *)dst;
     struct side s = {q.srcMemoryType, q.srcHost, q.srcDevice, q.srcArray, q.srcXInBytes, q.srcY, 0, q.srcPitch, q.Height};
     struct side t = {q.dstMemoryType, q.dstHost, q.dstDevice, q.dstArray, q.dstXInBytes, q.dstY, 0, q.dstPitch, q.Height};
     return copy_boxes(&s, &t, q.WidthInBytes, q.Height, 1, dims, &q, sizeof q, stream, mode);
@@ -292,12 +300,11 @@ static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream stream, unsigned mode) 
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     CUDA_MEMCPY3D q = *p;
-    q.srcMemoryType = resolve_unified(p->srcMemoryType, p->srcDevice);
-    q.dstMemoryType = resolve_unified(p->dstMemoryType, p->dstDevice);
-    if (q.srcMemoryType == CU_MEMORYTYPE_HOST && p->srcMemoryType == CU_MEMORYTYPE_UNIFIED)
-        q.srcHost = (const void *)(uintptr_t)p->srcDevice;
-    if (q.dstMemoryType == CU_MEMORYTYPE_HOST && p->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
-        q.dstHost = (void *)(uintptr_t)p->dstDevice;
+    uintptr_t src = (uintptr_t)q.srcHost, dst = (uintptr_t)q.dstHost;
+    q.srcMemoryType = resolve_side(p->srcMemoryType, p->srcDevice, &src);
+    q.dstMemoryType = resolve_side(p->dstMemoryType, p->dstDevice, &dst);
+    q.srcHost = (const void *)src;
+    q.dstHost = (void *)dst;
     if (q.srcLOD || q.dstLOD)
         return CUDA_ERROR_INVALID_VALUE; /* reserved, must be zero */
     struct side s = {q.srcMemoryType, q.srcHost, q.srcDevice, q.srcArray, q.srcXInBytes, q.srcY, q.srcZ, q.srcPitch,

@@ -105,15 +105,21 @@ static int n_stored;
 
 static CUresult storage_context(CUcontext *ctx) { return *ctx ? CUDA_SUCCESS : cuCtxGetCurrent(ctx); }
 
+/* The slot of (ctx, key), or n_stored when there is none. Caller holds storage_lock. */
+static int storage_find(CUcontext ctx, void *key) {
+    int i = 0;
+    while (i < n_stored && !(stored[i].ctx == ctx && stored[i].key == key))
+        i++;
+    return i;
+}
+
 static CUresult storage_put(CUcontext ctx, void *key, void *value, storage_dtor dtor) {
     (void)dtor; /* the runtime deletes its values itself before it lets a context go */
     CUresult st = storage_context(&ctx);
     if (st != CUDA_SUCCESS)
         return st;
     pthread_mutex_lock(&storage_lock);
-    int i = 0;
-    while (i < n_stored && !(stored[i].ctx == ctx && stored[i].key == key))
-        i++;
+    int i = storage_find(ctx, key);
     if (i == n_stored) {
         if (n_stored == MAX_STORED) {
             pthread_mutex_unlock(&storage_lock);
@@ -132,14 +138,11 @@ static CUresult storage_delete(CUcontext ctx, void *key) {
     CUresult st = storage_context(&ctx);
     if (st != CUDA_SUCCESS)
         return st;
-    st = CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&storage_lock);
-    for (int i = 0; i < n_stored; i++)
-        if (stored[i].ctx == ctx && stored[i].key == key) {
-            stored[i] = stored[--n_stored];
-            st = CUDA_SUCCESS;
-            break;
-        }
+    int i = storage_find(ctx, key);
+    st = i < n_stored ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (i < n_stored)
+        stored[i] = stored[--n_stored];
     pthread_mutex_unlock(&storage_lock);
     return st;
 }
@@ -150,14 +153,11 @@ static CUresult storage_get(void **value, CUcontext ctx, void *key) {
     CUresult st = storage_context(&ctx);
     if (st != CUDA_SUCCESS)
         return st;
-    st = CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&storage_lock);
-    for (int i = 0; i < n_stored; i++)
-        if (stored[i].ctx == ctx && stored[i].key == key) {
-            *value = stored[i].value;
-            st = CUDA_SUCCESS;
-            break;
-        }
+    int i = storage_find(ctx, key);
+    st = i < n_stored ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (i < n_stored)
+        *value = stored[i].value;
     pthread_mutex_unlock(&storage_lock);
     return st;
 }
