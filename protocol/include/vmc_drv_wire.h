@@ -29,6 +29,12 @@ struct vmc_fatbin_wrapper {
 #define VMC_MAX_PARAMS 4096  /* parameters of one kernel, each at most 64 KiB at an offset below 64 KiB */
 #define VMC_MAX_PARAM_BYTES 65536u
 
+/* cuModuleEnumerateFunctions: the most functions asked for in one call */
+#define VMC_MAX_MODULE_FUNCTIONS 65536u
+
+/* cuStreamGetCaptureInfo: the most dependencies of a capturing stream that are passed on */
+#define VMC_MAX_CAPTURE_DEPENDENCIES 4096u
+
 /* vmc_drv_Launch flags and limits */
 #define VMC_LAUNCH_PER_THREAD 1u  /* stream 0 is the per-thread default stream */
 #define VMC_LAUNCH_COOPERATIVE 2u /* cuLaunchCooperativeKernel */

@@ -28,6 +28,13 @@ static int failures;
         }                                                                                          \
     } while (0)
 
+/* A call whose error is the point: its CUresult's name. */
+static void status(const char *what, CUresult r) {
+    const char *n = "?";
+    cuGetErrorName(r, &n);
+    printf("%s: %s\n", what, n);
+}
+
 static void check(int ok, const char *what) {
     printf("%s: %s\n", what, ok ? "ok" : "WRONG");
     if (!ok)
@@ -341,6 +348,81 @@ int main(int argc, char **argv) {
     const char *bad_name = "?";
     cuGetErrorName(bad, &bad_name);
     printf("cuMemFree of a wild pointer: %s\n", bad_name);
+
+    /* a bad launch configuration is refused by the launch itself (not at the next synchronisation), and
+     * leaves nothing behind */
+    CUfunction add_fn;
+    CU(cuModuleGetFunction(&add_fn, from_fatbin, "add"));
+    CUdeviceptr nowhere = 0;
+    int none = 0;
+    void *noargs[] = {&nowhere, &nowhere, &nowhere, &none};
+    status("launch with 2048 threads per block", cuLaunchKernel(add_fn, 1, 1, 1, 2048, 1, 1, 0, 0, noargs, NULL));
+    status("launch with block 32 x 64", cuLaunchKernel(add_fn, 1, 1, 1, 32, 64, 1, 0, 0, noargs, NULL));
+    status("launch with grid 0", cuLaunchKernel(add_fn, 0, 1, 1, 32, 1, 1, 0, 0, noargs, NULL));
+    status("launch with 1 GiB of dynamic shared memory", cuLaunchKernel(add_fn, 1, 1, 1, 32, 1, 1, 1u << 30, 0, noargs, NULL));
+    status("cuCtxSynchronize after them", cuCtxSynchronize());
+    vector_add(add_fn, stream, "a good launch after the refused ones");
+
+    /* what cuBLAS asks before each call, and what cuFFT asks about its modules */
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    cuuint64_t capture_id = 0;
+    CUgraph capture_graph = NULL;
+    const CUgraphNode *capture_deps = NULL;
+    size_t capture_n = 0;
+    CU(cuStreamGetCaptureInfo_v2(stream, &capture, &capture_id, &capture_graph, &capture_deps, &capture_n));
+    check(capture == CU_STREAM_CAPTURE_STATUS_NONE, "cuStreamGetCaptureInfo: the stream is not capturing");
+    unsigned n_functions = 0;
+    CU(cuModuleGetFunctionCount(&n_functions, from_cubin));
+    CUfunction functions[16];
+    int found_add = 0;
+    if (n_functions > 0 && n_functions <= 16) {
+        CU(cuModuleEnumerateFunctions(functions, n_functions, from_cubin));
+        for (unsigned k2 = 0; k2 < n_functions; k2++) {
+            const char *fname = NULL;
+            CU(cuFuncGetName(&fname, functions[k2]));
+            found_add |= fname && strcmp(fname, "add") == 0;
+        }
+    }
+    check(found_add, "cuModuleEnumerateFunctions + cuFuncGetName list the module's kernels");
+    CUlaunchAttribute cluster;
+    memset(&cluster, 0, sizeof cluster);
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = 1;
+    cluster.value.clusterDim.y = 1;
+    cluster.value.clusterDim.z = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = 32;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.attrs = &cluster;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    CU(cuOccupancyMaxActiveClusters(&clusters, add_fn, &cfg));
+    check(clusters > 0, "cuOccupancyMaxActiveClusters");
+    CUdevice named_dev = -1;
+    CU(cuCtxGetDevice_v2(&named_dev, ctx));
+    check(named_dev == dev, "cuCtxGetDevice_v2 of a named context");
+
+    /* the primary context: reset, then retained again, it serves calls */
+    CUcontext reset_primary;
+    CU(cuDevicePrimaryCtxRetain(&reset_primary, dev));
+    CU(cuCtxPushCurrent_v2(reset_primary));
+    CUdeviceptr before_reset;
+    CU(cuMemAlloc_v2(&before_reset, 4096));
+    CU(cuCtxPopCurrent_v2(NULL));
+    CU(cuDevicePrimaryCtxReset_v2(dev));
+    CU(cuDevicePrimaryCtxRetain(&reset_primary, dev));
+    CU(cuCtxPushCurrent_v2(reset_primary));
+    CUdeviceptr after_reset;
+    CU(cuMemAlloc_v2(&after_reset, 4096));
+    CU(cuMemsetD8_v2(after_reset, 7, 4096));
+    unsigned char seven[4096];
+    CU(cuMemcpyDtoH_v2(seven, after_reset, sizeof seven));
+    CU(cuMemFree_v2(after_reset));
+    CU(cuCtxPopCurrent_v2(NULL));
+    CU(cuDevicePrimaryCtxRelease_v2(dev));
+    check(seven[0] == 7 && seven[4095] == 7, "the primary context works again after cuDevicePrimaryCtxReset");
 
     CU(cuStreamDestroy_v2(stream));
     CU(cuModuleUnload(from_cubin));

@@ -15,6 +15,8 @@
 #               rt_static: native vs vmcuda over the ring and over TCP, stdout and exit code must match
 #   libs        the library programs (static and -cudart shared variants): native vs vmcuda
 #   frameworks  tests/gpu/framework_smoke.py with PyTorch and CuPy: native vs vmcuda
+#   (PROGRAMS="NAME..." runs only those programs of the sections chosen; VMCUDA_TRACE=all traces every
+#   driver call of the vmcuda runs on their stderr, in diffs.txt for failures; the default is "errors")
 #   bench       bench_cublas (SGEMM 4096, 10,000 small SGEMMs, start-up) native vs vmcuda (ring, TCP),
 #               and the start-up of a static-runtime sample, cold (first session) and warm
 #
@@ -89,7 +91,7 @@ run_prog() {
     if [ "$mode" = native ]; then
         (cd "$WORK" && LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout "$TIMEOUT" "$@" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
     else
-        (cd "$WORK" && VMCUDA_APPLIANCE="127.0.0.1:$PORT" VMCUDA_TRANSPORT="$([ "$mode" = tcp ] && echo tcp || echo shm)" \
+        (cd "$WORK" && VMCUDA_TRACE="${VMCUDA_TRACE:-errors}" VMCUDA_APPLIANCE="127.0.0.1:$PORT" VMCUDA_TRANSPORT="$([ "$mode" = tcp ] && echo tcp || echo shm)" \
             LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout "$TIMEOUT" bash "$REPO/tests/gpu/gpuless.sh" "$CLIENT" "$@" \
             >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
     fi
@@ -122,6 +124,8 @@ judge() {
 compare() { # NAME COMMAND...: native, ring, tcp
     local name="$1"
     shift
+    # PROGRAMS="a b" limits the run to those names (for a quick look at a few)
+    [ -z "${PROGRAMS:-}" ] || [[ " $PROGRAMS " == *" $name "* ]] || return 0
     run_prog native "$WORK/native" "$name" "$@"
     run_prog ring "$WORK/ring" "$name" "$@"
     judge ring "$name" "$WORK/ring"

@@ -29,7 +29,9 @@ int main(int argc, char **argv) {
     }
     const size_t bytes = (size_t)n * n * sizeof(float);
     std::vector<float> host((size_t)n * n);
-    for (size_t i = 0; i < host.size(); i++) host[i] = (float)((i % 13) - 6) / 8.0f;
+    // multiples of 1/8 in [-6/8, 6/8]: every product and sum of the 4096 x 4096 SGEMM is exact in float,
+    // so the checksum does not depend on the order cuBLAS sums in
+    for (size_t i = 0; i < host.size(); i++) host[i] = (float)((int)(i % 13) - 6) / 8.0f;
 
     double t0 = now_s();
     cublasHandle_t h;

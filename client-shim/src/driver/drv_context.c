@@ -10,6 +10,7 @@
 
 #include "drv.h"
 #include "drv_call.h"
+#include "drv_context.h"
 #include "drv_device.h"
 
 CUresult vmc_forward_cuCtxGetCurrent(CUcontext *pctx);
@@ -19,6 +20,7 @@ CUresult vmc_forward_cuCtxPopCurrent_v2(CUcontext *pctx);
 CUresult vmc_forward_cuCtxDestroy_v2(CUcontext ctx);
 CUresult vmc_forward_cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, CUdevice dev);
 CUresult vmc_forward_cuCtxGetDevice(CUdevice *device);
+CUresult vmc_forward_cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx);
 CUresult vmc_forward_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
 CUresult vmc_forward_cuDevicePrimaryCtxRelease_v2(CUdevice dev);
 CUresult vmc_forward_cuDevicePrimaryCtxReset_v2(CUdevice dev);
@@ -101,6 +103,13 @@ static struct {
     uint64_t epoch;
 } primary[VMC_DRV_MAX_DEVICES];
 
+/* Each device's primary context handle, once retained: NVIDIA's driver keeps the handle across resets. */
+static CUcontext primary_handle[VMC_DRV_MAX_DEVICES];
+
+static CUcontext primary_of(CUdevice dev) {
+    return dev >= 0 && dev < VMC_DRV_MAX_DEVICES ? __atomic_load_n(&primary_handle[dev], __ATOMIC_ACQUIRE) : NULL;
+}
+
 static void forget_primary(CUdevice dev) {
     if (dev >= 0 && dev < VMC_DRV_MAX_DEVICES)
         __atomic_store_n(&primary[dev].known, 0, __ATOMIC_RELEASE);
@@ -144,6 +153,8 @@ __attribute__((visibility("default"))) CUresult cuCtxPopCurrent_v2(CUcontext *pc
 }
 
 __attribute__((visibility("default"))) CUresult cuCtxDestroy_v2(CUcontext ctx) {
+    if (ctx)
+        vmc_drv_context_storage_drop(ctx);
     CUresult st = vmc_forward_cuCtxDestroy_v2(ctx);
     if (st == CUDA_SUCCESS) {
         forget_context(ctx);
@@ -176,10 +187,28 @@ __attribute__((visibility("default"))) CUresult cuCtxGetDevice(CUdevice *device)
     return st;
 }
 
+/* CUDA 13's form, naming the context (NULL: the current one). */
+__attribute__((visibility("default"))) CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
+    CUdevice dev;
+    if (!ctx)
+        return cuCtxGetDevice(device);
+    if (device && device_of(ctx, &dev)) {
+        *device = dev;
+        return CUDA_SUCCESS;
+    }
+    CUresult st = vmc_forward_cuCtxGetDevice_v2(device, ctx);
+    if (st == CUDA_SUCCESS && device)
+        note_device(ctx, *device);
+    return st;
+}
+
 __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     CUresult st = vmc_forward_cuDevicePrimaryCtxRetain(pctx, dev);
-    if (st == CUDA_SUCCESS && pctx)
+    if (st == CUDA_SUCCESS && pctx) {
         note_device(*pctx, dev);
+        if (dev >= 0 && dev < VMC_DRV_MAX_DEVICES)
+            __atomic_store_n(&primary_handle[dev], *pctx, __ATOMIC_RELEASE);
+    }
     forget_primary(dev);
     return st;
 }
@@ -187,10 +216,17 @@ __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxRetain(CUconte
 __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     CUresult st = vmc_forward_cuDevicePrimaryCtxRelease_v2(dev);
     forget_primary(dev);
+    unsigned flags;
+    int active = 1;
+    /* the last release destroys the primary context (only the worker counts the retains) */
+    if (st == CUDA_SUCCESS && primary_of(dev) && cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active)
+        vmc_drv_context_storage_drop(primary_of(dev));
     return st;
 }
 
 __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+    if (primary_of(dev))
+        vmc_drv_context_storage_drop(primary_of(dev));
     CUresult st = vmc_forward_cuDevicePrimaryCtxReset_v2(dev);
     forget_primary(dev);
     forget_current();
@@ -220,4 +256,23 @@ __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxGetState(CUdev
         __atomic_store_n(&primary[dev].known, 1, __ATOMIC_RELEASE);
     }
     return st;
+}
+
+/* ---- the older ABIs of the same calls: one behaviour, the current one's (the runtimes still ask for
+ * some of them by their first version, e.g. cuDevicePrimaryCtxReset@7000) ---- */
+
+__attribute__((visibility("default"))) CUresult cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }
+
+__attribute__((visibility("default"))) CUresult cuCtxPushCurrent(CUcontext ctx) { return cuCtxPushCurrent_v2(ctx); }
+
+__attribute__((visibility("default"))) CUresult cuCtxPopCurrent(CUcontext *pctx) { return cuCtxPopCurrent_v2(pctx); }
+
+__attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+    return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+__attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }
+
+__attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+    return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
 }

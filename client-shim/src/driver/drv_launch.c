@@ -9,6 +9,7 @@
 #include "drv.h"
 #include "drv_cache.h"
 #include "drv_call.h"
+#include "drv_device.h"
 #include "vmc_drv_api.h"
 #include "vmc_drv_wire.h"
 
@@ -24,6 +25,8 @@ static struct vmc_drv_cache functions = VMC_DRV_CACHE_INIT;  /* (kernel, context
 static struct vmc_drv_cache attributes = VMC_DRV_CACHE_INIT; /* (handle, attribute, device) -> value */
 static struct vmc_drv_cache layouts = VMC_DRV_CACHE_INIT;    /* (handle, kind) -> struct layout * */
 static struct vmc_drv_cache names = VMC_DRV_CACHE_INIT;      /* (handle, kind) -> char * */
+/* (handle, kind) -> max threads per block << 32 | max dynamic shared bytes: changed by cu*SetAttribute */
+static struct vmc_drv_cache limits = VMC_DRV_CACHE_INIT;
 
 static unsigned kind_of(const void *handle) {
     uint64_t v;
@@ -92,11 +95,13 @@ __attribute__((visibility("default"))) CUresult cuFuncGetAttribute(int *pi, CUfu
 __attribute__((visibility("default"))) CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
                                                                      CUdevice dev) {
     vmc_drv_cache_clear(&attributes);
+    vmc_drv_cache_clear(&limits);
     return vmc_forward_cuKernelSetAttribute(attrib, val, kernel, dev);
 }
 
 __attribute__((visibility("default"))) CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
     vmc_drv_cache_clear(&attributes);
+    vmc_drv_cache_clear(&limits);
     return vmc_forward_cuFuncSetAttribute(hfunc, attrib, value);
 }
 
@@ -153,12 +158,17 @@ struct layout {
 
 static const uint32_t *sizes_of(const struct layout *l) { return l->offset + l->n; }
 
-static CUresult layout_of(const void *f, unsigned kind, const struct layout **out) {
-    uint64_t v;
-    if (vmc_drv_cache_get(&layouts, (uint64_t)(uintptr_t)f, kind, 0, &v)) {
-        *out = (const struct layout *)(uintptr_t)v;
-        return CUDA_SUCCESS;
-    }
+/* A CUkernel's limits are those of its function in the current context; a CUfunction has one context. */
+static uint64_t limits_context(unsigned kind) {
+    CUcontext ctx = NULL;
+    if (kind == VMC_KIND_KERNEL && cuCtxGetCurrent(&ctx) == CUDA_SUCCESS)
+        return (uint64_t)(uintptr_t)ctx;
+    return 0;
+}
+
+/* The kernel's parameter layout, and the limits a launch is checked against (check_launch below). */
+static CUresult fetch_layout(const void *f, unsigned kind) {
+    uint64_t where = limits_context(kind);
     struct vmc_call c;
     CUresult st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_ParamLayout, 0);
     if (st != CUDA_SUCCESS)
@@ -183,20 +193,71 @@ static CUresult layout_of(const void *f, unsigned kind, const struct layout **ou
         if (l->offset[i] + (uint64_t)sizes[i] > l->extent)
             l->extent = l->offset[i] + sizes[i];
     }
+    uint64_t max_threads = vmc_ret_u32(&c), max_shared = vmc_ret_u32(&c);
     if (!vmc_call_reply_ok(&c) || l->extent > 64 * 1024) {
         free(l);
         return CUDA_ERROR_UNKNOWN;
     }
-    vmc_drv_cache_put(&layouts, (uint64_t)(uintptr_t)f, kind, 0, (uint64_t)(uintptr_t)l);
-    *out = l;
+    uint64_t v;
+    /* another thread may have fetched it too: the first layout stays, as callers may hold it */
+    if (vmc_drv_cache_get(&layouts, (uint64_t)(uintptr_t)f, kind, 0, &v))
+        free(l);
+    else
+        vmc_drv_cache_put(&layouts, (uint64_t)(uintptr_t)f, kind, 0, (uint64_t)(uintptr_t)l);
+    vmc_drv_cache_put(&limits, (uint64_t)(uintptr_t)f, kind, where, max_threads << 32 | max_shared);
     return CUDA_SUCCESS;
 }
 
-/* ---- launches ---- */
+static CUresult layout_of(const void *f, unsigned kind, const struct layout **out) {
+    uint64_t v;
+    if (!vmc_drv_cache_get(&layouts, (uint64_t)(uintptr_t)f, kind, 0, &v)) {
+        CUresult st = fetch_layout(f, kind);
+        if (st != CUDA_SUCCESS)
+            return st;
+        vmc_drv_cache_get(&layouts, (uint64_t)(uintptr_t)f, kind, 0, &v);
+    }
+    *out = (const struct layout *)(uintptr_t)v;
+    return CUDA_SUCCESS;
+}
+
+/* ---- what the driver refuses at launch time ---- */
 
 struct grid {
     unsigned gx, gy, gz, bx, by, bz, shared;
 };
+
+static int over(unsigned value, const struct vmc_drv_device *d, CUdevice_attribute limit) {
+    return d->attr_status[limit] == CUDA_SUCCESS && d->attr[limit] > 0 && value > (unsigned)d->attr[limit];
+}
+
+/* Our launches are sent without waiting for an answer, but NVIDIA's driver refuses a bad configuration
+ * at once (CUDA_ERROR_INVALID_VALUE, not sticky), and programs test for it right after the launch: the
+ * configuration is checked here against the device's and the function's limits. */
+static CUresult check_launch(const void *f, unsigned kind, const struct grid *g) {
+    if (!g->gx || !g->gy || !g->gz || !g->bx || !g->by || !g->bz)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdevice dev;
+    const struct vmc_drv_device *d;
+    if (cuCtxGetDevice(&dev) == CUDA_SUCCESS && vmc_drv_device(dev, &d) == CUDA_SUCCESS &&
+        (over(g->bx, d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X) || over(g->by, d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y) ||
+         over(g->bz, d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z) || over(g->gx, d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X) ||
+         over(g->gy, d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y) || over(g->gz, d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)))
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t v, where = limits_context(kind);
+    if (!vmc_drv_cache_get(&limits, (uint64_t)(uintptr_t)f, kind, where, &v)) {
+        CUresult st = fetch_layout(f, kind);
+        if (st != CUDA_SUCCESS)
+            return st;
+        if (!vmc_drv_cache_get(&limits, (uint64_t)(uintptr_t)f, kind, where, &v))
+            return CUDA_SUCCESS;
+    }
+    uint64_t max_threads = v >> 32, max_shared = v & UINT32_MAX;
+    if ((uint64_t)g->bx * g->by * g->bz > max_threads || g->shared > max_shared)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+/* ---- launches ---- */
 
 /* The argument bytes, laid out: from kernelParams at the kernel's offsets, or as the caller laid them out
  * itself (`extra` with CU_LAUNCH_PARAM_BUFFER_POINTER). *buf is NULL for no arguments. */
@@ -246,6 +307,18 @@ static CUresult arguments(const void *f, unsigned kind, void **kernelParams, voi
     return CUDA_SUCCESS;
 }
 
+/* The grid part of a launch configuration, as the worker reads it (read_grid in worker_driver.c). */
+static void arg_grid(struct vmc_call *c, const struct grid *g, CUstream stream) {
+    vmc_arg_u32(c, g->gx);
+    vmc_arg_u32(c, g->gy);
+    vmc_arg_u32(c, g->gz);
+    vmc_arg_u32(c, g->bx);
+    vmc_arg_u32(c, g->by);
+    vmc_arg_u32(c, g->bz);
+    vmc_arg_u32(c, g->shared);
+    vmc_arg_u64(c, (uint64_t)(uintptr_t)stream);
+}
+
 static CUresult launch(const void *f, const struct grid *g, CUstream stream, void **kernelParams, void **extra,
                        const CUlaunchAttribute *attrs, unsigned n_attrs, unsigned flags) {
     if (!f)
@@ -253,10 +326,13 @@ static CUresult launch(const void *f, const struct grid *g, CUstream stream, voi
     if (n_attrs > VMC_MAX_LAUNCH_ATTRS || (n_attrs && !attrs))
         return CUDA_ERROR_INVALID_VALUE;
     unsigned kind = kind_of(f);
+    CUresult st = check_launch(f, kind, g);
+    if (st != CUDA_SUCCESS)
+        return st;
     unsigned char *buf;
     size_t size;
     int owned;
-    CUresult st = arguments(f, kind, kernelParams, extra, &buf, &size, &owned);
+    st = arguments(f, kind, kernelParams, extra, &buf, &size, &owned);
     if (st != CUDA_SUCCESS)
         return st;
     struct vmc_call c;
@@ -264,14 +340,7 @@ static CUresult launch(const void *f, const struct grid *g, CUstream stream, voi
     if (st == CUDA_SUCCESS) {
         vmc_arg_u64(&c, (uint64_t)(uintptr_t)f);
         vmc_arg_u8(&c, (uint8_t)kind);
-        vmc_arg_u32(&c, g->gx);
-        vmc_arg_u32(&c, g->gy);
-        vmc_arg_u32(&c, g->gz);
-        vmc_arg_u32(&c, g->bx);
-        vmc_arg_u32(&c, g->by);
-        vmc_arg_u32(&c, g->bz);
-        vmc_arg_u32(&c, g->shared);
-        vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
+        arg_grid(&c, g, stream);
         vmc_arg_u8(&c, (uint8_t)flags);
         vmc_arg_u32(&c, n_attrs);
         vmc_arg(&c, attrs, n_attrs * sizeof *attrs);
@@ -346,4 +415,41 @@ __attribute__((visibility("default"))) CUresult cuLaunchKernelEx(const CUlaunchC
 __attribute__((visibility("default"))) CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                                                       void **kernelParams, void **extra) {
     return launch_ex(config, f, kernelParams, extra, VMC_LAUNCH_PER_THREAD);
+}
+
+/* ---- cluster occupancy: the configuration travels as a launch's does ---- */
+
+static CUresult cluster_occupancy(uint32_t id, int *value, CUfunction func, const CUlaunchConfig *config) {
+    if (!value || !config || !func)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (config->numAttrs > VMC_MAX_LAUNCH_ATTRS || (config->numAttrs && !config->attrs))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct grid g = {config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                     config->blockDimZ, config->sharedMemBytes};
+    struct vmc_call c;
+    CUresult st = vmc_drv_call_begin(&c, id, 0);
+    if (st != CUDA_SUCCESS)
+        return st;
+    vmc_arg_u64(&c, (uint64_t)(uintptr_t)func);
+    arg_grid(&c, &g, config->hStream);
+    vmc_arg_u32(&c, config->numAttrs);
+    vmc_arg(&c, config->attrs, config->numAttrs * sizeof *config->attrs);
+    st = (CUresult)vmc_call_finish(&c);
+    if (st != CUDA_SUCCESS)
+        return st;
+    int v = (int)vmc_ret_u32(&c);
+    if (!vmc_call_reply_ok(&c))
+        return CUDA_ERROR_UNKNOWN;
+    *value = v;
+    return CUDA_SUCCESS;
+}
+
+__attribute__((visibility("default"))) CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
+                                                                             const CUlaunchConfig *config) {
+    return cluster_occupancy(VMC_DRV_cuOccupancyMaxActiveClusters, numClusters, func, config);
+}
+
+__attribute__((visibility("default"))) CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func,
+                                                                                   const CUlaunchConfig *config) {
+    return cluster_occupancy(VMC_DRV_cuOccupancyMaxPotentialClusterSize, clusterSize, func, config);
 }

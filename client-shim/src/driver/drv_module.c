@@ -370,3 +370,25 @@ __attribute__((visibility("default"))) CUresult cuModuleGetLoadingMode(CUmoduleL
     *mode = env && strcmp(env, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
     return CUDA_SUCCESS;
 }
+
+/* cuModuleEnumerateFunctions: the handles travel back as 8-byte values. */
+__attribute__((visibility("default"))) CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions,
+                                                                           CUmodule mod) {
+    if ((!functions && numFunctions) || numFunctions > VMC_MAX_MODULE_FUNCTIONS)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct vmc_call c;
+    CUresult st = vmc_drv_call_begin(&c, VMC_DRV_cuModuleEnumerateFunctions, 0);
+    if (st != CUDA_SUCCESS)
+        return st;
+    vmc_arg_u32(&c, numFunctions);
+    vmc_arg_u64(&c, (uint64_t)(uintptr_t)mod);
+    st = (CUresult)vmc_call_finish(&c);
+    if (st != CUDA_SUCCESS)
+        return st;
+    for (unsigned i = 0; i < numFunctions; i++) {
+        uint64_t f = 0;
+        vmc_ret_pointee(&c, &f, sizeof f);
+        functions[i] = (CUfunction)(uintptr_t)f;
+    }
+    return vmc_call_reply_ok(&c) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+}

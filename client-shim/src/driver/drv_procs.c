@@ -8,6 +8,7 @@
 #include "drv.h"
 
 #include "drv_procs.h"
+#include "drv_trace.h"
 
 /* The range of entries named `symbol` (the table is sorted by name). */
 static int find_name(const char *symbol, unsigned *first, unsigned *end) {
@@ -55,7 +56,7 @@ static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64
             *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
         return CUDA_SUCCESS;
     }
-    *pfn = best->fn;
+    *pfn = vmc_drv_trace_level() == VMC_TRACE_OFF ? best->fn : vmc_drv_procs_traced[best - vmc_drv_procs];
     if (status)
         *status = CU_GET_PROC_ADDRESS_SUCCESS;
     return CUDA_SUCCESS;

@@ -14,13 +14,20 @@
 #include <unistd.h>
 
 #include "drv.h"
+#include "drv_context.h"
+#include "drv_module_iteration.h"
+#include "drv_trace.h"
 #include "drv_device.h"
 
 /* ---- the runtime interface (6bd5fb6c...): modules and the primary context ---- */
 
 static CUresult module_from_fatbin(CUmodule *module, const void *fatbin) { return cuModuleLoadFatBinary(module, fatbin); }
 
-static CUresult primary_context(CUcontext *ctx, CUdevice dev) { return cuDevicePrimaryCtxRetain(ctx, dev); }
+static CUresult primary_context(CUcontext *ctx, CUdevice dev) {
+    CUresult st = cuDevicePrimaryCtxRetain(ctx, dev);
+    vmc_drv_trace_result("private: runtime interface, retain primary context", st);
+    return st;
+}
 
 /* The "extended" module loaders: only the plain case (no extra arguments) has been seen. */
 static CUresult module_from_fatbin_ext1(CUmodule *module, const void *fatbin, void *a3, void *a4, unsigned a5) {
@@ -100,6 +107,7 @@ static pthread_mutex_t storage_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     CUcontext ctx;
     void *key, *value;
+    storage_dtor dtor;
 } stored[MAX_STORED];
 static int n_stored;
 
@@ -114,7 +122,6 @@ static int storage_find(CUcontext ctx, void *key) {
 }
 
 static CUresult storage_put(CUcontext ctx, void *key, void *value, storage_dtor dtor) {
-    (void)dtor; /* the runtime deletes its values itself before it lets a context go */
     CUresult st = storage_context(&ctx);
     if (st != CUDA_SUCCESS)
         return st;
@@ -130,8 +137,34 @@ static CUresult storage_put(CUcontext ctx, void *key, void *value, storage_dtor 
     stored[i].ctx = ctx;
     stored[i].key = key;
     stored[i].value = value;
+    stored[i].dtor = dtor;
     pthread_mutex_unlock(&storage_lock);
+    vmc_drv_trace_result("private: context storage put", CUDA_SUCCESS);
     return CUDA_SUCCESS;
+}
+
+/* The context is being destroyed (cuCtxDestroy, cuDevicePrimaryCtxReset, the primary context's last
+ * release): as NVIDIA's driver does, each value stored for it goes, through the destructor it was stored
+ * with. The runtime relies on that: its state for a reset device must be gone, or it goes on using the
+ * destroyed context ("context is destroyed") instead of starting again. */
+void vmc_drv_context_storage_drop(CUcontext ctx) {
+    for (;;) {
+        pthread_mutex_lock(&storage_lock);
+        int i = 0;
+        while (i < n_stored && stored[i].ctx != ctx)
+            i++;
+        if (i == n_stored) {
+            pthread_mutex_unlock(&storage_lock);
+            return;
+        }
+        void *key = stored[i].key, *value = stored[i].value;
+        storage_dtor dtor = stored[i].dtor;
+        stored[i] = stored[--n_stored];
+        pthread_mutex_unlock(&storage_lock);
+        vmc_drv_trace_result("private: context storage value destroyed with its context", CUDA_SUCCESS);
+        if (dtor) /* outside the lock: the runtime's destructor may call back into the driver */
+            dtor(ctx, key, value);
+    }
 }
 
 static CUresult storage_delete(CUcontext ctx, void *key) {
@@ -144,6 +177,7 @@ static CUresult storage_delete(CUcontext ctx, void *key) {
     if (i < n_stored)
         stored[i] = stored[--n_stored];
     pthread_mutex_unlock(&storage_lock);
+    vmc_drv_trace_result("private: context storage delete", st);
     return st;
 }
 
@@ -159,6 +193,7 @@ static CUresult storage_get(void **value, CUcontext ctx, void *key) {
     if (i < n_stored)
         *value = stored[i].value;
     pthread_mutex_unlock(&storage_lock);
+    vmc_drv_trace_result("private: context storage get", st);
     return st;
 }
 
@@ -374,13 +409,16 @@ static const void *integrity_table[3] = {(const void *)sizeof integrity_table, (
 #define LIBRARY_SLOTS 93
 static int library_told[LIBRARY_SLOTS];
 
-static CUresult library_slot_unknown(int slot) {
-    if (!__atomic_exchange_n(&library_told[slot], 1, __ATOMIC_RELAXED)) {
-        fprintf(stderr, "vmcuda: slot %d of the CUDA libraries' private driver table is not served; it returns "
-                        "CUDA_ERROR_NOT_SUPPORTED\n", slot);
+CUresult vmc_drv_slot_not_served(const char *table, int slot, int *told) {
+    if (!__atomic_exchange_n(told, 1, __ATOMIC_RELAXED)) {
+        fprintf(stderr, "vmcuda: slot %d of %s is not served; it returns CUDA_ERROR_NOT_SUPPORTED\n", slot, table);
         fflush(stderr);
     }
     return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult library_slot_unknown(int slot) {
+    return vmc_drv_slot_not_served("the CUDA libraries' private driver table", slot, &library_told[slot]);
 }
 
 static CUresult library_flag(uint64_t arg, uint64_t *out) {
@@ -449,6 +487,7 @@ static const struct table tables[] = {
     {{0x19, 0x5b, 0xcb, 0xf4, 0xd6, 0x7d, 0x02, 0x4a, 0xac, 0xc5, 0x1d, 0x29, 0xce, 0xa6, 0x31, 0xae}, heap},
     {{0xb1, 0x05, 0x41, 0xe1, 0xf7, 0xc7, 0xc7, 0x4a, 0x9f, 0x64, 0xf2, 0x23, 0xbe, 0x99, 0xf1, 0xe2}, device_private},
     {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2}, library_private},
+    {{0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99, 0x1e}, vmc_drv_module_iteration_table},
 };
 
 /* Tables asked for that are not served, each named once. */
@@ -468,7 +507,7 @@ static void refuse_table(const CUuuid *id) {
     char hex[33];
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", (unsigned char)id->bytes[i]);
-    if (getenv("VMCUDA_TRACE"))
+    if (vmc_drv_trace_level() != VMC_TRACE_OFF)
         fprintf(stderr, "vmcuda: the driver's private table %s is not served; cuGetExportTable returns "
                         "CUDA_ERROR_INVALID_VALUE\n", hex);
 }

@@ -180,6 +180,65 @@ struct wrapped { uint8_t uuid[16]; const void *real, *ours; };
 static struct wrapped wrapped_tables[64];
 static int n_wrapped;
 
+/* ---- a closer look at two private slots cuFFT needs (6e163fbe[7] with its callback, 21318c60[4]):
+ * arguments, what the pointed-to memory holds before and after, the callback's calls, results ---- */
+#include <sys/uio.h>
+
+typedef uint64_t (*fn6_t)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+static fn6_t real_iterate, real_flag, real_callback;
+
+static void peek(const char *what, uint64_t p) {
+    unsigned char b[48];
+    struct iovec local = {b, sizeof b}, remote = {(void *)(uintptr_t)p, sizeof b};
+    if (!p || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof b)
+        return;
+    char hex[200] = "", text[64] = "";
+    for (int i = 0; i < 48; i++) {
+        sprintf(hex + 3 * i, "%02x ", b[i]);
+        text[i] = b[i] >= 32 && b[i] < 127 ? (char)b[i] : '.';
+    }
+    say("  %s @%#llx: %s| %s", what, (unsigned long long)p, hex, text);
+}
+
+static void peek_args(const char *who, const uint64_t a[6]) {
+    char name[64];
+    for (int i = 0; i < 6; i++) {
+        snprintf(name, sizeof name, "%s arg%d", who, i + 1);
+        peek(name, a[i]);
+    }
+}
+
+static uint64_t callback_wrapper(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) {
+    uint64_t v[6] = {a, b, c, d, e, f};
+    say("CALLBACK args %#llx %#llx %#llx %#llx %#llx %#llx", (unsigned long long)a, (unsigned long long)b,
+        (unsigned long long)c, (unsigned long long)d, (unsigned long long)e, (unsigned long long)f);
+    peek_args("callback", v);
+    uint64_t r = real_callback(a, b, c, d, e, f);
+    say("CALLBACK -> %#llx", (unsigned long long)r);
+    return r;
+}
+
+static uint64_t iterate_wrapper(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) {
+    uint64_t v[6] = {a, b, c, d, e, f};
+    say("ITERATE 6e163fbe[7] args %#llx %#llx %#llx %#llx %#llx %#llx", (unsigned long long)a, (unsigned long long)b,
+        (unsigned long long)c, (unsigned long long)d, (unsigned long long)e, (unsigned long long)f);
+    peek_args("before", v);
+    real_callback = (fn6_t)(uintptr_t)c;
+    uint64_t r = real_iterate(a, b, (uint64_t)(uintptr_t)callback_wrapper, d, e, f);
+    say("ITERATE -> %#llx", (unsigned long long)r);
+    peek_args("after", v);
+    return r;
+}
+
+static uint64_t flag_wrapper(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) {
+    uint64_t v[6] = {a, b, c, d, e, f};
+    uint64_t r = real_flag(a, b, c, d, e, f);
+    say("FLAG 21318c60[4] args %#llx %#llx %#llx %#llx %#llx %#llx -> %#llx", (unsigned long long)a, (unsigned long long)b,
+        (unsigned long long)c, (unsigned long long)d, (unsigned long long)e, (unsigned long long)f, (unsigned long long)r);
+    peek_args("flag after", v);
+    return r;
+}
+
 __attribute__((visibility("default"))) int cuGetExportTable(const void **table, const uint8_t *uuid) {
     static int (*real)(const void **, const uint8_t *);
     if (!real)
@@ -221,8 +280,19 @@ __attribute__((visibility("default"))) int cuGetExportTable(const void **table, 
     for (int i = 0; i < n + 8; i++) {
         copy[i] = t[i];
         Dl_info info;
-        if (i < n && t[i] && dladdr((void *)(uintptr_t)t[i], &info) && info.dli_fname && strstr(info.dli_fname, "libcuda") &&
-            info.dli_saddr == (void *)(uintptr_t)t[i]) {
+        /* NVIDIA's driver is stripped: its private functions have no symbol, so any word that points into
+         * its code is taken for a function (a size or a data pointer does not) */
+        if (i < n && t[i] && dladdr((void *)(uintptr_t)t[i], &info) && info.dli_fname && strstr(info.dli_fname, "libcuda")) {
+            if (!strncmp(hex, "6e163fbe", 8) && i == 7) {
+                real_iterate = (fn6_t)(uintptr_t)t[i];
+                copy[i] = (uint64_t)(uintptr_t)iterate_wrapper;
+                continue;
+            }
+            if (!strncmp(hex, "21318c60", 8) && i == 4) {
+                real_flag = (fn6_t)(uintptr_t)t[i];
+                copy[i] = (uint64_t)(uintptr_t)flag_wrapper;
+                continue;
+            }
             int e = new_entry((void *)(uintptr_t)t[i], SLOT, "%.8s[%d]", hex, i);
             void *stub = e >= 0 ? make_stub((uint64_t)e) : NULL;
             if (stub)

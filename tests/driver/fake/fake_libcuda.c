@@ -437,6 +437,18 @@ static CUresult f_cuStreamGetFlags(CUstream s, unsigned *f) { (void)s; *f = 0; r
 static CUresult f_cuStreamGetPriority(CUstream s, int *p) { (void)s; *p = 0; return CUDA_SUCCESS; }
 static CUresult f_cuStreamGetId(CUstream s, unsigned long long *id) { *id = (unsigned long long)(uintptr_t)s; return CUDA_SUCCESS; }
 static CUresult f_cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *c) { (void)s; *c = CU_STREAM_CAPTURE_STATUS_NONE; return CUDA_SUCCESS; }
+/* no stream is ever capturing here */
+static CUresult f_cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *c, cuuint64_t *id, CUgraph *g,
+                                         const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *n) {
+    (void)s;
+    *c = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (id) *id = 0;
+    if (g) *g = NULL;
+    if (deps) *deps = NULL;
+    if (edges) *edges = NULL;
+    if (n) *n = 0;
+    return CUDA_SUCCESS;
+}
 static CUresult f_cuStreamGetCtx(CUstream s, CUcontext *c) { (void)s; *c = current(); return CUDA_SUCCESS; }
 
 struct event {
@@ -523,6 +535,7 @@ static CUresult f_cuKernelGetName(const char **n, CUkernel k) { *n = ((struct fu
 static CUresult attribute(int *v, CUfunction_attribute a) {
     switch (a) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = 48 * 1024; break;
     case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 16; break;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = 90; break;
     default: *v = 0;
@@ -536,6 +549,15 @@ static CUresult f_cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k
 static CUresult f_cuFuncSetCacheConfig(CUfunction f, CUfunc_cache c) { (void)f; (void)c; return CUDA_SUCCESS; }
 static CUresult f_cuKernelSetCacheConfig(CUkernel k, CUfunc_cache c, CUdevice d) { (void)k; (void)c; (void)d; return CUDA_SUCCESS; }
 static CUresult f_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int bs, size_t sm) { (void)f; (void)sm; *n = bs ? 2048 / bs : 0; return CUDA_SUCCESS; }
+static CUresult f_cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *c) { (void)f; *n = c && c->blockDimX ? 132 : 0; return CUDA_SUCCESS; }
+static CUresult f_cuOccupancyMaxPotentialClusterSize(int *n, CUfunction f, const CUlaunchConfig *c) { (void)f; (void)c; *n = 8; return CUDA_SUCCESS; }
+/* every module of the test double holds every kernel it knows */
+static CUresult f_cuModuleGetFunctionCount(unsigned *n, CUmodule m) { (void)m; *n = (unsigned)N_KERNELS; return CUDA_SUCCESS; }
+static CUresult f_cuModuleEnumerateFunctions(CUfunction *fs, unsigned n, CUmodule m) {
+    if (n != N_KERNELS) return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n; i++) fs[i] = (CUfunction)function_of((struct module *)m, kernels[i].name, 0);
+    return CUDA_SUCCESS;
+}
 static CUresult f_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, CUfunction f, int bs, size_t sm, unsigned fl) { (void)fl; return f_cuOccupancyMaxActiveBlocksPerMultiprocessor(n, f, bs, sm); }
 
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned bx, unsigned by, void **params, void **extra) {
@@ -629,6 +651,10 @@ static const struct {
     F(cuOccupancyMaxActiveBlocksPerMultiprocessor, f_cuOccupancyMaxActiveBlocksPerMultiprocessor),
     F(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, f_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
     F(cuLaunchKernel, f_cuLaunchKernel), F(cuLaunchKernelEx, f_cuLaunchKernelEx),
+    F(cuOccupancyMaxActiveClusters, f_cuOccupancyMaxActiveClusters),
+    F(cuOccupancyMaxPotentialClusterSize, f_cuOccupancyMaxPotentialClusterSize),
+    F(cuModuleGetFunctionCount, f_cuModuleGetFunctionCount), F(cuModuleEnumerateFunctions, f_cuModuleEnumerateFunctions),
+    F(cuStreamGetCaptureInfo, f_cuStreamGetCaptureInfo),
     F(cuPointerGetAttributes, f_cuPointerGetAttributes),
 };
 

@@ -115,6 +115,7 @@ void vmc_w_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * allocate or free device memory it serves the call itself and returns 1 with *r set; otherwise 0. */
 int vmc_w_quota_intercept(struct vmc_wcall *wc, enum vmc_w_result *r);
 void vmc_w_quota_reset(void);                 /* cudaDeviceReset freed every allocation */
+void vmc_w_quota_forget_freed(int (*still_allocated)(uintptr_t ptr)); /* a driver context went */
 /* A call starts / ends (the idle-release watchdog counts from the last one). */
 void vmc_w_activity_begin(void);
 void vmc_w_activity_end(void);

@@ -224,6 +224,23 @@ static enum vmc_w_result module_load(struct vmc_wcall *wc) {
 
 /* ---- kernels: parameter layouts and names ---- */
 
+/* One of the function's limits that the client checks a launch against before sending it, as the
+ * driver refuses such a launch at once (UINT32_MAX: unknown, not checked). A CUkernel's is its
+ * function's in the current context. */
+static uint32_t launch_limit(uint64_t handle, unsigned kind, CUfunction_attribute attribute) {
+    DRV(PFN_cuFuncGetAttribute_v2020, func_attribute, "cuFuncGetAttribute", 2020, 0);
+    DRV(PFN_cuKernelGetAttribute_v12000, kernel_attribute, "cuKernelGetAttribute", 12000, 0);
+    DRV(PFN_cuCtxGetDevice_v2000, ctx_device, "cuCtxGetDevice", 2000, 0);
+    int value = -1;
+    CUdevice dev = 0;
+    CUresult st = CUDA_ERROR_NOT_FOUND;
+    if (kind == VMC_KIND_KERNEL && kernel_attribute && ctx_device && ctx_device(&dev) == CUDA_SUCCESS)
+        st = kernel_attribute(&value, attribute, (CUkernel)(uintptr_t)handle, dev);
+    else if (kind == VMC_KIND_FUNCTION && func_attribute)
+        st = func_attribute(&value, attribute, (CUfunction)(uintptr_t)handle);
+    return st == CUDA_SUCCESS && value >= 0 ? (uint32_t)value : UINT32_MAX;
+}
+
 static enum vmc_w_result param_layout(struct vmc_wcall *wc) {
     uint64_t handle = vmc_in_u64(&wc->in);
     unsigned kind = vmc_in_u8(&wc->in);
@@ -257,8 +274,30 @@ static enum vmc_w_result param_layout(struct vmc_wcall *wc) {
             vmc_w_reply_u32(wc, (uint32_t)offsets[i]);
             vmc_w_reply_u32(wc, (uint32_t)sizes[i]);
         }
+        vmc_w_reply_u32(wc, launch_limit(handle, kind, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+        vmc_w_reply_u32(wc, launch_limit(handle, kind, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
     }
     pthread_mutex_unlock(&lock);
+    return VMC_W_DONE;
+}
+
+/* cuModuleEnumerateFunctions: u32 n (<= VMC_MAX_MODULE_FUNCTIONS), u64 module; answer: n function handles */
+static enum vmc_w_result enumerate_functions(struct vmc_wcall *wc) {
+    uint32_t n = vmc_in_u32(&wc->in);
+    CUmodule module = (CUmodule)(uintptr_t)vmc_in_u64(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async || n > VMC_MAX_MODULE_FUNCTIONS)
+        return VMC_W_BAD_ARGS;
+    DRV(PFN_cuModuleEnumerateFunctions_v12040, enumerate, "cuModuleEnumerateFunctions", 12040, 0);
+    CUfunction *functions = n ? calloc(n, sizeof *functions) : NULL;
+    CUresult st = n && !functions ? CUDA_ERROR_OUT_OF_MEMORY
+                  : enumerate     ? enumerate(functions, n, module)
+                                  : vmc_w_drv_missing("cuModuleEnumerateFunctions");
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    for (uint32_t i = 0; st == CUDA_SUCCESS && i < n; i++) {
+        uint64_t f = (uint64_t)(uintptr_t)functions[i];
+        vmc_w_reply_pointee(wc, &f, sizeof f);
+    }
+    free(functions);
     return VMC_W_DONE;
 }
 
@@ -285,19 +324,55 @@ static enum vmc_w_result function_name(struct vmc_wcall *wc) {
 
 /* ---- launches ---- */
 
+/* A launch configuration's grid, block, shared memory and stream, as vmc_drv_Launch and the cluster
+ * occupancy queries send them. */
+static void read_grid(struct vmc_wcall *wc, CUlaunchConfig *config) {
+    memset(config, 0, sizeof *config);
+    config->gridDimX = vmc_in_u32(&wc->in);
+    config->gridDimY = vmc_in_u32(&wc->in);
+    config->gridDimZ = vmc_in_u32(&wc->in);
+    config->blockDimX = vmc_in_u32(&wc->in);
+    config->blockDimY = vmc_in_u32(&wc->in);
+    config->blockDimZ = vmc_in_u32(&wc->in);
+    config->sharedMemBytes = vmc_in_u32(&wc->in);
+    config->hStream = (CUstream)(uintptr_t)vmc_in_u64(&wc->in);
+}
+
+/* cuOccupancyMaxActiveClusters, cuOccupancyMaxPotentialClusterSize: u64 function, the grid (read_grid),
+ * u32 n, n launch attributes; the answer is an i32. */
+static enum vmc_w_result cluster_occupancy(struct vmc_wcall *wc) {
+    uint64_t f = vmc_in_u64(&wc->in);
+    CUlaunchConfig config;
+    read_grid(wc, &config);
+    uint32_t n_attrs = vmc_in_u32(&wc->in);
+    if (n_attrs > VMC_MAX_LAUNCH_ATTRS)
+        return VMC_W_BAD_ARGS;
+    CUlaunchAttribute attrs[VMC_MAX_LAUNCH_ATTRS];
+    vmc_w_arg(wc, attrs, n_attrs * sizeof attrs[0]);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    config.attrs = n_attrs ? attrs : NULL;
+    config.numAttrs = n_attrs;
+    DRV(PFN_cuOccupancyMaxActiveClusters_v11070, active, "cuOccupancyMaxActiveClusters", 11070, 0);
+    DRV(PFN_cuOccupancyMaxPotentialClusterSize_v11070, potential, "cuOccupancyMaxPotentialClusterSize", 11070, 0);
+    int value = 0;
+    CUresult st;
+    if (wc->id == VMC_DRV_cuOccupancyMaxActiveClusters)
+        st = active ? active(&value, (CUfunction)(uintptr_t)f, &config) : vmc_w_drv_missing("cuOccupancyMaxActiveClusters");
+    else
+        st = potential ? potential(&value, (CUfunction)(uintptr_t)f, &config)
+                       : vmc_w_drv_missing("cuOccupancyMaxPotentialClusterSize");
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    if (st == CUDA_SUCCESS)
+        vmc_w_reply_u32(wc, (uint32_t)value);
+    return VMC_W_DONE;
+}
+
 static enum vmc_w_result launch(struct vmc_wcall *wc) {
     uint64_t f = vmc_in_u64(&wc->in);
     unsigned kind = vmc_in_u8(&wc->in);
     CUlaunchConfig config;
-    memset(&config, 0, sizeof config);
-    config.gridDimX = vmc_in_u32(&wc->in);
-    config.gridDimY = vmc_in_u32(&wc->in);
-    config.gridDimZ = vmc_in_u32(&wc->in);
-    config.blockDimX = vmc_in_u32(&wc->in);
-    config.blockDimY = vmc_in_u32(&wc->in);
-    config.blockDimZ = vmc_in_u32(&wc->in);
-    config.sharedMemBytes = vmc_in_u32(&wc->in);
-    config.hStream = (CUstream)(uintptr_t)vmc_in_u64(&wc->in);
+    read_grid(wc, &config);
     unsigned flags = vmc_in_u8(&wc->in);
     uint32_t n_attrs = vmc_in_u32(&wc->in);
     if (n_attrs > VMC_MAX_LAUNCH_ATTRS || kind > VMC_KIND_KERNEL || flags > 3)
@@ -403,6 +478,46 @@ static enum vmc_w_result memcpy_on_appliance(struct vmc_wcall *wc) {
     return VMC_W_DONE;
 }
 
+/* ---- stream capture state (every cuStreamGetCaptureInfo ABI): u64 stream, u8 per-thread ----
+ * Answer: u32 status, u64 id, u64 graph, u32 n, n node handles (u64), n edge data (CUgraphEdgeData). The
+ * driver's arrays live in this process; the client keeps copies. cuBLAS asks before each call. */
+static enum vmc_w_result capture_info(struct vmc_wcall *wc) {
+    CUstream stream = (CUstream)(uintptr_t)vmc_in_u64(&wc->in);
+    unsigned per_thread = vmc_in_u8(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async || per_thread > 1)
+        return VMC_W_BAD_ARGS;
+    DRV(PFN_cuStreamGetCaptureInfo_v12030, info, "cuStreamGetCaptureInfo", 12030, 0);
+    DRV(PFN_cuStreamGetCaptureInfo_v12030_ptsz, info_pt, "cuStreamGetCaptureInfo", 12030, 1);
+    PFN_cuStreamGetCaptureInfo_v12030 fn = per_thread ? info_pt : info;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    CUgraph graph = NULL;
+    const CUgraphNode *nodes = NULL;
+    const CUgraphEdgeData *edges = NULL;
+    size_t n = 0;
+    CUresult st = fn ? fn(stream, &status, &id, &graph, &nodes, &edges, &n) : vmc_w_drv_missing("cuStreamGetCaptureInfo");
+    if (st == CUDA_SUCCESS && n > VMC_MAX_CAPTURE_DEPENDENCIES)
+        st = CUDA_ERROR_NOT_SUPPORTED;
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    if (st != CUDA_SUCCESS)
+        return VMC_W_DONE;
+    vmc_w_reply_u32(wc, (uint32_t)status);
+    vmc_w_reply_pointee(wc, &id, sizeof id);
+    uint64_t g = (uint64_t)(uintptr_t)graph;
+    vmc_w_reply_pointee(wc, &g, sizeof g);
+    vmc_w_reply_u32(wc, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t node = (uint64_t)(uintptr_t)(nodes ? nodes[i] : NULL);
+        vmc_w_reply_pointee(wc, &node, sizeof node);
+    }
+    for (size_t i = 0; i < n; i++) {
+        CUgraphEdgeData none;
+        memset(&none, 0, sizeof none);
+        vmc_w_reply_pointee(wc, edges ? &edges[i] : &none, sizeof none);
+    }
+    return VMC_W_DONE;
+}
+
 /* ---- pointer attributes of device memory ---- */
 
 static enum vmc_w_result pointer_attributes(struct vmc_wcall *wc) {
@@ -432,8 +547,23 @@ static enum vmc_w_result pointer_attributes(struct vmc_wcall *wc) {
 
 /* ---- bulk copies in driver mode (worker_memcpy.c, worker_shm.c) ---- */
 
+/* A big copy may arrive in stripes on the session's other connections (PROTOCOL.md "Bulk data"), whose
+ * threads never saw the client thread's cuCtxSetCurrent: a thread without a current context adopts the
+ * context that owns the device memory, as the client thread's must have been able to address it. */
+static void adopt_context_of(CUdeviceptr device) {
+    DRV(PFN_cuCtxGetCurrent_v4000, get_current, "cuCtxGetCurrent", 4000, 0);
+    DRV(PFN_cuCtxSetCurrent_v4000, set_current, "cuCtxSetCurrent", 4000, 0);
+    DRV(PFN_cuPointerGetAttribute_v4000, attribute, "cuPointerGetAttribute", 4000, 0);
+    CUcontext current = NULL, owner = NULL;
+    if (!get_current || !set_current || !attribute || get_current(&current) != CUDA_SUCCESS || current)
+        return;
+    if (attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, device) == CUDA_SUCCESS && owner)
+        set_current(owner);
+}
+
 CUresult vmc_w_drv_copy_block(CUdeviceptr device, void *host, size_t n, int to_device, int pinned, CUstream stream,
                               int per_thread) {
+    adopt_context_of(device);
     DRV(PFN_cuMemcpyHtoDAsync_v3020, htod_async, "cuMemcpyHtoDAsync", 3020, 0);
     DRV(PFN_cuMemcpyDtoHAsync_v3020, dtoh_async, "cuMemcpyDtoHAsync", 3020, 0);
     DRV(PFN_cuMemcpyHtoD_v3020, htod, "cuMemcpyHtoD", 3020, 0);
@@ -454,6 +584,14 @@ CUresult vmc_w_drv_stream_sync(CUstream stream) {
     return sync ? sync(stream) : vmc_w_drv_missing("cuStreamSynchronize");
 }
 
+/* For the quota after a context went: does this allocation still exist? */
+static int still_allocated(uintptr_t ptr) {
+    DRV(PFN_cuPointerGetAttribute_v4000, attribute, "cuPointerGetAttribute", 4000, 0);
+    CUcontext owner = NULL;
+    /* unified addressing answers without a current context; anything but "not an allocation" keeps it counted */
+    return !attribute || attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)ptr) != CUDA_ERROR_INVALID_VALUE;
+}
+
 /* ---- dispatch ---- */
 
 enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
@@ -467,6 +605,27 @@ enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
     case VMC_DRV_vmc_drv_Launch: return launch(wc);
     case VMC_DRV_vmc_drv_MemcpyOnAppliance: return memcpy_on_appliance(wc);
     case VMC_DRV_cuPointerGetAttributes: return pointer_attributes(wc);
+    case VMC_DRV_cuStreamGetCaptureInfo:
+    case VMC_DRV_cuStreamGetCaptureInfo_ptsz:
+    case VMC_DRV_cuStreamGetCaptureInfo_v2:
+    case VMC_DRV_cuStreamGetCaptureInfo_v2_ptsz:
+    case VMC_DRV_cuStreamGetCaptureInfo_v3:
+    case VMC_DRV_cuStreamGetCaptureInfo_v3_ptsz: return capture_info(wc);
+    case VMC_DRV_cuModuleEnumerateFunctions: return enumerate_functions(wc);
+    case VMC_DRV_cuOccupancyMaxActiveClusters:
+    case VMC_DRV_cuOccupancyMaxPotentialClusterSize: return cluster_occupancy(wc);
+    case VMC_DRV_cuDevicePrimaryCtxReset_v2: {
+        /* the bulk copies' pinned staging buffers belonged to the primary context that is gone now */
+        enum vmc_w_result r = vmc_worker_drv_dispatch_generated(wc);
+        vmc_w_staging_invalidate();
+        vmc_w_quota_forget_freed(still_allocated);
+        return r;
+    }
+    case VMC_DRV_cuCtxDestroy_v2: {
+        enum vmc_w_result r = vmc_worker_drv_dispatch_generated(wc);
+        vmc_w_quota_forget_freed(still_allocated);
+        return r;
+    }
     default: return vmc_worker_drv_dispatch_generated(wc);
     }
 }

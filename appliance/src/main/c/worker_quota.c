@@ -413,6 +413,22 @@ void vmc_w_quota_reset(void) {
     pthread_mutex_unlock(&lock);
 }
 
+/* A driver client destroyed a context (cuCtxDestroy, cuDevicePrimaryCtxReset): the allocations that went
+ * with it stop counting. Each tracked allocation is asked about (still_allocated: 0 = gone), so memory
+ * of the contexts that live on stays counted and a reset cannot be used to step around the quota. */
+void vmc_w_quota_forget_freed(int (*still_allocated)(uintptr_t ptr)) {
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < cap; i++) {
+        uintptr_t p = table[i].ptr;
+        if (p && !still_allocated(p)) {
+            uint64_t bytes = table_take(p);
+            used = bytes > used ? 0 : used - bytes;
+            i--; /* table_take may have shifted a later entry into slot i */
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
 /* For the C unit test: bytes counted against the quota now. */
 uint64_t vmc_w_quota_used(void) {
     pthread_mutex_lock(&lock);

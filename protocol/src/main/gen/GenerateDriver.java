@@ -68,6 +68,7 @@ public final class GenerateDriver extends SpecSupport {
         SpecSupport.write(c.resolve("vmc_drv_client_stubs.c"), clientStubs(entries));
         SpecSupport.write(c.resolve("vmc_drv_client_unsupported.c"), clientUnsupported(entries));
         SpecSupport.write(c.resolve("vmc_drv_procs.c"), procTable(entries));
+        SpecSupport.write(c.resolve("vmc_drv_trace.c"), traceWrappers(entries));
         SpecSupport.write(c.resolve("vmc_drv_worker_dispatch.c"), workerDispatch(entries));
         SpecSupport.write(c.resolve("libcuda.map"), versionScript(entries));
         SpecSupport.write(c.resolve("driver-exports.txt"), exportList(entries));
@@ -229,10 +230,7 @@ public final class GenerateDriver extends SpecSupport {
 
     /** What cuGetProcAddress looks in: every key, sorted by name then version, with the function that implements it. */
     static String procTable(List<Entry> entries) {
-        List<Entry> keyed = new ArrayList<>();
-        for (Entry e : entries) if (e.key() != null) keyed.add(e);
-        keyed.sort(Comparator.comparing((Entry e) -> e.key().name()).thenComparingInt(e -> e.key().version())
-                .thenComparing(e -> e.key().variant()));
+        List<Entry> keyed = keyedSorted(entries);
         StringBuilder s = new StringBuilder(BANNER);
         s.append("/* Without the CUDA headers: only the addresses of the functions are taken here. */\n");
         s.append("#include \"drv_procs.h\"\n\n");
@@ -242,6 +240,42 @@ public final class GenerateDriver extends SpecSupport {
             s.append("    {\"").append(e.key().name()).append("\", ").append(e.key().version()).append(", ")
              .append(e.key().perThread() ? 1 : 0).append(", (void *)").append(e.symbol()).append("},\n");
         s.append("};\nconst unsigned vmc_drv_proc_count = ").append(keyed.size()).append(";\n");
+        return s.toString();
+    }
+
+    /** The keyed entries in the order of the cuGetProcAddress table (name, version, variant). */
+    static List<Entry> keyedSorted(List<Entry> entries) {
+        List<Entry> keyed = new ArrayList<>();
+        for (Entry e : entries) if (e.key() != null) keyed.add(e);
+        keyed.sort(Comparator.comparing((Entry e) -> e.key().name()).thenComparingInt(e -> e.key().version())
+                .thenComparing(e -> e.key().variant()));
+        return keyed;
+    }
+
+    /**
+     * VMCUDA_TRACE's wrappers: for every entry of the cuGetProcAddress table, in the same order, a function
+     * of the same type that calls ours and reports the call and its result (drv_trace.c decides what is
+     * printed). cuGetProcAddress hands these out instead of the plain functions only while tracing is on.
+     */
+    static String traceWrappers(List<Entry> entries) {
+        List<Entry> keyed = keyedSorted(entries);
+        StringBuilder s = new StringBuilder(BANNER);
+        s.append("#define __CUDA_API_VERSION_INTERNAL 1\n#include <cudaTypedefs.h>\n#include <cudaProfilerTypedefs.h>\n")
+         .append("#include \"drv_trace.h\"\n\n");
+        Set<String> done = new HashSet<>();
+        for (Entry e : keyed) {
+            if (!e.hasPrototype() || !done.add(e.symbol())) continue;
+            s.append("static ").append(declaration(e, "vmc_trace_" + e.symbol())).append(" {\n");
+            s.append("    CUresult vmc_r = ").append(e.symbol()).append('(');
+            for (int i = 0; i < e.params().size(); i++) s.append(i > 0 ? ", " : "").append(e.params().get(i).name());
+            s.append(");\n    vmc_drv_trace_result(\"").append(e.symbol()).append("\", (int)vmc_r);\n    return vmc_r;\n}\n\n");
+        }
+        s.append("/* Index i wraps vmc_drv_procs[i]; symbols without a prototype (unsupported) are not wrapped. */\n");
+        for (Entry e : keyed) if (!e.hasPrototype()) s.append("extern void ").append(e.symbol()).append("(void);\n");
+        s.append("void *const vmc_drv_procs_traced[] = {\n");
+        for (Entry e : keyed)
+            s.append("    (void *)").append(e.hasPrototype() ? "vmc_trace_" : "").append(e.symbol()).append(",\n");
+        s.append("};\n");
         return s.toString();
     }
 

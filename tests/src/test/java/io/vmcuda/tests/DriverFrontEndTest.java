@@ -120,6 +120,17 @@ class DriverFrontEndTest {
                 assertEquals(rtExpected, rt.stdout(), "rt_static" + ctx);
                 assertEquals(0, rt.exitCode(), "rt_static" + ctx);
             }
+            // VMCUDA_TRACE=all: each driver call the static runtime makes is named on stderr with its result,
+            // the bad launches drv_api tries among them, and the program's own output does not change
+            Map<String, String> traced = new HashMap<>(env(d, "tcp"));
+            traced.put("VMCUDA_TRACE", "all");
+            ProgramRunner.Result t = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
+                    "127.0.0.1:" + d.port, "--", driverDir.resolve("rt_static").toString()), traced, driverDir,
+                    work.resolve("rt_static-traced"));
+            String ctx = "\n" + t.describe();
+            assertEquals(rtExpected, t.stdout(), ctx);
+            assertTrue(t.stderr().contains("vmcuda trace: cuMemAlloc_v2 -> CUDA_SUCCESS (0)"), ctx);
+            assertTrue(t.stderr().contains("vmcuda trace: cuLibraryLoadData -> CUDA_SUCCESS (0)"), ctx);
         }
     }
 

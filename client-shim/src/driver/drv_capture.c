@@ -1,0 +1,122 @@
+/* Stream capture state: cuStreamGetCaptureInfo in each of its ABIs. cuBLAS (and so cuSOLVER, cuSPARSE's
+ * users, PyTorch) asks before its calls whether the stream is being captured into a graph. The worker
+ * answers with the driver's own arrays of dependency nodes and edge data copied; as the driver's arrays,
+ * ours stay valid until the calling thread asks again. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "drv.h"
+#include "drv_call.h"
+#include "vmc_drv_api.h"
+#include "vmc_drv_wire.h"
+
+struct capture_arrays {
+    CUgraphNode *nodes;
+    CUgraphEdgeData *edges;
+    size_t cap;
+};
+static __thread struct capture_arrays arrays;
+
+static CUresult capture_info(uint32_t id, CUstream stream, int per_thread, CUstreamCaptureStatus *status_out,
+                             cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **nodes_out,
+                             const CUgraphEdgeData **edges_out, size_t *n_out) {
+    if (!status_out)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct vmc_call c;
+    CUresult st = vmc_drv_call_begin(&c, id, 0);
+    if (st != CUDA_SUCCESS)
+        return st;
+    vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
+    vmc_arg_u8(&c, (uint8_t)per_thread);
+    st = (CUresult)vmc_call_finish(&c);
+    if (st != CUDA_SUCCESS)
+        return st;
+    CUstreamCaptureStatus status = (CUstreamCaptureStatus)vmc_ret_u32(&c);
+    uint64_t capture_id = 0, graph = 0;
+    vmc_ret_pointee(&c, &capture_id, sizeof capture_id);
+    vmc_ret_pointee(&c, &graph, sizeof graph);
+    uint32_t n = vmc_ret_u32(&c);
+    if (n > VMC_MAX_CAPTURE_DEPENDENCIES)
+        return CUDA_ERROR_UNKNOWN;
+    if (n > arrays.cap) {
+        CUgraphNode *nodes = realloc(arrays.nodes, n * sizeof *nodes);
+        if (nodes)
+            arrays.nodes = nodes;
+        CUgraphEdgeData *edges = realloc(arrays.edges, n * sizeof *edges);
+        if (edges)
+            arrays.edges = edges;
+        if (!nodes || !edges)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        arrays.cap = n;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t node = 0;
+        vmc_ret_pointee(&c, &node, sizeof node);
+        arrays.nodes[i] = (CUgraphNode)(uintptr_t)node;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        vmc_ret_pointee(&c, &arrays.edges[i], sizeof arrays.edges[i]);
+    if (!vmc_call_reply_ok(&c))
+        return CUDA_ERROR_UNKNOWN;
+    *status_out = status;
+    if (id_out)
+        *id_out = capture_id;
+    if (graph_out)
+        *graph_out = (CUgraph)(uintptr_t)graph;
+    if (nodes_out)
+        *nodes_out = n ? arrays.nodes : NULL;
+    if (edges_out)
+        *edges_out = n ? arrays.edges : NULL;
+    if (n_out)
+        *n_out = n;
+    return CUDA_SUCCESS;
+}
+
+__attribute__((visibility("default"))) CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                                                       cuuint64_t *id_out) {
+    return capture_info(VMC_DRV_cuStreamGetCaptureInfo, hStream, 0, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+}
+
+__attribute__((visibility("default"))) CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream,
+                                                                            CUstreamCaptureStatus *captureStatus_out,
+                                                                            cuuint64_t *id_out) {
+    return capture_info(VMC_DRV_cuStreamGetCaptureInfo_ptsz, hStream, 1, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+}
+
+__attribute__((visibility("default"))) CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
+                                                                          CUstreamCaptureStatus *captureStatus_out,
+                                                                          cuuint64_t *id_out, CUgraph *graph_out,
+                                                                          const CUgraphNode **dependencies_out,
+                                                                          size_t *numDependencies_out) {
+    return capture_info(VMC_DRV_cuStreamGetCaptureInfo_v2, hStream, 0, captureStatus_out, id_out, graph_out,
+                        dependencies_out, NULL, numDependencies_out);
+}
+
+__attribute__((visibility("default"))) CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
+                                                                               CUstreamCaptureStatus *captureStatus_out,
+                                                                               cuuint64_t *id_out, CUgraph *graph_out,
+                                                                               const CUgraphNode **dependencies_out,
+                                                                               size_t *numDependencies_out) {
+    return capture_info(VMC_DRV_cuStreamGetCaptureInfo_v2_ptsz, hStream, 1, captureStatus_out, id_out, graph_out,
+                        dependencies_out, NULL, numDependencies_out);
+}
+
+__attribute__((visibility("default"))) CUresult cuStreamGetCaptureInfo_v3(CUstream hStream,
+                                                                          CUstreamCaptureStatus *captureStatus_out,
+                                                                          cuuint64_t *id_out, CUgraph *graph_out,
+                                                                          const CUgraphNode **dependencies_out,
+                                                                          const CUgraphEdgeData **edgeData_out,
+                                                                          size_t *numDependencies_out) {
+    return capture_info(VMC_DRV_cuStreamGetCaptureInfo_v3, hStream, 0, captureStatus_out, id_out, graph_out,
+                        dependencies_out, edgeData_out, numDependencies_out);
+}
+
+__attribute__((visibility("default"))) CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
+                                                                               CUstreamCaptureStatus *captureStatus_out,
+                                                                               cuuint64_t *id_out, CUgraph *graph_out,
+                                                                               const CUgraphNode **dependencies_out,
+                                                                               const CUgraphEdgeData **edgeData_out,
+                                                                               size_t *numDependencies_out) {
+    return capture_info(VMC_DRV_cuStreamGetCaptureInfo_v3_ptsz, hStream, 1, captureStatus_out, id_out, graph_out,
+                        dependencies_out, edgeData_out, numDependencies_out);
+}
