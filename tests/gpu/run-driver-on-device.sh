@@ -214,6 +214,30 @@ if want bench; then
     else
         fail "bench: no bench_cublas (building tests/libs failed?)"
     fi
+    # start-up of a cuBLAS program against a second daemon with an empty module cache: the first session
+    # sends cuBLAS's module images (cold), the second finds them in the cache (warm); bytes from worker.log
+    if [ -x "$LIBS/bench_cublas" ]; then
+        CSTATE="$WORK/cold-state"
+        mkdir -p "$CSTATE"
+        setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:17180" --admin "127.0.0.1:17181" --state-dir "$CSTATE" \
+            --worker-lib-dir "$ROOT/native" >"$WORK/cold-daemon.log" 2>&1 </dev/null &
+        CPID=$!
+        for _ in $(seq 1 300); do grep -q "listening on" "$WORK/cold-daemon.log" 2>/dev/null && break; sleep 0.2; done
+        run_prog native "$WORK/native" cublas-startup "$LIBS/bench_cublas" 256 1 10
+        for round in cold warm; do
+            (cd "$WORK" && VMCUDA_APPLIANCE="127.0.0.1:17180" VMCUDA_TRANSPORT=shm LD_LIBRARY_PATH="$REAL_CUDART_DIR" \
+                timeout "$TIMEOUT" bash "$REPO/tests/gpu/gpuless.sh" "$CLIENT" "$LIBS/bench_cublas" 256 1 10 \
+                >"$WORK/ring/cublas-$round.out" 2>&1 </dev/null)
+            sleep 1 # the session's images are admitted to the cache when it ends
+            log="$(ls -dtr "$CSTATE"/sessions/*/ 2>/dev/null | tail -1)worker.log"
+            sent="$(awk '/received from the client/ {gsub(/[(]/, "", $0); for (i = 1; i <= NF; i++) if ($i == "bytes)") s += $(i - 1)} END {print s + 0}' "$log" 2>/dev/null)"
+            cached="$(grep -c "from the appliance's cache" "$log" 2>/dev/null)"
+            line="cublas start-up $round: $(grep init_and_first "$WORK/ring/cublas-$round.out" | awk '{print $2}') s to the first SGEMM (native $(grep init_and_first "$WORK/native/cublas-startup.out" | awk '{print $2}') s); module bytes sent $sent, images from the cache $cached"
+            say "  $line"
+            echo "$line" >>"$B"
+        done
+        kill -TERM -- "-$CPID" 2>/dev/null; sleep 1; kill -KILL -- "-$CPID" 2>/dev/null
+    fi
     # start-up of a static-runtime program: the first session (cold: module upload) and a second one
     s="$D/cuda-static/vector_add"
     [ -x "$s" ] || s="$(ls "$D"/cuda-static/* 2>/dev/null | head -1)"

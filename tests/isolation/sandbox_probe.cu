@@ -10,7 +10,10 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cuda_runtime.h>
 
@@ -18,8 +21,8 @@ __global__ void add_one(int *p) { *p += 1; }
 
 __attribute__((constructor)) static void probe(void)
 {
-    // TCP to the loopback's discard port and to a public address: inside the sandbox's network
-    // namespace there is no usable interface at all, so both fail with "Network is unreachable".
+    // TCP to the loopback's discard port and to a public address: the sandbox's system-call filter refuses
+    // the socket itself ("Operation not permitted"), and its network namespace has no usable interface.
     const char *targets[] = {"127.0.0.1", "1.1.1.1"};
     for (int i = 0; i < 2; i++) {
         int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -62,6 +65,17 @@ __attribute__((constructor)) static void probe(void)
         if (d) closedir(d);
     }
     fprintf(stderr, "probe: other session directories visible: %d\n", others);
+    // the system-call filter: no user namespace (the usual first step of a kernel exploit), no ptrace.
+    // Tried in a child, so that a native run (where both may succeed) goes on unchanged.
+    pid_t child = fork();
+    if (child == 0) {
+        fprintf(stderr, "probe: unshare a user namespace: %s\n", unshare(CLONE_NEWUSER) == 0 ? "done" : strerror(errno));
+        fprintf(stderr, "probe: ptrace(PTRACE_TRACEME): %s\n",
+                ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0 ? "done" : strerror(errno));
+        _exit(0);
+    }
+    if (child > 0)
+        waitpid(child, NULL, 0);
 }
 
 int main()

@@ -395,7 +395,10 @@ __attribute__((visibility("default"))) CUresult cuMemHostGetFlags(unsigned int *
         return CUDA_SUCCESS;
     if (!vmc_host_alloc_find(p, NULL, NULL, &flags))
         return CUDA_ERROR_INVALID_VALUE;
-    *pFlags = flags;
+    /* As natively on 64-bit systems, where unified addressing makes every page-locked allocation count as
+     * mapped, and as the runtime front end answers (cuMemHostGetDevicePointer itself is not supported: the
+     * memory is on the client). */
+    *pFlags = flags | CU_MEMHOSTALLOC_DEVICEMAP;
     return CUDA_SUCCESS;
 }
 

@@ -31,6 +31,9 @@ struct sandbox_opts {
     char **argv;                 /* ARGV0 [ARGS...] after EXECUTABLE (NULL-terminated, points into argv) */
 };
 
+/* Installs the worker's system-call filter (sandbox_seccomp.c); returns 0, or -1 with a reason in why. */
+int sandbox_seccomp(char *why, size_t why_len);
+
 /* Parses argv; returns 0, or -1 with a one-line reason in err. Never allocates. */
 int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size_t err_len);
 

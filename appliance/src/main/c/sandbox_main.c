@@ -20,8 +20,9 @@
  *      file ownership are per session) or --user, with --user's group; PR_SET_NO_NEW_PRIVS, parent-death
  *      SIGKILL;
  *   6. the region descriptors made inheritable and listed in $VMCUDA_SHM_REGION_FDS ("fd,fd,..."), with
- *      $VMCUDA_SHM_REGIONS narrowed to the paths that were opened, in the same order; then
- *      execveat(the executable's descriptor) with argv[0] = ARGV0.
+ *      $VMCUDA_SHM_REGIONS narrowed to the paths that were opened, in the same order;
+ *   7. the system-call filter (sandbox_seccomp.c: no new namespaces, mounts, ptrace, sockets but AF_UNIX,
+ *      ...); then execveat(the executable's descriptor) with argv[0] = ARGV0.
  * Nothing between step 2 and the exec closes descriptors in the worker (only the outside parent closes its
  * copies); RLIMIT_NOFILE limits new descriptors only, and the region descriptors are among the lowest.
  * The new network namespace has only a loopback interface that is down: the worker keeps the client
@@ -363,7 +364,16 @@ static int probe(const struct sandbox_opts *o) {
         errno = 0;
         die("probe: the sandbox reached the network");
     }
-    printf("vmcuda-sandbox: probe ok: user %s (uid %u), private mount/network/IPC/PID namespaces\n", o->user,
+    char why[160];
+    if (sandbox_seccomp(why, sizeof why) != 0) {
+        errno = 0;
+        die("probe: %s", why);
+    }
+    if (unshare(CLONE_NEWUSER) == 0 || socket(AF_INET, SOCK_STREAM, 0) >= 0) {
+        errno = 0;
+        die("probe: the system-call filter lets a user namespace or an INET socket through");
+    }
+    printf("vmcuda-sandbox: probe ok: user %s (uid %u), private mount/network/IPC/PID namespaces, system-call filter\n", o->user,
            (unsigned)pw->pw_uid);
     return 0;
 }
@@ -477,6 +487,12 @@ int main(int argc, char **argv) {
         } else {
             unsetenv("VMCUDA_SHM_REGIONS");
         }
+    }
+    /* 7. the system-call filter, last: the steps above needed what it denies */
+    char why[160];
+    if (sandbox_seccomp(why, sizeof why) != 0) {
+        errno = 0;
+        die("%s", why);
     }
     syscall(SYS_execveat, exe_fd, "", o.argv, environ, AT_EMPTY_PATH);
     die("execute %s", o.exe);

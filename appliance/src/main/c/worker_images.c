@@ -196,6 +196,7 @@ enum vmc_w_result vmc_w_image_upload(struct vmc_wcall *wc) {
             free(bytes);
             unreserve(size);
         } else {
+            vmc_w_log("module image (%llu bytes) received from the client", (unsigned long long)size);
             offer(sha, bytes, size);
         }
     }

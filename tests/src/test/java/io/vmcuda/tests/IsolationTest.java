@@ -98,7 +98,7 @@ class IsolationTest {
     }
 
     @Test
-    void sandboxedWorkerHasNoNetworkAndAPrivateTmp() throws Exception {
+    void sandboxedWorkerHasNoNetworkNoNamespacesAndAPrivateTmp() throws Exception {
         assumeTrue(DaemonProcess.currentUid() == 0, "the sandbox needs root");
         Path program = iso.resolve("sandbox_probe");
         ProgramRunner.Result nat = ProgramRunner.run(List.of(program.toString()), env(null), work, work.resolve("probe-native"));
@@ -111,8 +111,11 @@ class IsolationTest {
             assertTrue(d.logText().contains("workers sandboxed as nobody"), ctx);
             DaemonProcess.await("session record", 10_000, () -> records(d).contains("sandbox_probe"));
             String log = workerLogs(d);
-            assertTrue(log.contains("probe: tcp connect 127.0.0.1: Network is unreachable"), log);
-            assertTrue(log.contains("probe: tcp connect 1.1.1.1: Network is unreachable"), log);
+            // the system-call filter: no INET socket at all, no user namespace, no ptrace
+            assertTrue(log.contains("probe: tcp connect 127.0.0.1: Operation not permitted"), log);
+            assertTrue(log.contains("probe: tcp connect 1.1.1.1: Operation not permitted"), log);
+            assertTrue(log.contains("probe: unshare a user namespace: Operation not permitted"), log);
+            assertTrue(log.contains("probe: ptrace(PTRACE_TRACEME): Operation not permitted"), log);
             assertTrue(log.contains("probe: write /var/tmp/vmcuda-isolation-probe: Read-only file system"), log);
             // its own uid from worker.uid_range (default 5000000-5099999), not a shared account
             assertTrue(log.matches("(?s).*probe: uid 50\\d{5}\n.*"), log);
