@@ -214,8 +214,9 @@ if want bench; then
     else
         fail "bench: no bench_cublas (building tests/libs failed?)"
     fi
-    # start-up of a cuBLAS program against a second daemon with an empty module cache: the first session
-    # sends cuBLAS's module images (cold), the second finds them in the cache (warm); bytes from worker.log
+    # start-up of a cuBLAS program against a second daemon with an empty module cache and an empty client
+    # hash cache: the first session hashes and sends cuBLAS's module images (cold), the second finds their
+    # hashes in the client's cache and the images in the appliance's (warm); bytes from worker.log
     if [ -x "$LIBS/bench_cublas" ]; then
         CSTATE="$WORK/cold-state"
         mkdir -p "$CSTATE"
@@ -224,8 +225,9 @@ if want bench; then
         CPID=$!
         for _ in $(seq 1 300); do grep -q "listening on" "$WORK/cold-daemon.log" 2>/dev/null && break; sleep 0.2; done
         run_prog native "$WORK/native" cublas-startup "$LIBS/bench_cublas" 256 1 10
+        rm -rf "$WORK/client-cache" # the client's module hash cache starts empty too (drv_image_hash.c)
         for round in cold warm; do
-            (cd "$WORK" && VMCUDA_APPLIANCE="127.0.0.1:17180" VMCUDA_TRANSPORT=shm LD_LIBRARY_PATH="$REAL_CUDART_DIR" \
+            (cd "$WORK" && XDG_CACHE_HOME="$WORK/client-cache" VMCUDA_APPLIANCE="127.0.0.1:17180" VMCUDA_TRANSPORT=shm LD_LIBRARY_PATH="$REAL_CUDART_DIR" \
                 timeout "$TIMEOUT" bash "$REPO/tests/gpu/gpuless.sh" "$CLIENT" "$LIBS/bench_cublas" 256 1 10 \
                 >"$WORK/ring/cublas-$round.out" 2>&1 </dev/null)
             sleep 1 # the session's images are admitted to the cache when it ends

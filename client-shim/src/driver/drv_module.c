@@ -15,7 +15,7 @@
 
 #include "drv.h"
 #include "drv_call.h"
-#include "vmc_sha256.h"
+#include "drv_image_hash.h"
 #include "vmc_drv_api.h"
 #include "vmc_drv_wire.h"
 
@@ -113,12 +113,8 @@ static void note_known(const uint8_t sha[32]) {
     pthread_mutex_unlock(&known_lock);
 }
 
-/* Makes sure the worker holds the image: asks by hash, sends the bytes only if it does not. */
-static CUresult ensure_on_worker(const struct image *img, uint8_t sha[32]) {
-    struct vmc_sha256 h;
-    vmc_sha256_init(&h);
-    vmc_sha256_update(&h, img->bytes, img->size);
-    vmc_sha256_final(&h, sha);
+/* Asks the worker for the image by hash and sends the bytes only if it does not hold it. */
+static CUresult ask_or_send(const struct image *img, const uint8_t sha[32]) {
     if (is_known(sha))
         return CUDA_SUCCESS;
     struct vmc_call c;
@@ -143,6 +139,19 @@ static CUresult ensure_on_worker(const struct image *img, uint8_t sha[32]) {
     }
     note_known(sha);
     return CUDA_SUCCESS;
+}
+
+/* Makes sure the worker holds the image; sha gets its SHA-256. */
+static CUresult ensure_on_worker(const struct image *img, uint8_t sha[32]) {
+    int remembered = vmc_drv_image_sha256(img->bytes, img->size, sha);
+    CUresult st = ask_or_send(img, sha);
+    if (st == CUDA_ERROR_INVALID_IMAGE && remembered) {
+        /* the bytes do not hash to the remembered SHA-256 (a stale or damaged line of the hash cache):
+         * hash them, correct the line and ask again */
+        vmc_drv_image_sha256_refresh(img->bytes, img->size, sha);
+        st = ask_or_send(img, sha);
+    }
+    return st;
 }
 
 /* ---- options ---- */

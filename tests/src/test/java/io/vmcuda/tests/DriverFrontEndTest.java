@@ -131,6 +131,31 @@ class DriverFrontEndTest {
             assertEquals(rtExpected, t.stdout(), ctx);
             assertTrue(t.stderr().contains("vmcuda trace: cuMemAlloc_v2 -> CUDA_SUCCESS (0)"), ctx);
             assertTrue(t.stderr().contains("vmcuda trace: cuLibraryLoadData -> CUDA_SUCCESS (0)"), ctx);
+
+            // The hash of the program's fat binary (mapped read-only from the executable) is remembered in the
+            // user's cache by file identity; a damaged line costs one failed upload, then it is corrected
+            Path home = Files.createDirectories(work.resolve("home-" + d.port));
+            Map<String, String> withHome = new HashMap<>(env(d, "tcp"));
+            withHome.put("HOME", home.toString());
+            withHome.put("XDG_CACHE_HOME", null);
+            Path hashes = home.resolve(".cache/vmcuda/module-sha256");
+            ProgramRunner.Result first = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run",
+                    "--appliance", "127.0.0.1:" + d.port, "--", driverDir.resolve("rt_static").toString()), withHome,
+                    driverDir, work.resolve("rt_static-hash-1"));
+            assertEquals(rtExpected, first.stdout(), first.describe());
+            String lines = Files.readString(hashes);
+            assertTrue(lines.matches("(\\d+ \\d+ \\d+ -?\\d+ \\d+ \\d+ \\d+ [0-9a-f]{64}\n)+"), lines);
+            assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(hashes)));
+            String damaged = lines.replaceAll("[0-9a-f]{64}\n", "0".repeat(64) + "\n");
+            Files.writeString(hashes, damaged);
+            ProgramRunner.Result second = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run",
+                    "--appliance", "127.0.0.1:" + d.port, "--", driverDir.resolve("rt_static").toString()), withHome,
+                    driverDir, work.resolve("rt_static-hash-2"));
+            assertEquals(rtExpected, second.stdout(), second.describe());
+            assertEquals(0, second.exitCode(), second.describe());
+            String corrected = Files.readString(hashes);
+            for (String line : lines.split("\n"))
+                assertTrue(corrected.endsWith(line + "\n") || corrected.contains(line + "\n"), "not corrected: " + line + " in\n" + corrected);
         }
     }
 
