@@ -24,7 +24,7 @@ public final class ApplianceConfig {
     static final String DEFAULTS_RESOURCE = "vmcudad-defaults.properties";
     static final String TENANT_PREFIX = "tenant.";
     private static final java.util.regex.Pattern TENANT_KEY =
-            java.util.regex.Pattern.compile("tenant\\.([A-Za-z0-9_-]{1,64})\\.(token_sha256|max_sessions|max_gpus|max_memory_bytes|shm_regions)");
+            java.util.regex.Pattern.compile("tenant\\.([A-Za-z0-9_-]{1,64})\\.(token_sha256|max_sessions|max_gpus|max_memory_bytes|shm_regions|gpu_share)");
     /** Most {@code shm.regions} entries; vmcuda-sandbox takes at most this many --region paths (SANDBOX_MAX_REGIONS). */
     public static final int MAX_SHM_REGIONS = 8;
     private static final java.util.regex.Pattern SHA256_HEX = java.util.regex.Pattern.compile("[0-9a-fA-F]{64}");
@@ -190,7 +190,7 @@ public final class ApplianceConfig {
             java.util.regex.Matcher m = TENANT_KEY.matcher(key);
             if (!m.matches()) {
                 throw new IllegalArgumentException("config key '" + key + "' is not tenant.NAME.{token_sha256,"
-                        + "max_sessions,max_gpus,max_memory_bytes,shm_regions} (NAME: letters, digits, _ and -)");
+                        + "max_sessions,max_gpus,max_memory_bytes,shm_regions,gpu_share} (NAME: letters, digits, _ and -)");
             }
             byName.computeIfAbsent(m.group(1), n -> new java.util.HashMap<>()).put(m.group(2), props.getProperty(key).strip());
         }
@@ -211,7 +211,8 @@ public final class ApplianceConfig {
                     (int) tenantLong(name, f, "max_sessions", 1_000_000),
                     (int) tenantLong(name, f, "max_gpus", 1024),
                     tenantLong(name, f, "max_memory_bytes", Long.MAX_VALUE),
-                    regions("tenant." + name + ".shm_regions", f.getOrDefault("shm_regions", ""))));
+                    regions("tenant." + name + ".shm_regions", f.getOrDefault("shm_regions", "")),
+                    (int) tenantLong(name, f, "gpu_share", 100)));
         }
         return out;
     }
@@ -227,6 +228,15 @@ public final class ApplianceConfig {
             throw new IllegalArgumentException("config key 'tenant." + tenant + "." + field + "' = '" + v
                     + "' must be a whole number from 0 (no limit) to " + max);
         }
+    }
+
+    /**
+     * {@code scheduler.tenant_gpu_share}: the percentage of all GPU slots (GPUs × max_sessions_per_gpu) one
+     * tenant's sessions may hold at once when two or more tenants are configured (tenant.NAME.gpu_share
+     * overrides it per tenant); with one tenant or none there is nobody to share with.
+     */
+    public int tenantGpuSharePercent() {
+        return tenants().size() >= 2 ? (int) longValue("scheduler.tenant_gpu_share", 1, 100) : 100;
     }
 
     /** {@code control.max_handshakes}: connections awaiting their HELLO, in all. */

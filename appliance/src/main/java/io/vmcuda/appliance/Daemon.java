@@ -115,6 +115,9 @@ public final class Daemon implements AutoCloseable {
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl")), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);
+        int totalSlots = inventory.gpus().size() * config.schedulerConfig().maxSessionsPerGpu();
+        int defaultShare = config.tenantGpuSharePercent();
+        sessions.useTenantShares(t -> t.gpuSlots(totalSlots, defaultShare));
         if (config.cacheModuleBytes() > 0) {
             BinaryCache.deleteTree(stateDir.resolve("lend")); // loans of a previous run
             sessions.useModuleCache(new ModuleCache(stateDir.resolve("modules"),

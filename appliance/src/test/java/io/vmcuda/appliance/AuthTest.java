@@ -188,6 +188,27 @@ class AuthTest {
                 "2".repeat(64), "tenant.b.max_memory_bytes", "4096")).tenants().size());
     }
 
+    /** One tenant cannot hold every GPU slot once there is another: each gets a share (default 50 %). */
+    @Test
+    void gpuSharesDefaultToHalfWhenTenantsShare() {
+        ApplianceConfig base = ApplianceConfig.defaultsOnly();
+        assertEquals(100, base.tenantGpuSharePercent(), "nobody to share with");
+        assertEquals(100, base.with(Map.of("tenant.a.token_sha256", "1".repeat(64))).tenantGpuSharePercent());
+        ApplianceConfig two = base.with(Map.of("tenant.a.token_sha256", "1".repeat(64), "tenant.b.token_sha256",
+                "2".repeat(64), "tenant.b.gpu_share", "75"));
+        assertEquals(50, two.tenantGpuSharePercent());
+        io.vmcuda.appliance.auth.Tenant a = two.tenants().get(0), b = two.tenants().get(1);
+        // 2 GPUs x 16 sessions per GPU = 32 slots
+        assertEquals(16, a.gpuSlots(32, two.tenantGpuSharePercent()));
+        assertEquals(24, b.gpuSlots(32, two.tenantGpuSharePercent()));
+        assertEquals(1, a.gpuSlots(1, 50), "at least one slot");
+        assertEquals(0, io.vmcuda.appliance.auth.Tenant.ANONYMOUS.gpuSlots(32, 50), "the open appliance has no cap");
+        assertThrows(IllegalArgumentException.class, () -> base.with(Map.of(
+                "tenant.a.token_sha256", "0".repeat(64), "tenant.a.gpu_share", "101")));
+        assertThrows(IllegalArgumentException.class, () -> base.with(Map.of("scheduler.tenant_gpu_share", "0",
+                "tenant.a.token_sha256", "1".repeat(64), "tenant.b.token_sha256", "2".repeat(64))).tenantGpuSharePercent());
+    }
+
     @Test
     void proofsAreCheckedAgainstTheChallenge() {
         Authenticator a = new Authenticator(ApplianceConfig.defaultsOnly()

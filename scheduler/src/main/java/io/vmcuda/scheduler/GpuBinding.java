@@ -10,10 +10,21 @@ import java.util.stream.Collectors;
  */
 public final class GpuBinding {
     private final List<GpuInfo> gpus;
+    private final String owner;
     private final AtomicBoolean released = new AtomicBoolean();
 
     GpuBinding(List<GpuInfo> gpus) {
+        this(gpus, null);
+    }
+
+    GpuBinding(List<GpuInfo> gpus, String owner) {
         this.gpus = List.copyOf(gpus);
+        this.owner = owner;
+    }
+
+    /** Whose share of the GPU slots this binding counts against (a tenant), or null. */
+    String owner() {
+        return owner;
     }
 
     public List<GpuInfo> gpus() {

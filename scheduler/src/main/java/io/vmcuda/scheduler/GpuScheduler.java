@@ -16,6 +16,9 @@ import java.util.concurrent.TimeUnit;
  * {@code maxSessionsPerGpu} sessions, chosen by the configured {@link PlacementPolicy}.
  * Requests that cannot be served wait in strict FIFO order (a later small request never overtakes an
  * earlier one, so large requests cannot starve) until a release makes room or the queue timeout passes.
+ * A request may name an owner (a tenant) and a cap on the slots that owner may hold at once, its share:
+ * a request that would take its owner past the share waits without holding up the requests of others
+ * behind it, so that one tenant cannot hold every slot while another waits.
  * Requests complete asynchronously so the daemon's network threads never block on the queue.
  */
 public final class GpuScheduler {
@@ -29,6 +32,7 @@ public final class GpuScheduler {
     private final long[] lastAssignedSeq;
     private long assignSeq;
     private final Deque<Waiter> queue = new ArrayDeque<>();
+    private final java.util.Map<String, Integer> heldByOwner = new java.util.HashMap<>();
 
     /** @param timer runs queue timeouts; shared with the caller, not shut down here */
     public GpuScheduler(GpuInventory inventory, SchedulerConfig config, ScheduledExecutorService timer) {
@@ -54,22 +58,32 @@ public final class GpuScheduler {
      * request. With zero GPUs in the inventory it completes at once with an empty binding.
      */
     public CompletableFuture<GpuBinding> acquire(int count) {
+        return acquire(count, null, 0);
+    }
+
+    /**
+     * As {@link #acquire(int)}, counted against {@code owner}'s share: at most {@code ownerSlots} slots
+     * (one per GPU per session) held by the owner's sessions at once; {@code ownerSlots <= 0}: no cap.
+     */
+    public CompletableFuture<GpuBinding> acquire(int count, String owner, int ownerSlots) {
         if (count < 1) throw new IllegalArgumentException("count must be >= 1");
         if (gpus.isEmpty()) return CompletableFuture.completedFuture(new GpuBinding(List.of()));
         if (count > gpus.size()) {
             return CompletableFuture.failedFuture(new NoGpuAvailableException(
                     "requested " + count + " GPUs, this appliance has " + gpus.size()));
         }
-        Waiter w = new Waiter(count);
-        GpuBinding granted = null;
+        if (owner != null && ownerSlots > 0 && count > ownerSlots) {
+            return CompletableFuture.failedFuture(new NoGpuAvailableException(
+                    "requested " + count + " GPUs, more than the " + ownerSlots + " GPU slot(s) of the share of " + owner));
+        }
+        Waiter w = new Waiter(count, owner, ownerSlots);
+        List<Grant> grants;
         synchronized (this) {
-            if (queue.isEmpty()) granted = tryPlace(count);
-            if (granted == null) queue.addLast(w);
+            queue.addLast(w);
+            grants = drainQueue();
         }
-        if (granted != null) {
-            w.future.complete(granted);
-            return w.future;
-        }
+        complete(grants);
+        if (w.future.isDone()) return w.future;
         w.timeout = timer.schedule(() -> expire(w), config.queueTimeout().toNanos(), TimeUnit.NANOSECONDS);
         // withdraw from the queue when the caller cancels (e.g. the client hung up while waiting)
         w.future.whenComplete((b, e) -> {
@@ -84,6 +98,8 @@ public final class GpuScheduler {
         List<Grant> grants;
         synchronized (this) {
             for (GpuInfo g : binding.gpus()) activeSessions[g.index()]--;
+            if (binding.owner() != null)
+                heldByOwner.computeIfPresent(binding.owner(), (o, n) -> n <= binding.gpus().size() ? null : n - binding.gpus().size());
             grants = drainQueue();
         }
         complete(grants);
@@ -122,12 +138,30 @@ public final class GpuScheduler {
         complete(grants);
     }
 
+    /** Slots the owner's sessions hold now (for /status and the tests). */
+    public synchronized int heldBy(String owner) {
+        return heldByOwner.getOrDefault(owner, 0);
+    }
+
+    private boolean overShare(Waiter w) {
+        return w.owner != null && w.ownerSlots > 0 && heldByOwner.getOrDefault(w.owner, 0) + w.count > w.ownerSlots;
+    }
+
+    /**
+     * Places queued requests in order. A request past its owner's share is passed over (it waits for its
+     * own owner's sessions to end, which no one else's request can hasten); among the others the order is
+     * strict: the first that does not fit stops the drain.
+     */
     private List<Grant> drainQueue() {
         List<Grant> grants = new ArrayList<>();
-        while (!queue.isEmpty()) {
-            GpuBinding b = tryPlace(queue.peekFirst().count);
+        for (java.util.Iterator<Waiter> it = queue.iterator(); it.hasNext(); ) {
+            Waiter w = it.next();
+            if (overShare(w)) continue;
+            GpuBinding b = tryPlace(w.count, w.owner);
             if (b == null) break;
-            grants.add(new Grant(queue.pollFirst(), b));
+            it.remove();
+            if (w.owner != null) heldByOwner.merge(w.owner, w.count, Integer::sum);
+            grants.add(new Grant(w, b));
         }
         return grants;
     }
@@ -143,7 +177,7 @@ public final class GpuScheduler {
     }
 
     /** Takes slots on {@code count} distinct GPUs if that many have room; null otherwise. */
-    private GpuBinding tryPlace(int count) {
+    private GpuBinding tryPlace(int count, String owner) {
         List<PlacementPolicy.GpuLoad> free = new ArrayList<>();
         for (GpuInfo g : gpus) {
             int i = g.index();
@@ -161,7 +195,7 @@ public final class GpuScheduler {
             chosen.add(gpuByIndex(l.index()));
         }
         chosen.sort(Comparator.comparingInt(GpuInfo::index));
-        return new GpuBinding(chosen);
+        return new GpuBinding(chosen, owner);
     }
 
     private GpuInfo gpuByIndex(int index) {
@@ -172,6 +206,10 @@ public final class GpuScheduler {
     }
 
     private String timeoutMessage(Waiter w) {
+        if (overShare(w)) {
+            return "no GPU within " + format(config.queueTimeout()) + ": the sessions of " + w.owner + " hold "
+                    + heldByOwner.getOrDefault(w.owner, 0) + " of the " + w.ownerSlots + " GPU slot(s) of its share";
+        }
         int atLimit = 0;
         for (int n : activeSessions) {
             if (n >= config.maxSessionsPerGpu()) atLimit++;
@@ -198,11 +236,15 @@ public final class GpuScheduler {
 
     private static final class Waiter {
         final int count;
+        final String owner;
+        final int ownerSlots;
         final CompletableFuture<GpuBinding> future = new CompletableFuture<>();
         volatile ScheduledFuture<?> timeout;
 
-        Waiter(int count) {
+        Waiter(int count, String owner, int ownerSlots) {
             this.count = count;
+            this.owner = owner;
+            this.ownerSlots = ownerSlots;
         }
     }
 

@@ -129,6 +129,41 @@ class GpuSchedulerTest {
     }
 
     @Test
+    void aTenantAtItsShareWaitsWithoutHoldingUpOthers() throws Exception {
+        // one GPU, four slots; tenant A may hold two of them at once
+        GpuScheduler s = scheduler(new FakeInventory(1), PlacementPolicy.LEAST_LOADED, 4, NEVER);
+        GpuBinding a1 = now(s.acquire(1, "tenant 'a'", 2));
+        now(s.acquire(1, "tenant 'a'", 2));
+        CompletableFuture<GpuBinding> a3 = s.acquire(1, "tenant 'a'", 2);
+        assertFalse(a3.isDone(), "a third session of A must wait: A holds its share");
+        assertEquals(2, s.heldBy("tenant 'a'"));
+        // B's requests come after A's waiting one and still get the free slots
+        now(s.acquire(1, "tenant 'b'", 2));
+        GpuBinding b2 = now(s.acquire(1, "tenant 'b'", 2));
+        assertFalse(a3.isDone());
+        // the GPU is full now; a slot B frees goes to nobody (A is still at its share)...
+        s.release(b2);
+        assertFalse(a3.isDone());
+        // ...and one of A's own sessions ending lets A's waiting one in
+        s.release(a1);
+        assertEquals(List.of(0), indexes(a3.get(30, TimeUnit.SECONDS)));
+        assertEquals(2, s.heldBy("tenant 'a'"));
+    }
+
+    @Test
+    void aShareTimeoutSaysWhoseShareIsFull() {
+        GpuScheduler s = scheduler(new FakeInventory(2), PlacementPolicy.LEAST_LOADED, 1, Duration.ofMillis(50));
+        now(s.acquire(1, "tenant 'a'", 1));
+        CompletableFuture<GpuBinding> second = s.acquire(1, "tenant 'a'", 1);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> second.get(30, TimeUnit.SECONDS));
+        assertEquals("no GPU within 50 ms: the sessions of tenant 'a' hold 1 of the 1 GPU slot(s) of its share",
+                e.getCause().getMessage());
+        // a request larger than the share can never be served: refused at once
+        CompletableFuture<GpuBinding> big = s.acquire(2, "tenant 'a'", 1);
+        assertTrue(big.isCompletedExceptionally());
+    }
+
+    @Test
     void releasingTwiceDoesNotFreeAnotherSessionsSlot() {
         GpuScheduler s = scheduler(new FakeInventory(1), PlacementPolicy.LEAST_LOADED, 1, NEVER);
         GpuBinding a = now(s.acquire(1));

@@ -63,6 +63,8 @@ public final class SessionManager implements WorkerEvents {
     private final ConcurrentHashMap<String, Integer> perTenant = new ConcurrentHashMap<>();
     private volatile boolean stopping;
     private volatile SessionModules modules; // null: no module cache
+    /** GPU slots a tenant's sessions may hold at once (0: no cap); see useTenantShares */
+    private volatile java.util.function.ToIntFunction<Tenant> tenantSlots = t -> 0;
 
     public SessionManager(GpuScheduler scheduler, WorkerLauncher launcher, Path sessionsDir, SessionRecordLog records,
                           DaemonMetrics metrics, Refusals refusals, ScheduledExecutorService timer, Executor blocking,
@@ -85,6 +87,14 @@ public final class SessionManager implements WorkerEvents {
      */
     public void useModuleCache(io.vmcuda.appliance.cache.ModuleCache cache, Path lendRoot) {
         this.modules = new SessionModules(cache, lendRoot, blocking, metrics);
+    }
+
+    /**
+     * Caps each tenant's sessions to {@code slots.applyAsInt(tenant)} GPU slots at once (one slot: one GPU of
+     * one session; 0: no cap), so that one tenant cannot take every slot while another's sessions wait.
+     */
+    public void useTenantShares(java.util.function.ToIntFunction<Tenant> slots) {
+        this.tenantSlots = slots;
     }
 
     /** Sessions whose worker is starting or running. */
@@ -145,7 +155,8 @@ public final class SessionManager implements WorkerEvents {
             refusals.refuse(client, sessionCapMessage(tenant));
             return;
         }
-        CompletableFuture<GpuBinding> request = scheduler.acquire(gpusWanted);
+        CompletableFuture<GpuBinding> request = scheduler.acquire(gpusWanted, "tenant '" + tenant.name() + "'",
+                tenantSlots.applyAsInt(tenant));
         // a client that hangs up while queued withdraws its request
         client.closeFuture().addListener(f -> request.cancel(false));
         request.whenComplete((binding, error) -> {
