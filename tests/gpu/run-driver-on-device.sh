@@ -15,6 +15,8 @@
 #               rt_static: native vs vmcuda over the ring and over TCP, stdout and exit code must match
 #   libs        the library programs (static and -cudart shared variants): native vs vmcuda
 #   frameworks  tests/gpu/framework_smoke.py with PyTorch and CuPy: native vs vmcuda
+#   probes      tests/gpu/framework_probe.py (PyTorch, CuPy, JAX, NVML; issue 16), probe by probe, with the
+#               timing of a GPT-style step: a survey, not counted in RESULT (only when named in SECTIONS)
 #   (PROGRAMS="NAME..." runs only those programs of the sections chosen; VMCUDA_TRACE=all traces every
 #   driver call of the vmcuda runs on their stderr, in diffs.txt for failures; the default is "errors")
 #   bench       bench_cublas (SGEMM 4096, 10,000 small SGEMMs, start-up) native vs vmcuda (ring, TCP),
@@ -187,6 +189,26 @@ if want frameworks; then
     say "== frameworks: native vs vmcuda (ring, tcp)"
     for fw in torch cupy; do
         compare "framework_$fw" python3 "$REPO/tests/gpu/framework_smoke.py" "$fw"
+    done
+fi
+
+if want probes; then
+    say ""
+    say "== framework probes (tests/gpu/framework_probe.py, issue 16; not counted in RESULT): native vs vmcuda over the ring"
+    for fw in ${PROBE_FRAMEWORKS:-torch cupy jax nvml}; do
+        run_prog native "$WORK/native" "probe_$fw" python3 -X faulthandler "$REPO/tests/gpu/framework_probe.py" "$fw"
+        run_prog ring "$WORK/ring" "probe_$fw" python3 -X faulthandler "$REPO/tests/gpu/framework_probe.py" "$fw"
+        cp "$WORK/ring/probe_$fw.err" "$OUT/probe_$fw-vmcuda.err" 2>/dev/null
+        say "  $fw: native exit $(cat "$WORK/native/probe_$fw.rc") in $(cat "$WORK/native/probe_$fw.t") s, vmcuda exit $(cat "$WORK/ring/probe_$fw.rc") in $(cat "$WORK/ring/probe_$fw.t") s"
+        # one line per probe of the native run: the same line through vmcuda, or what vmcuda printed instead
+        awk -F': ' 'NR == FNR { v[$1] = $0; next } { k = $1; if (!(k in v)) print "    DIFF  " $0 "  <>  vmcuda: (nothing)"; else if (v[k] == $0) print "    same  " $0; else print "    DIFF  " $0 "  <>  vmcuda: " v[k] }' \
+            "$WORK/ring/probe_$fw.out" "$WORK/native/probe_$fw.out" | cut -c1-400 | tee -a "$SUMMARY"
+        for key in $(grep -h '^time ' "$WORK/native/probe_$fw.err" | awk '{print $2}'); do
+            n="$(grep -h "^time $key " "$WORK/native/probe_$fw.err" | awk '{print $3}')"
+            v="$(grep -h "^time $key " "$WORK/ring/probe_$fw.err" | awk '{print $3}')"
+            say "    time $key: native $n, vmcuda ${v:-(none)}$( [ -n "$v" ] && awk -v a="$n" -v b="$v" 'BEGIN { printf ", ratio %.2f", b / a }')"
+        done
+        grep -h "^vmcuda: " "$WORK/ring/probe_$fw.err" | sort | uniq | head -15 | sed 's/^/    vmcuda said: /' | tee -a "$SUMMARY"
     done
 fi
 
