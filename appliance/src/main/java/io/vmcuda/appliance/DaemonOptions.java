@@ -18,6 +18,8 @@ public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, P
             "usage: vmcudad [--listen HOST:PORT] [--admin HOST:PORT] [--state-dir DIR] [--config FILE]",
             "               [--worker-lib-dir DIR] [--insecure]",
             "       vmcudad --hash-token [TOKEN] | --new-token | --version | --help",
+            "       vmcudad cache seed [--state-dir DIR] [--config FILE] FILE...   (CUDA libraries' module images,",
+            "                    public in the module cache: appliance/CONFIG.md \"Module cache\")",
             "  --listen          client port (default 127.0.0.1:7070)",
             "  --admin           HTTP status/metrics port (default 127.0.0.1:7071)",
             "  --state-dir       binary cache, session logs, worker socket (default ./vmcuda-state)",

@@ -35,6 +35,10 @@ public final class Vmcudad {
             System.out.println(io.vmcuda.appliance.auth.Authenticator.hashToken(token.strip()));
             return;
         }
+        if (args.length >= 2 && args[0].equals("cache") && args[1].equals("seed")) {
+            System.exit(CacheSeed.run(args, System.out, System.err));
+            return;
+        }
         if (args.length >= 1 && args[0].equals("--new-token")) {
             String token = io.vmcuda.appliance.auth.Authenticator.generateToken();
             System.out.println("token (give it to the tenant's clients: VMCUDA_TOKEN or 'token =' in client.conf):");

@@ -56,6 +56,69 @@ class ModuleCacheTest {
         assertTrue(c.admit(h, image.length, "carol", dir.resolve("offers")).contains("not a regular file"));
     }
 
+    /** A fat binary as the CUDA toolchain lays one out: magic, version, header size, payload size, payload. */
+    private static byte[] fatbin(int payload, int fill) {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(16 + payload).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        b.putInt(0xba55ed50).putShort((short) 1).putShort((short) 16).putLong(payload);
+        while (b.hasRemaining()) b.put((byte) fill);
+        return b.array();
+    }
+
+    /** A 64-bit ELF file whose only content is a .nv_fatbin section holding the given bytes. */
+    private static byte[] elfWithFatbinSection(byte[] section) {
+        byte[] names = "\0.shstrtab\0.nv_fatbin\0".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+        int dataAt = 64, namesAt = dataAt + section.length, shAt = (namesAt + names.length + 7) & ~7;
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(shAt + 3 * 64).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        b.put(new byte[] {0x7f, 'E', 'L', 'F', 2, 1, 1}).position(16);
+        b.putShort((short) 3).putShort((short) 62).putInt(1).putLong(0).putLong(0).putLong(shAt).putInt(0)
+         .putShort((short) 64).putShort((short) 0).putShort((short) 0).putShort((short) 64).putShort((short) 3)
+         .putShort((short) 1);
+        b.put(dataAt, section).put(namesAt, names);
+        int[][] headers = {{0, 0, 0, 0}, {1, 3, namesAt, names.length}, {11, 1, dataAt, section.length}};
+        for (int i = 0; i < 3; i++) {
+            int at = shAt + 64 * i;
+            b.putInt(at, headers[i][0]).putInt(at + 4, headers[i][1]).putLong(at + 0x18, headers[i][2])
+             .putLong(at + 0x20, headers[i][3]);
+        }
+        return b.array();
+    }
+
+    /** vmcudad cache seed: the fat binaries of a CUDA library become entries every tenant may use. */
+    @Test
+    void seededLibraryImagesServeEveryTenant() throws Exception {
+        byte[] first = fatbin(37, 1), second = fatbin(64, 2); // the first is padded to 8 bytes in the section
+        byte[] section = new byte[56 + second.length];
+        System.arraycopy(first, 0, section, 0, first.length);
+        System.arraycopy(second, 0, section, 56, second.length);
+        Path lib = dir.resolve("libfake.so");
+        Files.write(lib, elfWithFatbinSection(section));
+        assertEquals(java.util.List.of(new io.vmcuda.appliance.cache.ModuleImages.Image(64, 53),
+                new io.vmcuda.appliance.cache.ModuleImages.Image(64 + 56, 80)), io.vmcuda.appliance.cache.ModuleImages.in(lib));
+
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(), err = new java.io.ByteArrayOutputStream();
+        int status = CacheSeed.run(new String[] {"cache", "seed", "--state-dir", dir.toString(), lib.toString()},
+                new java.io.PrintStream(out), new java.io.PrintStream(err));
+        assertEquals(0, status, err.toString());
+        assertTrue(out.toString().contains("2 module image(s), 133 bytes"), out.toString());
+        ModuleCache c = new ModuleCache(dir.resolve("modules"), 1 << 20, Set.of());
+        assertTrue(c.lookup(sha(first), first.length, "dave").isPresent(), "seeded: any tenant, no upload");
+        assertTrue(c.lookup(sha(second), second.length, "erin").isPresent());
+
+        // a file with no CUDA images, a damaged section: said so, nothing stored, no exception
+        Path text = dir.resolve("notes.txt");
+        Files.writeString(text, "not a library");
+        Path cut = dir.resolve("libcut.so");
+        byte[] damaged = elfWithFatbinSection(section);
+        java.nio.ByteBuffer.wrap(damaged).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(64 + 8, 1L << 40);
+        Files.write(cut, damaged);
+        err.reset();
+        status = CacheSeed.run(new String[] {"cache", "seed", "--state-dir", dir.toString(), text.toString(), cut.toString()},
+                new java.io.PrintStream(out), new java.io.PrintStream(err));
+        assertEquals(1, status);
+        assertTrue(err.toString().contains("notes.txt: no module images"), err.toString());
+        assertTrue(err.toString().contains("libcut.so: no module images"), err.toString());
+    }
+
     @Test
     void publicHashesServeEveryTenant() throws Exception {
         byte[] image = "a library everyone loads".getBytes();

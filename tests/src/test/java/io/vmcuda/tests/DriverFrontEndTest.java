@@ -54,6 +54,13 @@ class DriverFrontEndTest {
         return env;
     }
 
+    /** The daemon's config for workers that use CI's stand-in driver (the test is skipped without it). */
+    private Map<String, String> standInConfig() {
+        Path fake = driverDir.resolve("libfakecuda.so");
+        assumeTrue(Files.isRegularFile(fake), "no " + fake);
+        return Map.of("worker.extra_env", "VMCUDA_WORKER_LIBCUDA=" + fake, "worker.cuda_lib_dirs", cudaLib + ":" + driverDir);
+    }
+
     private ProgramRunner.Result viaVmcuda(DaemonProcess d, String program, String transport) throws Exception {
         return ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
                 "127.0.0.1:" + d.port, "--", driverDir.resolve(program).toString()), env(d, transport), driverDir,
@@ -90,11 +97,7 @@ class DriverFrontEndTest {
 
     @Test
     void againstTheStandInDriverEveryCheckRunsToTheEnd() throws Exception {
-        Path fake = driverDir.resolve("libfakecuda.so");
-        assumeTrue(Files.isRegularFile(fake), "no " + fake);
-        Map<String, String> config = Map.of(
-                "worker.extra_env", "VMCUDA_WORKER_LIBCUDA=" + fake,
-                "worker.cuda_lib_dirs", cudaLib + ":" + driverDir);
+        Map<String, String> config = standInConfig();
         String drvExpected = Files.readString(root.resolve("tests/driver/drv_api.expected"));
         String rtExpected = Files.readString(root.resolve("tests/driver/rt_static.expected"));
         try (DaemonProcess d = DaemonProcess.start(root, work, config, null, "daemon-standin.log")) {
@@ -156,6 +159,28 @@ class DriverFrontEndTest {
             String corrected = Files.readString(hashes);
             for (String line : lines.split("\n"))
                 assertTrue(corrected.endsWith(line + "\n") || corrected.contains(line + "\n"), "not corrected: " + line + " in\n" + corrected);
+        }
+    }
+
+    /**
+     * vmcudad cache seed: the operator puts a CUDA binary's module images into the module cache for every
+     * tenant, and a tenant that never uploaded them runs the program without sending any: the seed finds
+     * the very images (and hashes) the client asks for.
+     */
+    @Test
+    void seededModuleImagesAreNotSentEvenTheFirstTime() throws Exception {
+        Map<String, String> config = standInConfig();
+        try (DaemonProcess d = DaemonProcess.start(root, work, config, null, "daemon-seeded.log")) {
+            ProgramRunner.Result seed = ProgramRunner.run(List.of(root.resolve("bin/vmcudad").toString(), "cache", "seed",
+                    "--state-dir", d.stateDir.toString(), driverDir.resolve("rt_static").toString()), Map.of(), work,
+                    work.resolve("seed-" + d.port));
+            assertEquals(0, seed.exitCode(), seed.describe());
+            assertTrue(seed.stdout().contains("module image(s)"), seed.describe());
+            ProgramRunner.Result rt = viaVmcuda(d, "rt_static", "tcp");
+            assertEquals(Files.readString(root.resolve("tests/driver/rt_static.expected")), rt.stdout(), rt.describe());
+            String logs = workerLogs(d);
+            assertTrue(logs.contains("from the appliance's cache"), logs);
+            assertFalse(logs.contains("received from the client"), "nothing sent: " + logs);
         }
     }
 

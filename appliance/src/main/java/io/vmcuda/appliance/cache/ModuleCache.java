@@ -42,6 +42,9 @@ public final class ModuleCache {
     static final String IMAGE = "image";
     static final String TENANTS = "tenants";
     private static final String STAGING_PREFIX = ".tmp-";
+    /** The owner of entries the operator seeded (vmcudad cache seed): every tenant may use them. Tenant
+     *  names are letters, digits, _ and -, so no tenant can be called this. */
+    static final String PUBLIC_OWNER = "(public)";
 
     private final Path dir;
     private final long budgetBytes;
@@ -62,7 +65,8 @@ public final class ModuleCache {
         Path image = SHA256_HEX.matcher(sha256).matches() ? dir.resolve(sha256).resolve(IMAGE) : null;
         try {
             if (image != null && Files.isRegularFile(image, LinkOption.NOFOLLOW_LINKS) && Files.size(image) == size
-                    && (publicHashes.contains(sha256) || owners(sha256).contains(tenant))) {
+                    && (publicHashes.contains(sha256) || owners(sha256).contains(tenant)
+                        || owners(sha256).contains(PUBLIC_OWNER))) {
                 Files.setLastModifiedTime(image, FileTime.fromMillis(System.currentTimeMillis())); // recently used
                 return Optional.of(image);
             }
@@ -115,6 +119,37 @@ public final class ModuleCache {
             throw new IllegalStateException("every Java runtime has SHA-256", e);
         } finally {
             BinaryCache.deleteTree(staging);
+        }
+    }
+
+    /**
+     * Admits {@code image} of {@code file} as an entry every tenant may use (the operator's own copies of
+     * the CUDA libraries: vmcudad cache seed). Returns its SHA-256; throws with the reason it was refused.
+     */
+    public String seedPublic(Path file, ModuleImages.Image image) throws IOException {
+        Path staging = Files.createTempFile(dir, STAGING_PREFIX + "seed-", "");
+        try {
+            MessageDigest md = MessageDigest.getInstance("SHA-256");
+            try (SeekableByteChannel in = Files.newByteChannel(file, StandardOpenOption.READ);
+                 java.io.OutputStream out = Files.newOutputStream(staging)) {
+                in.position(image.offset());
+                InputStream limited = new BoundedInputStream(Channels.newInputStream(in), image.length());
+                byte[] buf = new byte[1 << 16];
+                long copied = 0;
+                for (int n; (n = limited.read(buf)) > 0; copied += n) {
+                    md.update(buf, 0, n);
+                    out.write(buf, 0, n);
+                }
+                if (copied != image.length()) throw new IOException("short read at offset " + image.offset());
+            }
+            String sha = HexFormat.of().formatHex(md.digest());
+            String refused = admit(sha, image.length(), PUBLIC_OWNER, staging);
+            if (refused != null) throw new IOException(refused);
+            return sha;
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every Java runtime has SHA-256", e);
+        } finally {
+            Files.deleteIfExists(staging);
         }
     }
 
