@@ -16,6 +16,7 @@
 #include "vmc_drv_api.h"
 #include "worker.h"
 #include "worker_driver.h"
+#include "worker_quota.h"
 #include <cudaTypedefs.h>
 
 extern cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
@@ -154,6 +155,18 @@ static void release(void *p) {
     pthread_mutex_unlock(&lock);
 }
 
+/* For worker_quota_arrays.c (worker_quota.h): the same accounting under other keys. */
+int vmc_w_quota_reserve(uint64_t bytes) { return reserve(bytes); }
+void vmc_w_quota_unreserve(uint64_t bytes) { unreserve(bytes); }
+void vmc_w_quota_track(uintptr_t key, uint64_t bytes) { track((void *)key, bytes); }
+void vmc_w_quota_release(uintptr_t key) { release((void *)key); }
+void vmc_w_quota_settle(int allocated, uintptr_t key, uint64_t bytes) {
+    if (allocated && key)
+        track((void *)key, bytes);
+    else
+        unreserve(bytes);
+}
+
 /* The quota says no: fail the way the GPU does when it is full, without allocating anything. */
 static cudaError_t refuse(const char *call, uint64_t bytes) {
     pthread_mutex_lock(&lock);
@@ -167,6 +180,24 @@ static cudaError_t refuse(const char *call, uint64_t bytes) {
         st = cudaErrorMemoryAllocation;
     }
     return st;
+}
+
+cudaError_t vmc_w_quota_refuse(const char *call, uint64_t bytes) { return refuse(call, bytes); }
+
+cudaError_t vmc_w_quota_settle_pitched(const char *call, cudaError_t st, void **ptr, uint64_t want, uint64_t got) {
+    if (st != cudaSuccess || !ptr || !*ptr) {
+        unreserve(want);
+        return st;
+    }
+    if (got > want && !reserve(got - want)) {
+        /* the padded rows do not fit: give it back and fail as the GPU would */
+        cudaFree(*ptr);
+        *ptr = NULL;
+        unreserve(want);
+        return refuse(call, got);
+    }
+    track(*ptr, got > want ? got : want);
+    return cudaSuccess;
 }
 
 static enum vmc_w_result serve_malloc(struct vmc_wcall *wc) {
@@ -186,10 +217,7 @@ static enum vmc_w_result serve_malloc(struct vmc_wcall *wc) {
         st = wc->id == VMC_API_cudaMalloc ? cudaMalloc(devPtr, size)
              : wc->id == VMC_API_cudaMallocAsync ? cudaMallocAsync(devPtr, size, stream)
                                                  : cudaMallocAsync_ptsz(devPtr, size, stream);
-        if (st == cudaSuccess && devPtr)
-            track(*devPtr, size);
-        else
-            unreserve(size);
+        vmc_w_quota_settle(st == cudaSuccess && devPtr, devPtr ? (uintptr_t)*devPtr : 0, size);
     }
     vmc_w_reply_status(wc, st);
     vmc_w_reply_pointee(wc, devPtr, sizeof v);
@@ -214,18 +242,9 @@ static enum vmc_w_result serve_malloc_pitch(struct vmc_wcall *wc) {
     } else {
         st = cudaMallocPitch(devPtr, pitch, width, height);
         uint64_t got = want;
-        if (st == cudaSuccess && devPtr && pitch && !__builtin_mul_overflow((uint64_t)*pitch, (uint64_t)height, &got) &&
-            got > want && !reserve(got - want)) {
-            /* the padded rows do not fit: give it back and fail as the GPU would */
-            cudaFree(*devPtr);
-            *devPtr = NULL;
-            unreserve(want);
-            st = refuse("cudaMallocPitch", got);
-        } else if (st == cudaSuccess && devPtr) {
-            track(*devPtr, got > want ? got : want);
-        } else {
-            unreserve(want);
-        }
+        if (st == cudaSuccess && pitch && __builtin_mul_overflow((uint64_t)*pitch, (uint64_t)height, &got))
+            got = UINT64_MAX;
+        st = vmc_w_quota_settle_pitched("cudaMallocPitch", st, devPtr, want, got);
     }
     vmc_w_reply_status(wc, st);
     vmc_w_reply_pointee(wc, devPtr, sizeof v);
@@ -400,7 +419,7 @@ int vmc_w_quota_intercept(struct vmc_wcall *wc, enum vmc_w_result *r) {
         *r = serve_drv_free(wc);
         return 1;
     default:
-        return 0;
+        return vmc_w_quota_intercept_arrays(wc, r);
     }
 }
 

@@ -3,7 +3,7 @@
  * cudaErrorMemoryAllocation), frees give bytes back, pitch padding is counted, overflowing sizes are
  * refused, thousands of allocations in and out leave nothing counted, and cudaDeviceReset clears all.
  * The driver API's allocations (cuMemAlloc...) count against the same quota, refused with the driver's
- * CUDA_ERROR_OUT_OF_MEMORY. */
+ * CUDA_ERROR_OUT_OF_MEMORY; so do CUDA arrays and cudaMalloc3D (worker_quota_arrays.c). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +57,27 @@ cudaError_t cudaFree(void *p) { return gpu_free(p); }
 cudaError_t cudaFreeAsync(void *p, cudaStream_t s) { (void)s; return gpu_free(p); }
 cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) { (void)s; return gpu_free(p); }
 
+/* arrays: the handle is an allocation of width x height x depth elements, as the quota counts them */
+static cudaError_t array_alloc(void **handle, uint64_t n) { return gpu_alloc(handle, (size_t)n); }
+static uint64_t elem_of(const struct cudaChannelFormatDesc *d) { return (uint64_t)(d->x + d->y + d->z + d->w) / 8; }
+cudaError_t cudaMallocArray(cudaArray_t *a, const struct cudaChannelFormatDesc *d, size_t w, size_t h, unsigned f) {
+    (void)f; return array_alloc((void **)a, w * (h ? h : 1) * elem_of(d));
+}
+cudaError_t cudaMalloc3DArray(cudaArray_t *a, const struct cudaChannelFormatDesc *d, struct cudaExtent e, unsigned f) {
+    (void)f; return array_alloc((void **)a, e.width * (e.height ? e.height : 1) * (e.depth ? e.depth : 1) * elem_of(d));
+}
+cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *a, const struct cudaChannelFormatDesc *d, struct cudaExtent e,
+                                     unsigned levels, unsigned f) {
+    (void)levels; (void)f; return array_alloc((void **)a, e.width * (e.height ? e.height : 1) * elem_of(d));
+}
+cudaError_t cudaMalloc3D(struct cudaPitchedPtr *p, struct cudaExtent e) {
+    size_t pitch = (e.width + 127) & ~(size_t)127;
+    p->pitch = pitch; p->xsize = e.width; p->ysize = e.height;
+    return gpu_alloc(&p->ptr, pitch * (e.height ? e.height : 1) * (e.depth ? e.depth : 1));
+}
+cudaError_t cudaFreeArray(cudaArray_t a) { return gpu_free(a); }
+cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t a) { return gpu_free(a); }
+
 /* ---- the simulated driver (what worker_driver.c resolves in NVIDIA's libcuda) ---- */
 static uint64_t driver_allocs;
 static CUresult drv_alloc(CUdeviceptr *p, size_t n) {
@@ -75,6 +96,11 @@ static CUresult drv_alloc_pitch(CUdeviceptr *p, size_t *pitch, size_t w, size_t 
 }
 static CUresult drv_free(CUdeviceptr p) { return gpu_free((void *)(uintptr_t)p) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
 static CUresult drv_free_async(CUdeviceptr p, CUstream s) { (void)s; return drv_free(p); }
+static CUresult drv_array(CUarray *a, const CUDA_ARRAY_DESCRIPTOR_v2 *d) {
+    driver_allocs++;
+    return gpu_alloc((void **)a, d->Width * d->Height * d->NumChannels * 4) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult drv_array_destroy(CUarray a) { return gpu_free(a) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
 void *vmc_w_drv_resolve(const char *name, int version, int per_thread) {
     (void)version; (void)per_thread;
     if (!strcmp(name, "cuMemAlloc")) return (void *)drv_alloc;
@@ -83,6 +109,8 @@ void *vmc_w_drv_resolve(const char *name, int version, int per_thread) {
     if (!strcmp(name, "cuMemAllocFromPoolAsync")) return (void *)drv_alloc_pool;
     if (!strcmp(name, "cuMemFree")) return (void *)drv_free;
     if (!strcmp(name, "cuMemFreeAsync")) return (void *)drv_free_async;
+    if (!strcmp(name, "cuArrayCreate")) return (void *)drv_array;
+    if (!strcmp(name, "cuArrayDestroy")) return (void *)drv_array_destroy;
     return NULL;
 }
 CUresult vmc_w_drv_missing(const char *function) { (void)function; return CUDA_ERROR_NOT_SUPPORTED; }
@@ -239,6 +267,58 @@ int main(void) {
         CHECK((int)async_status == CUDA_SUCCESS && vmc_w_quota_used() == 0 && gpu_bytes == gpu_before);
         /* malformed: judged */
         CHECK(call(VMC_DRV_cuMemAlloc_v2, 0, 5, &hd) == VMC_W_BAD_ARGS && hd);
+    }
+    /* arrays count too: their elements' bytes, refused past the quota, given back when freed */
+    {
+        uint64_t gpu_before = gpu_bytes;
+        struct cudaChannelFormatDesc f4 = {32, 32, 32, 32, cudaChannelFormatKindFloat}; /* 16 bytes */
+        size_t w = 100, hgt = 100, len = 0;
+        unsigned flags = 0;
+        payload[len++] = 1; memset(payload + len, 0, 8); len += 8;
+        payload[len++] = 1; memcpy(payload + len, &f4, sizeof f4); len += sizeof f4;
+        memcpy(payload + len, &w, 8); len += 8;
+        memcpy(payload + len, &hgt, 8); len += 8;
+        memcpy(payload + len, &flags, 4); len += 4;
+        int ha;
+        CHECK(call(VMC_API_cudaMallocArray, 0, len, &ha) == VMC_W_DONE && ha);
+        CHECK(replied_status == cudaSuccess && vmc_w_quota_used() == 160000 && reply_len == 8);
+        void *arr; memcpy(&arr, reply_buf, 8);
+        /* 1000 x 100 float4 = 1.6 MB: past the quota, never reaches the GPU */
+        w = 1000;
+        memcpy(payload + 1 + 8 + 1 + sizeof f4, &w, 8);
+        allocs = gpu_allocs;
+        CHECK(call(VMC_API_cudaMallocArray, 0, len, &ha) == VMC_W_DONE && ha);
+        CHECK(replied_status == cudaErrorMemoryAllocation && gpu_allocs == allocs && vmc_w_quota_used() == 160000);
+        memcpy(payload, &arr, 8);
+        CHECK(call(VMC_API_cudaFreeArray, 0, 8, &ha) == VMC_W_DONE && ha);
+        CHECK(replied_status == cudaSuccess && vmc_w_quota_used() == 0 && gpu_bytes == gpu_before);
+        /* cudaMalloc3D: the pitched bytes count */
+        struct cudaExtent e = {100, 10, 10};
+        len = 0;
+        payload[len++] = 1; memset(payload + len, 0, sizeof(struct cudaPitchedPtr)); len += sizeof(struct cudaPitchedPtr);
+        memcpy(payload + len, &e, sizeof e); len += sizeof e;
+        CHECK(call(VMC_API_cudaMalloc3D, 0, len, &ha) == VMC_W_DONE && ha);
+        CHECK(replied_status == cudaSuccess && vmc_w_quota_used() == 128 * 100);
+        struct cudaPitchedPtr pp; memcpy(&pp, reply_buf, sizeof pp);
+        CHECK(do_free(VMC_API_cudaFree, pp.ptr, 0) == cudaSuccess && vmc_w_quota_used() == 0);
+        /* the driver's cuArrayCreate: refused with its own out-of-memory error past the quota */
+        CUDA_ARRAY_DESCRIPTOR_v2 d = {2000, 200, CU_AD_FORMAT_FLOAT, 1}; /* 1.6 MB */
+        len = 0;
+        payload[len++] = 1; memset(payload + len, 0, 8); len += 8;
+        payload[len++] = 1; memcpy(payload + len, &d, sizeof d); len += sizeof d;
+        uint64_t before = driver_allocs;
+        CHECK(call(VMC_DRV_cuArrayCreate_v2, 0, len, &ha) == VMC_W_DONE && ha);
+        CHECK((int)replied_status == CUDA_ERROR_OUT_OF_MEMORY && driver_allocs == before);
+        d.Width = 200; /* 160 KB */
+        memcpy(payload + 1 + 8 + 1, &d, sizeof d);
+        CHECK(call(VMC_DRV_cuArrayCreate_v2, 0, len, &ha) == VMC_W_DONE && ha);
+        CHECK((int)replied_status == CUDA_SUCCESS && vmc_w_quota_used() == 160000);
+        memcpy(&arr, reply_buf, 8);
+        memcpy(payload, &arr, 8);
+        CHECK(call(VMC_DRV_cuArrayDestroy, 0, 8, &ha) == VMC_W_DONE && ha);
+        CHECK((int)replied_status == CUDA_SUCCESS && vmc_w_quota_used() == 0 && gpu_bytes == gpu_before);
+        /* malformed */
+        CHECK(call(VMC_API_cudaMallocArray, 0, 7, &ha) == VMC_W_BAD_ARGS && ha);
     }
     /* malformed payloads: judged, not crashed on */
     int h;
