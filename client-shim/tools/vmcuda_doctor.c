@@ -34,6 +34,7 @@
 #include <cuda_runtime_api.h>
 
 #include "vmc_wire.h" /* VMC_PROTO_VERSION: what this shim speaks */
+#include "doctor_program.h"
 
 #ifndef VMCUDA_VERSION
 #define VMCUDA_VERSION "unknown"
@@ -594,15 +595,17 @@ out:
 
 static void usage(FILE *to) {
     fprintf(to,
-            "Usage: vmcuda-doctor [--appliance HOST:PORT] [--config FILE]\n"
+            "Usage: vmcuda-doctor [--appliance HOST:PORT] [--config FILE] [PROGRAM]\n"
             "  Checks this client's vmcuda set-up: the shim, the configuration, the network path to the\n"
             "  appliance, the session (token, protocol version), the GPUs, the round trip and a 64 MiB copy.\n"
             "  --appliance  overrides the configured appliance (sets VMCUDA_APPLIANCE)\n"
             "  --config     reads FILE instead of /etc/vmcuda/client.conf (sets VMCUDA_CONFIG)\n"
+            "  PROGRAM      also says which front end serves PROGRAM (read from its file, not run)\n"
             "  Exit status: 0 all good, 1 a problem was found (the last lines say what to do), 2 bad usage.\n");
 }
 
 int main(int argc, char **argv) {
+    const char *program = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -617,6 +620,8 @@ int main(int argc, char **argv) {
             setenv("VMCUDA_APPLIANCE", a + 12, 1);
         } else if (!strncmp(a, "--config=", 9)) {
             setenv("VMCUDA_CONFIG", a + 9, 1);
+        } else if (a[0] != '-' && !program) {
+            program = a;
         } else {
             fprintf(stderr, "vmcuda-doctor: unknown argument '%s'\n", a);
             usage(stderr);
@@ -624,6 +629,8 @@ int main(int argc, char **argv) {
         }
     }
     printf("vmcuda doctor %s\n", VMCUDA_VERSION);
+    if (program && doctor_explain_program(program) != 0)
+        problem("%s cannot be served as it is (section 0 says why)", program);
     if (check_runtime() != 0)
         goto verdict;
     check_config();

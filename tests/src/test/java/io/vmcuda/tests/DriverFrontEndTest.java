@@ -184,6 +184,32 @@ class DriverFrontEndTest {
         }
     }
 
+    /** vmcuda doctor PROGRAM says which front end serves a program, from its file alone. */
+    @Test
+    void doctorSaysWhichFrontEndServesAProgram() throws Exception {
+        Path cuda12 = Files.createDirectories(work.resolve("cuda12"));
+        Files.writeString(cuda12.resolve("empty.c"), "int cuda12_stand_in;\n");
+        Files.writeString(cuda12.resolve("main.c"), "extern int cuda12_stand_in;\nint main(void) { return cuda12_stand_in; }\n");
+        ProgramRunner.Result lib = ProgramRunner.run(List.of("gcc", "-shared", "-fPIC", "-o", "libcudart.so.12",
+                "-Wl,-soname,libcudart.so.12", "empty.c"), Map.of(), cuda12, cuda12.resolve("lib"));
+        ProgramRunner.Result prog = ProgramRunner.run(List.of("gcc", "-o", "old_runtime", "main.c", "-L.", "-l:libcudart.so.12"),
+                Map.of(), cuda12, cuda12.resolve("prog"));
+        assertEquals(0, lib.exitCode() + prog.exitCode(), lib.describe() + prog.describe());
+        Map<String, String> expected = Map.of(
+                driverDir.resolve("rt_static").toString(), "the CUDA runtime is inside it (nvcc's default, static): the driver front end serves it",
+                driverDir.resolve("drv_api").toString(), "linked with libcuda.so.1 (the driver API): the driver front end serves it",
+                root.resolve("tests/target/cuda/arrays").toString(), "linked with libcudart.so.13: the runtime front end serves it",
+                root.resolve("tests/gpu/framework_probe.py").toString(), "a script (Python)",
+                cuda12.resolve("old_runtime").toString(), "an older CUDA runtime (libcudart.so.12 or before), which vmcuda does not");
+        for (Map.Entry<String, String> e : expected.entrySet()) {
+            if (!Files.exists(Path.of(e.getKey()))) continue; // tests/target/cuda needs nvcc
+            ProgramRunner.Result r = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "doctor",
+                    "--appliance", "127.0.0.1:1", e.getKey()), Map.of(), work, work.resolve("doctor-" + Path.of(e.getKey()).getFileName()));
+            String section0 = r.stdout().replaceAll("\n   ", " ");
+            assertTrue(section0.contains(e.getValue()), e.getKey() + ":\n" + r.describe());
+        }
+    }
+
     private static String workerLogs(DaemonProcess d) throws Exception {
         StringBuilder b = new StringBuilder();
         try (java.util.stream.Stream<Path> dirs = Files.list(d.stateDir.resolve("sessions"))) {
