@@ -48,6 +48,7 @@ public final class ApplianceConfig {
         workerStartTimeout();
         workerStopGrace();
         tenants();
+        tenantGpuSharePercent();
         handshakeTimeout();
         idleReleaseMinutes();
         workerSandbox();
@@ -236,7 +237,8 @@ public final class ApplianceConfig {
      * overrides it per tenant); with one tenant or none there is nobody to share with.
      */
     public int tenantGpuSharePercent() {
-        return tenants().size() >= 2 ? (int) longValue("scheduler.tenant_gpu_share", 1, 100) : 100;
+        int share = (int) longValue("scheduler.tenant_gpu_share", 1, 100); // checked even when unused
+        return tenants().size() >= 2 ? share : 100;
     }
 
     /** {@code control.max_handshakes}: connections awaiting their HELLO, in all. */

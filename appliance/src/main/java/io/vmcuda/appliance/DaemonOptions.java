@@ -49,9 +49,13 @@ public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, P
             }
             String v;
             int eq = a.indexOf('=');
+            String name = a.startsWith("--") && eq > 0 ? a.substring(0, eq) : a;
+            if (!java.util.Set.of("--listen", "--admin", "--state-dir", "--config", "--worker-lib-dir").contains(name)) {
+                throw new IllegalArgumentException("unknown option " + name);
+            }
             if (a.startsWith("--") && eq > 0) {
                 v = a.substring(eq + 1);
-                a = a.substring(0, eq);
+                a = name;
             } else {
                 if (i + 1 >= args.length) throw new IllegalArgumentException("missing value for " + a);
                 v = args[++i];

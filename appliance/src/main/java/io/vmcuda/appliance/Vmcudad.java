@@ -67,10 +67,17 @@ public final class Vmcudad {
         ApplianceConfig config;
         try {
             options = DaemonOptions.parse(args);
-            config = ApplianceConfig.load(options.configFile());
-        } catch (IllegalArgumentException | java.io.IOException e) {
+        } catch (IllegalArgumentException e) {
             System.err.println("vmcudad: " + e.getMessage());
             System.err.println(DaemonOptions.USAGE);
+            System.exit(2);
+            return;
+        }
+        try {
+            config = ApplianceConfig.load(options.configFile());
+        } catch (IllegalArgumentException | java.io.IOException e) {
+            // one line: a service restarting on a bad config repeats it in the journal
+            System.err.println("vmcudad: " + (options.configFile() == null ? "" : options.configFile() + ": ") + e.getMessage());
             System.exit(2);
             return;
         }

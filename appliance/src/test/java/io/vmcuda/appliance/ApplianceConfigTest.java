@@ -110,6 +110,11 @@ class ApplianceConfigTest {
         assertEquals(Path.of("/opt/n"), o.workerLibDir());
         assertThrows(IllegalArgumentException.class, () -> DaemonOptions.parse(new String[] {"--listen", "nope"}));
         assertThrows(IllegalArgumentException.class, () -> DaemonOptions.parse(new String[] {"--frobnicate", "1"}));
+        // an unknown option is named as such, also when it is the last argument
+        assertEquals("unknown option --bogus", assertThrows(IllegalArgumentException.class,
+                () -> DaemonOptions.parse(new String[] {"--bogus"})).getMessage());
+        assertEquals("missing value for --listen", assertThrows(IllegalArgumentException.class,
+                () -> DaemonOptions.parse(new String[] {"--listen"})).getMessage());
     }
 
     @Test

@@ -423,7 +423,7 @@ public final class SessionManager implements WorkerEvents {
         active.remove(s.id());
         metrics.sessionEnded(s);
         records.append(s);
-        LOG.info("session " + s.id() + " " + s.state().name().toLowerCase() + ": " + s.program() + " exit status "
+        LOG.info("session " + s.id() + " " + s.state().name().toLowerCase() + ": " + s.program() + " worker exit status "
                 + status + ", " + s.calls() + " calls, " + s.bytesH2d() + " B to the GPU, " + s.bytesD2h()
                 + " B back" + (s.abortReason() == null ? "" : " (" + s.abortReason() + ")"));
     }
