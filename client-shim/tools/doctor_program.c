@@ -81,7 +81,7 @@ static unsigned cuda_traits(const struct elf_view *e, const Elf64_Ehdr *h) {
 
 int doctor_explain_program(const char *path) {
     printf("\n0. Which front end serves %s\n", path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the doctor */
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
         printf("   cannot read it as a file\n");

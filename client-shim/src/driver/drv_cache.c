@@ -68,3 +68,24 @@ void vmc_drv_cache_clear(struct vmc_drv_cache *c) {
     c->used = 0;
     pthread_mutex_unlock(&c->lock);
 }
+
+void vmc_drv_cache_remove_value(struct vmc_drv_cache *c, uint64_t value) {
+    pthread_mutex_lock(&c->lock);
+    uint64_t cap = c->cap;
+    struct vmc_drv_cache_slot *old = c->slots;
+    struct vmc_drv_cache_slot *slots = cap ? calloc(cap, sizeof *slots) : NULL;
+    if (slots) { /* rebuilt without those entries: open addressing keeps no holes */
+        c->slots = slots;
+        c->used = 0;
+        for (uint64_t i = 0; i < cap; i++)
+            if (old[i].used && old[i].value != value) {
+                *find(c, old[i].k[0], old[i].k[1], old[i].k[2]) = old[i];
+                c->used++;
+            }
+        free(old);
+    } else if (old) { /* out of memory: forget everything rather than keep stale entries */
+        memset(old, 0, cap * sizeof *old);
+        c->used = 0;
+    }
+    pthread_mutex_unlock(&c->lock);
+}

@@ -1,6 +1,6 @@
 /* A small thread-safe map from three 64-bit words to one, for the answers the driver front end keeps:
  * kernels' parameter layouts, which handles are CUkernels, kernels' functions per context, immutable
- * function attributes. Entries are never removed one by one; a whole map can be cleared. */
+ * function attributes. A whole map can be cleared, or the entries holding one value removed. */
 #ifndef DRV_CACHE_H
 #define DRV_CACHE_H
 
@@ -25,5 +25,7 @@ struct vmc_drv_cache {
 int vmc_drv_cache_get(struct vmc_drv_cache *c, uint64_t a, uint64_t b, uint64_t d, uint64_t *value);
 void vmc_drv_cache_put(struct vmc_drv_cache *c, uint64_t a, uint64_t b, uint64_t d, uint64_t value);
 void vmc_drv_cache_clear(struct vmc_drv_cache *c);
+/* Removes every entry whose value is `value`. */
+void vmc_drv_cache_remove_value(struct vmc_drv_cache *c, uint64_t value);
 
 #endif

@@ -58,6 +58,12 @@ static CUresult capture_info(uint32_t id, CUstream stream, int per_thread, CUstr
         vmc_ret_pointee(&c, &arrays.edges[i], sizeof arrays.edges[i]);
     if (!vmc_call_reply_ok(&c))
         return CUDA_ERROR_UNKNOWN;
+    /* as the driver: a caller that cannot take edge data (the older ABIs, or no edgeData_out) while some
+     * edge is not a plain one gets CUDA_ERROR_LOSSY_QUERY */
+    static const CUgraphEdgeData plain;
+    for (uint32_t i = 0; !edges_out && i < n; i++)
+        if (memcmp(&arrays.edges[i], &plain, sizeof plain) != 0)
+            return CUDA_ERROR_LOSSY_QUERY;
     *status_out = status;
     if (id_out)
         *id_out = capture_id;

@@ -11,6 +11,7 @@
 #include "drv.h"
 #include "drv_call.h"
 #include "drv_context.h"
+#include "drv_launch.h"
 #include "drv_device.h"
 
 CUresult vmc_forward_cuCtxGetCurrent(CUcontext *pctx);
@@ -159,6 +160,7 @@ __attribute__((visibility("default"))) CUresult cuCtxDestroy_v2(CUcontext ctx) {
     if (st == CUDA_SUCCESS) {
         forget_context(ctx);
         forget_current();
+        vmc_drv_forget_handles();
     }
     return st;
 }
@@ -219,8 +221,10 @@ __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxRelease_v2(CUd
     unsigned flags;
     int active = 1;
     /* the last release destroys the primary context (only the worker counts the retains) */
-    if (st == CUDA_SUCCESS && primary_of(dev) && cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active)
+    if (st == CUDA_SUCCESS && primary_of(dev) && cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active) {
         vmc_drv_context_storage_drop(primary_of(dev));
+        vmc_drv_forget_handles();
+    }
     return st;
 }
 
@@ -230,6 +234,8 @@ __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxReset_v2(CUdev
     CUresult st = vmc_forward_cuDevicePrimaryCtxReset_v2(dev);
     forget_primary(dev);
     forget_current();
+    if (st == CUDA_SUCCESS)
+        vmc_drv_forget_handles();
     return st;
 }
 

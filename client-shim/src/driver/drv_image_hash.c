@@ -48,8 +48,9 @@ static void hash_bytes(const void *bytes, size_t size, uint8_t sha[32]) {
     vmc_sha256_final(&h, sha);
 }
 
-/* The process's file mappings, read from /proc/self/maps again only when an address is in none of them
- * (a library loaded since): a large process has thousands of lines. */
+/* The process's file mappings, read from /proc/self/maps for every image: a mapping seen before may have
+ * been unmapped (dlclose) and its addresses reused by other bytes, and reading the file (a millisecond or
+ * two in a large process) is still far cheaper than hashing the image. */
 struct mapping {
     uintptr_t start, end;
     unsigned long long offset, inode;
@@ -108,11 +109,8 @@ static int identity_of(const void *p, size_t n, struct identity *id) {
     unsigned long long offset = 0, inode = 0;
     int ok = 0;
     pthread_mutex_lock(&maps_lock);
+    read_maps();
     const struct mapping *m = mapping_of(a);
-    if (!m) {
-        read_maps();
-        m = mapping_of(a);
-    }
     /* the image must lie in this one mapping, which must be private and not writable */
     if (m && m->read_only_private && n <= m->end - a) {
         snprintf(file, sizeof file, "%s", m->file);
@@ -123,7 +121,9 @@ static int identity_of(const void *p, size_t n, struct identity *id) {
     pthread_mutex_unlock(&maps_lock);
     struct stat st;
     if (!ok || stat(file, &st) != 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_ino != inode)
-        return 0; /* no file, or replaced since it was mapped: its bytes on disk are not the ones in memory */
+        return 0; /* no file, or replaced since it was mapped: its bytes on disk are not the ones in memory.
+                   * (The mapping's device is not compared: on overlay file systems it names the layer below,
+                   * stat the overlay; the path and the inode together are what identify the file.) */
     id->dev = (uint64_t)st.st_dev;
     id->ino = (uint64_t)st.st_ino;
     id->file_size = (uint64_t)st.st_size;

@@ -10,6 +10,7 @@
 #include "drv_cache.h"
 #include "drv_call.h"
 #include "drv_device.h"
+#include "drv_launch.h"
 #include "vmc_drv_api.h"
 #include "vmc_drv_wire.h"
 
@@ -35,8 +36,40 @@ static unsigned kind_of(const void *handle) {
 
 __attribute__((visibility("default"))) CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
     CUresult st = vmc_forward_cuLibraryGetKernel(pKernel, library, name);
-    if (st == CUDA_SUCCESS && pKernel && *pKernel)
-        vmc_drv_cache_put(&kernels, (uint64_t)(uintptr_t)*pKernel, 0, 0, 1);
+    if (st == CUDA_SUCCESS && pKernel && *pKernel) /* remembered with its library, forgotten with it */
+        vmc_drv_cache_put(&kernels, (uint64_t)(uintptr_t)*pKernel, 0, 0, (uint64_t)(uintptr_t)library);
+    return st;
+}
+
+/* ---- handles the driver may hand out again ----
+ * What is remembered here is keyed by the driver's handles (functions, kernels, contexts), which the
+ * driver reuses once a module, library or context is gone: a layout remembered for a dead function would
+ * pack a new function's arguments wrongly. So all of it goes with any module, library or context; the
+ * layout objects themselves are kept, as a launch on another thread may still be packing with one. */
+void vmc_drv_forget_handles(void) {
+    vmc_drv_cache_clear(&layouts);
+    vmc_drv_cache_clear(&limits);
+    vmc_drv_cache_clear(&names);
+    vmc_drv_cache_clear(&attributes);
+    vmc_drv_cache_clear(&functions);
+}
+
+CUresult vmc_forward_cuModuleUnload(CUmodule hmod);
+CUresult vmc_forward_cuLibraryUnload(CUlibrary library);
+
+__attribute__((visibility("default"))) CUresult cuModuleUnload(CUmodule hmod) {
+    CUresult st = vmc_forward_cuModuleUnload(hmod);
+    if (st == CUDA_SUCCESS)
+        vmc_drv_forget_handles();
+    return st;
+}
+
+__attribute__((visibility("default"))) CUresult cuLibraryUnload(CUlibrary library) {
+    CUresult st = vmc_forward_cuLibraryUnload(library);
+    if (st == CUDA_SUCCESS) {
+        vmc_drv_cache_remove_value(&kernels, (uint64_t)(uintptr_t)library);
+        vmc_drv_forget_handles();
+    }
     return st;
 }
 
@@ -94,15 +127,18 @@ __attribute__((visibility("default"))) CUresult cuFuncGetAttribute(int *pi, CUfu
  * everything remembered about attributes goes. */
 __attribute__((visibility("default"))) CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
                                                                      CUdevice dev) {
+    CUresult st = vmc_forward_cuKernelSetAttribute(attrib, val, kernel, dev);
+    /* after the set, so that no answer fetched meanwhile survives it */
     vmc_drv_cache_clear(&attributes);
     vmc_drv_cache_clear(&limits);
-    return vmc_forward_cuKernelSetAttribute(attrib, val, kernel, dev);
+    return st;
 }
 
 __attribute__((visibility("default"))) CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
+    CUresult st = vmc_forward_cuFuncSetAttribute(hfunc, attrib, value);
     vmc_drv_cache_clear(&attributes);
     vmc_drv_cache_clear(&limits);
-    return vmc_forward_cuFuncSetAttribute(hfunc, attrib, value);
+    return st;
 }
 
 /* ---- names ---- */
@@ -238,10 +274,12 @@ static CUresult check_launch(const void *f, unsigned kind, const struct grid *g)
         return CUDA_ERROR_INVALID_VALUE;
     CUdevice dev;
     const struct vmc_drv_device *d;
+    uint64_t threads = (uint64_t)g->bx * g->by * g->bz;
     if (cuCtxGetDevice(&dev) == CUDA_SUCCESS && vmc_drv_device(dev, &d) == CUDA_SUCCESS &&
         (over(g->bx, d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X) || over(g->by, d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y) ||
          over(g->bz, d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z) || over(g->gx, d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X) ||
-         over(g->gy, d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y) || over(g->gz, d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)))
+         over(g->gy, d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y) || over(g->gz, d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z) ||
+         (threads > UINT32_MAX || over((unsigned)threads, d, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK))))
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t v, where = limits_context(kind);
     if (!vmc_drv_cache_get(&limits, (uint64_t)(uintptr_t)f, kind, where, &v)) {
@@ -252,8 +290,11 @@ static CUresult check_launch(const void *f, unsigned kind, const struct grid *g)
             return CUDA_SUCCESS;
     }
     uint64_t max_threads = v >> 32, max_shared = v & UINT32_MAX;
-    if ((uint64_t)g->bx * g->by * g->bz > max_threads || g->shared > max_shared)
+    if (g->shared > max_shared)
         return CUDA_ERROR_INVALID_VALUE;
+    /* within the device's limit but beyond this function's (its registers, __launch_bounds__) */
+    if (threads > max_threads)
+        return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
     return CUDA_SUCCESS;
 }
 

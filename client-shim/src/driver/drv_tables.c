@@ -148,7 +148,11 @@ static CUresult storage_put(CUcontext ctx, void *key, void *value, storage_dtor 
  * with. The runtime relies on that: its state for a reset device must be gone, or it goes on using the
  * destroyed context ("context is destroyed") instead of starting again. */
 void vmc_drv_context_storage_drop(CUcontext ctx) {
-    for (;;) {
+    /* at most the values there are now: a destructor that stores a new value must not keep this going */
+    pthread_mutex_lock(&storage_lock);
+    int rounds = n_stored;
+    pthread_mutex_unlock(&storage_lock);
+    while (rounds-- > 0) {
         pthread_mutex_lock(&storage_lock);
         int i = 0;
         while (i < n_stored && stored[i].ctx != ctx)

@@ -621,6 +621,7 @@ enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
         vmc_w_quota_forget_freed(still_allocated);
         return r;
     }
+    case VMC_DRV_cuDevicePrimaryCtxRelease_v2: /* the last release destroys the primary context */
     case VMC_DRV_cuCtxDestroy_v2: {
         enum vmc_w_result r = vmc_worker_drv_dispatch_generated(wc);
         vmc_w_quota_forget_freed(still_allocated);

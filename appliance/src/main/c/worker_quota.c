@@ -439,7 +439,9 @@ void vmc_w_quota_forget_freed(int (*still_allocated)(uintptr_t ptr)) {
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < cap; i++) {
         uintptr_t p = table[i].ptr;
-        if (p && !still_allocated(p)) {
+        /* an array's handle cannot be asked about once its context may be gone: it stays counted (the
+         * quota errs on the side of the other tenants) */
+        if (p && !(p & VMC_QUOTA_HANDLE_TAG) && !still_allocated(p)) {
             uint64_t bytes = table_take(p);
             used = bytes > used ? 0 : used - bytes;
             i--; /* table_take may have shifted a later entry into slot i */

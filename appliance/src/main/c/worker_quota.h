@@ -5,6 +5,9 @@
 #include <stdint.h>
 #include "worker.h"
 
+/* Keys of array handles (not device pointers): top bit set, apart from every device address. */
+#define VMC_QUOTA_HANDLE_TAG ((uintptr_t)1 << 63)
+
 /* 1 when `bytes` more fit in the quota (they are then reserved), else 0. */
 int vmc_w_quota_reserve(uint64_t bytes);
 void vmc_w_quota_unreserve(uint64_t bytes);

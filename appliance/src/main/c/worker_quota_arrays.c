@@ -5,6 +5,7 @@
  * lays out (a mipmapped array counts its first level): the quota may let a little more through than it
  * says, never less. Array handles are kept with their top bit set, apart from device pointers. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "vmc_api.h"
@@ -13,7 +14,7 @@
 #include "worker_quota.h"
 #include <cudaTypedefs.h>
 
-#define HANDLE_TAG ((uintptr_t)1 << 63)
+#define HANDLE_TAG VMC_QUOTA_HANDLE_TAG
 
 /* a × b × c, or UINT64_MAX when it overflows (then refused: no GPU has that much) */
 static uint64_t product(uint64_t a, uint64_t b, uint64_t c) {
@@ -122,6 +123,22 @@ static enum vmc_w_result runtime_free_array(struct vmc_wcall *wc) {
 
 /* ---- the driver ---- */
 
+/* NVIDIA's functions, resolved once for all threads */
+static PFN_cuArrayCreate_v3020 create;
+static PFN_cuArray3DCreate_v3020 create3d;
+static PFN_cuMipmappedArrayCreate_v5000 create_mip;
+static PFN_cuArrayDestroy_v2000 destroy;
+static PFN_cuMipmappedArrayDestroy_v5000 destroy_mip;
+static pthread_once_t resolved = PTHREAD_ONCE_INIT;
+
+static void resolve(void) {
+    create = (PFN_cuArrayCreate_v3020)vmc_w_drv_resolve("cuArrayCreate", 3020, 0);
+    create3d = (PFN_cuArray3DCreate_v3020)vmc_w_drv_resolve("cuArray3DCreate", 3020, 0);
+    create_mip = (PFN_cuMipmappedArrayCreate_v5000)vmc_w_drv_resolve("cuMipmappedArrayCreate", 5000, 0);
+    destroy = (PFN_cuArrayDestroy_v2000)vmc_w_drv_resolve("cuArrayDestroy", 2000, 0);
+    destroy_mip = (PFN_cuMipmappedArrayDestroy_v5000)vmc_w_drv_resolve("cuMipmappedArrayDestroy", 5000, 0);
+}
+
 static enum vmc_w_result driver_array(struct vmc_wcall *wc) {
     CUarray handle_v = NULL;
     void *handle = vmc_w_arg_pointee(wc, &handle_v, sizeof handle_v);
@@ -149,14 +166,7 @@ static enum vmc_w_result driver_array(struct vmc_wcall *wc) {
         vmc_w_log("quota: refused %s of %" PRIu64 " bytes", vmc_drv_api_name(wc->id), bytes);
         st = desc ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
     } else {
-        static PFN_cuArrayCreate_v3020 create;
-        static PFN_cuArray3DCreate_v3020 create3d;
-        static PFN_cuMipmappedArrayCreate_v5000 create_mip;
-        if (!create) {
-            create = (PFN_cuArrayCreate_v3020)vmc_w_drv_resolve("cuArrayCreate", 3020, 0);
-            create3d = (PFN_cuArray3DCreate_v3020)vmc_w_drv_resolve("cuArray3DCreate", 3020, 0);
-            create_mip = (PFN_cuMipmappedArrayCreate_v5000)vmc_w_drv_resolve("cuMipmappedArrayCreate", 5000, 0);
-        }
+        pthread_once(&resolved, resolve);
         if (wc->id == VMC_DRV_cuArrayCreate_v2)
             st = create ? create(handle, &d2) : vmc_w_drv_missing("cuArrayCreate_v2");
         else if (wc->id == VMC_DRV_cuArray3DCreate_v2)
@@ -175,12 +185,7 @@ static enum vmc_w_result driver_destroy(struct vmc_wcall *wc) {
     vmc_w_arg(wc, &handle, sizeof handle);
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
-    static PFN_cuArrayDestroy_v2000 destroy;
-    static PFN_cuMipmappedArrayDestroy_v5000 destroy_mip;
-    if (!destroy) {
-        destroy = (PFN_cuArrayDestroy_v2000)vmc_w_drv_resolve("cuArrayDestroy", 2000, 0);
-        destroy_mip = (PFN_cuMipmappedArrayDestroy_v5000)vmc_w_drv_resolve("cuMipmappedArrayDestroy", 5000, 0);
-    }
+    pthread_once(&resolved, resolve);
     CUresult st = wc->id == VMC_DRV_cuArrayDestroy ? (destroy ? destroy(handle) : vmc_w_drv_missing("cuArrayDestroy"))
                   : destroy_mip ? destroy_mip(handle) : vmc_w_drv_missing("cuMipmappedArrayDestroy");
     if (st == CUDA_SUCCESS && handle)

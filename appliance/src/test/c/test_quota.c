@@ -169,6 +169,8 @@ static cudaError_t do_free(uint32_t id, void *p, int async) {
     return async ? async_status : replied_status;
 }
 
+static int everything_gone(uintptr_t ptr) { (void)ptr; return 0; }
+
 /* The daemon puts the quota in the worker's environment before it starts; worker_quota.c reads it in a
  * constructor (before the program's own code), so the test sets it in an earlier one. */
 __attribute__((constructor(101))) static void quota_environment(void) {
@@ -317,6 +319,20 @@ int main(void) {
         memcpy(payload, &arr, 8);
         CHECK(call(VMC_DRV_cuArrayDestroy, 0, 8, &ha) == VMC_W_DONE && ha);
         CHECK((int)replied_status == CUDA_SUCCESS && vmc_w_quota_used() == 0 && gpu_bytes == gpu_before);
+        /* a context destroyed: plain allocations the driver no longer knows stop counting, arrays do not
+         * (their handles cannot be asked about), so destroying an empty context frees no quota */
+        len = 0;
+        payload[len++] = 1; memset(payload + len, 0, 8); len += 8;
+        payload[len++] = 1; memcpy(payload + len, &d, sizeof d); len += sizeof d;
+        CHECK(call(VMC_DRV_cuArrayCreate_v2, 0, len, &ha) == VMC_W_DONE && ha && (int)replied_status == CUDA_SUCCESS);
+        memcpy(&arr, reply_buf, 8);
+        void *plain_alloc = do_malloc(VMC_API_cudaMalloc, 1000, &st);
+        CHECK(st == cudaSuccess && plain_alloc && vmc_w_quota_used() == 161000);
+        vmc_w_quota_forget_freed(everything_gone);
+        CHECK(vmc_w_quota_used() == 160000);
+        memcpy(payload, &arr, 8);
+        CHECK(call(VMC_DRV_cuArrayDestroy, 0, 8, &ha) == VMC_W_DONE && ha && vmc_w_quota_used() == 0);
+        gpu_free(plain_alloc);
         /* malformed */
         CHECK(call(VMC_API_cudaMallocArray, 0, 7, &ha) == VMC_W_BAD_ARGS && ha);
     }

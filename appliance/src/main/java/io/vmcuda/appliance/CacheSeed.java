@@ -74,7 +74,7 @@ public final class CacheSeed {
                 }
                 out.println(f + ": " + images.size() + " module image(s), " + bytes + " bytes, in the module cache for "
                         + "every tenant");
-            } catch (IOException e) {
+            } catch (IOException | RuntimeException e) { // a file that is not what it claims to be: say so, go on
                 err.println("vmcudad cache seed: " + f + ": " + e.getMessage());
                 status = 1;
             }

@@ -117,6 +117,12 @@ class ModuleCacheTest {
         assertEquals(1, status);
         assertTrue(err.toString().contains("notes.txt: no module images"), err.toString());
         assertTrue(err.toString().contains("libcut.so: no module images"), err.toString());
+        // a raw fat binary whose payload size overflows the arithmetic: nothing, no exception
+        Path huge = dir.resolve("huge.fatbin");
+        byte[] raw = fatbin(8, 3);
+        java.nio.ByteBuffer.wrap(raw).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(8, Long.MAX_VALUE - 4);
+        Files.write(huge, raw);
+        assertEquals(java.util.List.of(), io.vmcuda.appliance.cache.ModuleImages.in(huge));
     }
 
     @Test

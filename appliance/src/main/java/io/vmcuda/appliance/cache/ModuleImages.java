@@ -46,15 +46,15 @@ public final class ModuleImages {
             int shentsize = Short.toUnsignedInt(head.getShort(0x3a));
             int shnum = Short.toUnsignedInt(head.getShort(0x3c));
             int shstrndx = Short.toUnsignedInt(head.getShort(0x3e));
-            if (shentsize != 64 || shnum == 0 || shstrndx >= shnum || shoff < 0 || shoff + (long) shnum * 64 > size) return out;
+            if (shentsize != 64 || shnum == 0 || shstrndx >= shnum || !inside(shoff, (long) shnum * 64, size)) return out;
             ByteBuffer sh = read(ch, shoff, shnum * 64);
             long strOff = sh.getLong(shstrndx * 64 + 0x18), strSize = sh.getLong(shstrndx * 64 + 0x20);
-            if (strOff < 0 || strSize < 0 || strSize > (1 << 24) || strOff + strSize > size) return out;
+            if (strSize > (1 << 24) || !inside(strOff, strSize, size)) return out;
             ByteBuffer names = read(ch, strOff, (int) strSize);
             for (int i = 0; i < shnum; i++) {
                 int type = sh.getInt(i * 64 + 4);
                 long off = sh.getLong(i * 64 + 0x18), len = sh.getLong(i * 64 + 0x20);
-                if (type == 8 /* SHT_NOBITS */ || off < 0 || len <= 0 || off + len > size) continue;
+                if (type == 8 /* SHT_NOBITS */ || len <= 0 || !inside(off, len, size)) continue;
                 if (FATBIN_SECTIONS.contains(name(names, sh.getInt(i * 64)))) walkFatbins(ch, off, off + len, out);
             }
             return out;
@@ -72,11 +72,17 @@ public final class ModuleImages {
             }
             int headerSize = Short.toUnsignedInt(h.getShort(6));
             long filesSize = h.getLong(8);
+            // damaged (sizes past the end, or overflowing): stop, claim nothing more
+            if (headerSize < 16 || filesSize < 0 || filesSize > to - at - headerSize) return;
             long length = headerSize + filesSize;
-            if (headerSize < 16 || filesSize < 0 || at + length > to) return; // damaged: stop, claim nothing more
             out.add(new Image(at, length));
             at += (length + 7) & ~7L;
         }
+    }
+
+    /** [off, off + len) lies in [0, size), with no overflow on the way. */
+    private static boolean inside(long off, long len, long size) {
+        return off >= 0 && len >= 0 && off <= size && len <= size - off;
     }
 
     private static String name(ByteBuffer names, int at) {
