@@ -12,7 +12,11 @@ import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
-/** {@code 2026-01-02T03:04:05.678 INFO  [Logger] message} on one line; a stack trace only when one is logged. */
+/**
+ * {@code 2026-01-02T03:04:05.678 INFO  [Logger] message} on one line; a stack trace only when one is logged.
+ * Messages carry what tenants chose (program names, paths, worker output): control characters in them are
+ * written escaped ({@code \n}, {@code \x1b}...), so that no tenant can forge a line of the log.
+ */
 public final class OneLineLogFormatter extends Formatter {
     private static final DateTimeFormatter TIME =
             DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS").withZone(ZoneId.systemDefault());
@@ -24,13 +28,30 @@ public final class OneLineLogFormatter extends Formatter {
         StringBuilder s = new StringBuilder(160)
                 .append(TIME.format(Instant.ofEpochMilli(r.getMillis()))).append(' ')
                 .append(String.format("%-7s", r.getLevel().getName())).append('[').append(logger).append("] ")
-                .append(formatMessage(r)).append('\n');
+                .append(escaped(formatMessage(r))).append('\n');
         if (r.getThrown() != null) {
             StringWriter w = new StringWriter();
             r.getThrown().printStackTrace(new PrintWriter(w));
             s.append(w);
         }
         return s.toString();
+    }
+
+    /** The text with every control character (line breaks, escape sequences, DEL) written as an escape. */
+    static String escaped(String text) {
+        StringBuilder out = null;
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            boolean control = c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == '\u2028' || c == '\u2029';
+            if (control && out == null) out = new StringBuilder(text.length() + 16).append(text, 0, i);
+            if (out == null) continue;
+            if (!control) out.append(c);
+            else if (c == '\n') out.append("\\n");
+            else if (c == '\r') out.append("\\r");
+            else if (c == '\t') out.append("\\t");
+            else out.append(String.format("\\x%02x", (int) c & 0xffff));
+        }
+        return out == null ? text : out.toString();
     }
 
     /** Routes all java.util.logging output to stderr through this formatter. */
