@@ -65,6 +65,20 @@ __attribute__((constructor)) static void probe(void)
         if (d) closedir(d);
     }
     fprintf(stderr, "probe: other session directories visible: %d\n", others);
+    // the largest file the worker may write (worker.max_file_bytes): 2 MiB into its own directory
+    {
+        char big[64];
+        snprintf(big, sizeof big, "vmcuda-isolation-big.%d", (int)getpid());
+        FILE *b = fopen(big, "w");
+        static char chunk[1 << 16];
+        int ok = b != NULL;
+        for (int i = 0; ok && i < 32; i++)
+            ok = fwrite(chunk, 1, sizeof chunk, b) == sizeof chunk;
+        ok = b && fflush(b) == 0 && ok;
+        fprintf(stderr, "probe: write 2 MiB: %s\n", ok ? "written" : strerror(errno));
+        if (b) fclose(b);
+        unlink(big);
+    }
     // the system-call filter: no user namespace (the usual first step of a kernel exploit), no ptrace.
     // Tried in a child, so that a native run (where both may succeed) goes on unchanged.
     pid_t child = fork();

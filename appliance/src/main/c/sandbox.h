@@ -25,6 +25,8 @@ struct sandbox_opts {
     int n_region;
     unsigned long nproc;         /* --nproc N: RLIMIT_NPROC (per user, threads included) */
     unsigned long nofile;        /* --nofile N: RLIMIT_NOFILE */
+    unsigned long fsize;         /* --fsize BYTES: RLIMIT_FSIZE, the largest file the worker may write (its
+                                  * worker.log included); writes past it fail with EFBIG; 0 = no limit */
     const char *tmp_size;        /* --tmp-size SIZE: size of the private /tmp (tmpfs), e.g. 512m */
     int probe;                   /* --probe: check that namespaces, mounts and the user work, then exit */
     const char *exe;             /* EXECUTABLE after -- */
@@ -40,7 +42,7 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
 #define SANDBOX_USAGE \
     "usage: vmcuda-sandbox [--user NAME] [--uid N] --workdir DIR [--hide DIR [--lend DIR]] [--keep PATH]...\n" \
     "                      [--region PATH]...\n" \
-    "                      [--nproc N] [--nofile N] [--tmp-size SIZE] -- EXECUTABLE ARGV0 [ARGS...]\n" \
+    "                      [--nproc N] [--nofile N] [--fsize BYTES] [--tmp-size SIZE] -- EXECUTABLE ARGV0 [ARGS...]\n" \
     "       vmcuda-sandbox --probe [--user NAME]\n"
 
 #endif

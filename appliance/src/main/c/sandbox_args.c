@@ -128,6 +128,9 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
         } else if (strcmp(a, "--nofile") == 0) {
             if (number(v, 64, 1ul << 20, &o->nofile) != 0)
                 return fail(err, err_len, "--nofile must be a number from 64 to %lu", 1ul << 20);
+        } else if (strcmp(a, "--fsize") == 0) {
+            if (number(v, 1ul << 20, 1ul << 50, &o->fsize) != 0)
+                return fail(err, err_len, "--fsize must be a number of bytes from %lu to %lu", 1ul << 20, 1ul << 50);
         } else if (strcmp(a, "--tmp-size") == 0) {
             if (!good_size(v))
                 return fail(err, err_len, "--tmp-size must be a size such as 512m");

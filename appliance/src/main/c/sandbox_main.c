@@ -15,7 +15,7 @@
  *      covered by an empty tmpfs; the session directory (owned by the worker, mode 0700) bound writable,
  *      --lend (module images the daemon lends the session) read-only;
  *      a new /proc for the PID namespace; /dev (with /dev/nvidia* and the shared /dev/shm) untouched;
- *   5. RLIMIT_NPROC / RLIMIT_NOFILE (address space is not capped: CUDA reserves huge virtual ranges),
+ *   5. RLIMIT_NPROC / RLIMIT_NOFILE / RLIMIT_FSIZE (address space is not capped: CUDA reserves huge virtual ranges),
  *      no core dumps, setgroups/setgid/setuid to --uid (the session's own uid, so that RLIMIT_NPROC and
  *      file ownership are per session) or --user, with --user's group; PR_SET_NO_NEW_PRIVS, parent-death
  *      SIGKILL;
@@ -211,6 +211,14 @@ static void drop_privileges(const struct sandbox_opts *o, const struct passwd *p
     if (setrlimit(RLIMIT_NOFILE, &nofile) != 0)
         die("setrlimit(RLIMIT_NOFILE, %lu)", o->nofile);
     setrlimit(RLIMIT_CORE, &core);
+    if (o->fsize) {
+        /* the largest file the worker may write, worker.log included: past it a write fails with EFBIG
+         * (SIGXFSZ ignored, as the ignored disposition survives the exec) instead of filling the disk */
+        struct rlimit fsize = {o->fsize, o->fsize};
+        if (setrlimit(RLIMIT_FSIZE, &fsize) != 0)
+            die("setrlimit(RLIMIT_FSIZE, %lu)", o->fsize);
+        signal(SIGXFSZ, SIG_IGN);
+    }
     if (setgroups(0, NULL) != 0)
         die("setgroups");
     if (setgid(pw->pw_gid) != 0)

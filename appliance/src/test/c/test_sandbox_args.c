@@ -31,6 +31,13 @@ int main(void) {
     {
         char *v[] = {"s", "--workdir", "/w", "--", "/x", "a0", NULL};
         CHECK(parse(v, &o, err) == 0 && strcmp(o.user, "nobody") == 0 && strcmp(o.tmp_size, "512m") == 0);
+        CHECK(o.fsize == 0); /* no file size limit unless asked */
+    }
+    {
+        char *v[] = {"s", "--fsize", "4294967296", "--workdir", "/w", "--", "/x", "a0", NULL};
+        CHECK(parse(v, &o, err) == 0 && o.fsize == 4294967296ul);
+        char *small[] = {"s", "--fsize", "4096", "--workdir", "/w", "--", "/x", "a0", NULL};
+        CHECK(parse(small, &o, err) == -1 && strstr(err, "--fsize"));
     }
     {
         char *v[] = {"s", "--probe", "--user", "daemon", NULL};

@@ -47,6 +47,7 @@ public final class ApplianceConfig {
         workerExtraEnv();
         workerStartTimeout();
         workerStopGrace();
+        workerMaxFileBytes();
         tenants();
         tenantGpuSharePercent();
         handshakeTimeout();
@@ -309,6 +310,15 @@ public final class ApplianceConfig {
 
     public long workerMaxOpenFiles() {
         return longValue("worker.max_open_files", 64, 1L << 20);
+    }
+
+    /** {@code worker.max_file_bytes}: the largest file a sandboxed worker may write (worker.log too); 0 = no limit. */
+    public long workerMaxFileBytes() {
+        long v = longValue("worker.max_file_bytes", 0, 1L << 50);
+        if (v != 0 && v < (1L << 20)) {
+            throw new IllegalArgumentException("config key 'worker.max_file_bytes' = " + v + " must be 0 or at least 1048576");
+        }
+        return v;
     }
 
     public String workerTmpSize() {

@@ -103,7 +103,8 @@ class IsolationTest {
         Path program = iso.resolve("sandbox_probe");
         ProgramRunner.Result nat = ProgramRunner.run(List.of(program.toString()), env(null), work, work.resolve("probe-native"));
         assertTrue(read(work.resolve("probe-native.err")).matches("(?s).*probe: write /tmp/vmcuda-isolation-probe\\.\\d+: written.*"));
-        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of(), null, "daemon-sandbox.log")) {
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of("worker.max_file_bytes", "1048576"), null,
+                "daemon-sandbox.log")) {
             ProgramRunner.Result vm = ProgramRunner.run(viaVmcuda(d, program), env(d), work, work.resolve("probe-vmcuda"));
             String ctx = "\n" + vm.describe() + "--- daemon ---\n" + d.logText();
             assertEquals(nat.exitCode(), vm.exitCode(), ctx);
@@ -116,6 +117,8 @@ class IsolationTest {
             assertTrue(log.contains("probe: tcp connect 1.1.1.1: Operation not permitted"), log);
             assertTrue(log.contains("probe: unshare a user namespace: Operation not permitted"), log);
             assertTrue(log.contains("probe: ptrace(PTRACE_TRACEME): Operation not permitted"), log);
+            // worker.max_file_bytes: no file past 1 MiB, the worker's log included
+            assertTrue(log.contains("probe: write 2 MiB: File too large"), log);
             assertTrue(log.contains("probe: write /var/tmp/vmcuda-isolation-probe: Read-only file system"), log);
             // its own uid from worker.uid_range (default 5000000-5099999), not a shared account
             assertTrue(log.matches("(?s).*probe: uid 50\\d{5}\n.*"), log);

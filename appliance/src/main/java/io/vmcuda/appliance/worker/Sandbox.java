@@ -16,7 +16,11 @@ import java.util.logging.Logger;
  * view of the system, a private /tmp, the session directory as the only writable place, an
  * unprivileged user, no new privileges, process and open-file limits.
  */
-public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpenFiles, String tmpSize) {
+public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpenFiles, String tmpSize, long maxFileBytes) {
+    public Sandbox(Path launcher, String user, long maxProcesses, long maxOpenFiles, String tmpSize) {
+        this(launcher, user, maxProcesses, maxOpenFiles, tmpSize, 0);
+    }
+
     private static final Logger LOG = Logger.getLogger(Sandbox.class.getName());
     public static final String LAUNCHER = "vmcuda-sandbox";
 
@@ -59,7 +63,7 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
                     + "worker.sandbox = false to run workers unsandboxed");
         }
         Sandbox s = new Sandbox(launcher.toAbsolutePath(), config.workerUser(), config.workerMaxProcesses(),
-                config.workerMaxOpenFiles(), config.workerTmpSize());
+                config.workerMaxOpenFiles(), config.workerTmpSize(), config.workerMaxFileBytes());
         s.probe();
         return s;
     }
@@ -105,6 +109,10 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
         List<String> cmd = new ArrayList<>(List.of(launcher.toString(), "--user", user, "--workdir",
                 workDir.toAbsolutePath().toString(), "--nproc", Long.toString(maxProcesses), "--nofile",
                 Long.toString(maxOpenFiles), "--tmp-size", tmpSize));
+        if (maxFileBytes > 0) {
+            cmd.add("--fsize");
+            cmd.add(Long.toString(maxFileBytes));
+        }
         if (uid > 0) {
             cmd.add("--uid");
             cmd.add(Long.toString(uid));
