@@ -48,77 +48,32 @@ static void hash_bytes(const void *bytes, size_t size, uint8_t sha[32]) {
     vmc_sha256_final(&h, sha);
 }
 
-/* The process's file mappings, read from /proc/self/maps for every image: a mapping seen before may have
- * been unmapped (dlclose) and its addresses reused by other bytes, and reading the file (a millisecond or
- * two in a large process) is still far cheaper than hashing the image. */
-struct mapping {
-    uintptr_t start, end;
-    unsigned long long offset, inode;
-    int read_only_private;
-    char *file;
-};
-static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mapping *maps;
-static size_t n_maps;
-
-/* maps_lock held */
-static void read_maps(void) {
-    for (size_t i = 0; i < n_maps; i++)
-        free(maps[i].file);
-    n_maps = 0;
-    FILE *f = fopen("/proc/self/maps", "re");
-    if (!f)
-        return;
-    size_t cap = 0;
-    char line[4352], perms[8], file[4096];
-    while (fgets(line, sizeof line, f)) {
-        struct mapping m;
-        unsigned dev_major, dev_minor;
-        file[0] = 0;
-        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %llx %x:%x %llu %4095s", &m.start, &m.end, perms, &m.offset,
-                   &dev_major, &dev_minor, &m.inode, file) < 8 ||
-            file[0] != '/' || m.inode == 0)
-            continue;
-        if (n_maps == cap) {
-            struct mapping *grown = realloc(maps, (cap ? cap * 2 : 256) * sizeof *grown);
-            if (!grown)
-                break;
-            maps = grown;
-            cap = cap ? cap * 2 : 256;
-        }
-        m.read_only_private = perms[1] == '-' && perms[3] == 'p';
-        m.file = strdup(file);
-        if (m.file)
-            maps[n_maps++] = m;
-    }
-    fclose(f);
-}
-
-/* maps_lock held */
-static const struct mapping *mapping_of(uintptr_t a) {
-    for (size_t i = 0; i < n_maps; i++)
-        if (a >= maps[i].start && a < maps[i].end)
-            return &maps[i];
-    return NULL;
-}
-
-/* The identity of the file whose read-only mapping holds all of [p, p + n); 0 when there is none. */
+/* The identity of the file whose read-only mapping holds all of [p, p + n); 0 when there is none.
+ * /proc/self/maps is read for every image: a mapping seen before may have been unmapped (dlclose) and its
+ * addresses reused by other bytes, and reading it (a millisecond or two in a large process) is still far
+ * cheaper than hashing the image. */
 static int identity_of(const void *p, size_t n, struct identity *id) {
     uintptr_t a = (uintptr_t)p;
-    char file[4096];
+    char line[4352], perms[8], file[4096];
     unsigned long long offset = 0, inode = 0;
     int ok = 0;
-    pthread_mutex_lock(&maps_lock);
-    read_maps();
-    const struct mapping *m = mapping_of(a);
-    /* the image must lie in this one mapping, which must be private and not writable */
-    if (m && m->read_only_private && n <= m->end - a) {
-        snprintf(file, sizeof file, "%s", m->file);
-        offset = m->offset + (a - m->start);
-        inode = m->inode;
-        ok = 1;
+    FILE *maps = fopen("/proc/self/maps", "re");
+    while (maps && fgets(line, sizeof line, maps)) {
+        uintptr_t start, end;
+        unsigned long long map_offset;
+        unsigned dev_major, dev_minor;
+        file[0] = 0;
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %llx %x:%x %llu %4095s", &start, &end, perms, &map_offset,
+                   &dev_major, &dev_minor, &inode, file) < 7 ||
+            a < start || a >= end)
+            continue;
+        /* the image must lie in this one mapping of a file, which must be private and not writable */
+        ok = n <= end - a && perms[1] == '-' && perms[3] == 'p' && inode != 0 && file[0] == '/';
+        offset = map_offset + (a - start);
+        break;
     }
-    pthread_mutex_unlock(&maps_lock);
+    if (maps)
+        fclose(maps);
     struct stat st;
     if (!ok || stat(file, &st) != 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_ino != inode)
         return 0; /* no file, or replaced since it was mapped: its bytes on disk are not the ones in memory.

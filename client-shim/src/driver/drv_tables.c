@@ -171,34 +171,31 @@ void vmc_drv_context_storage_drop(CUcontext ctx) {
     }
 }
 
-static CUresult storage_delete(CUcontext ctx, void *key) {
+/* Reads (value != NULL) or deletes the value stored for (ctx, key). */
+static CUresult storage_read_or_delete(CUcontext ctx, void *key, void **value, const char *what) {
     CUresult st = storage_context(&ctx);
     if (st != CUDA_SUCCESS)
         return st;
     pthread_mutex_lock(&storage_lock);
     int i = storage_find(ctx, key);
     st = i < n_stored ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-    if (i < n_stored)
+    if (i < n_stored && value)
+        *value = stored[i].value;
+    else if (i < n_stored)
         stored[i] = stored[--n_stored];
     pthread_mutex_unlock(&storage_lock);
-    vmc_drv_trace_result("private: context storage delete", st);
+    vmc_drv_trace_result(what, st);
     return st;
+}
+
+static CUresult storage_delete(CUcontext ctx, void *key) {
+    return storage_read_or_delete(ctx, key, NULL, "private: context storage delete");
 }
 
 static CUresult storage_get(void **value, CUcontext ctx, void *key) {
     if (!value)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult st = storage_context(&ctx);
-    if (st != CUDA_SUCCESS)
-        return st;
-    pthread_mutex_lock(&storage_lock);
-    int i = storage_find(ctx, key);
-    st = i < n_stored ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-    if (i < n_stored)
-        *value = stored[i].value;
-    pthread_mutex_unlock(&storage_lock);
-    vmc_drv_trace_result("private: context storage get", st);
-    return st;
+    return storage_read_or_delete(ctx, key, value, "private: context storage get");
 }
 
 /* This table has no size word. */

@@ -157,8 +157,6 @@ static void release(void *p) {
 
 /* For worker_quota_arrays.c (worker_quota.h): the same accounting under other keys. */
 int vmc_w_quota_reserve(uint64_t bytes) { return reserve(bytes); }
-void vmc_w_quota_unreserve(uint64_t bytes) { unreserve(bytes); }
-void vmc_w_quota_track(uintptr_t key, uint64_t bytes) { track((void *)key, bytes); }
 void vmc_w_quota_release(uintptr_t key) { release((void *)key); }
 void vmc_w_quota_settle(int allocated, uintptr_t key, uint64_t bytes) {
     if (allocated && key)

@@ -10,9 +10,6 @@
 
 /* 1 when `bytes` more fit in the quota (they are then reserved), else 0. */
 int vmc_w_quota_reserve(uint64_t bytes);
-void vmc_w_quota_unreserve(uint64_t bytes);
-/* The reservation becomes an allocation known by `key` (a device pointer, or a tagged array handle). */
-void vmc_w_quota_track(uintptr_t key, uint64_t bytes);
 /* After the call: a success becomes an allocation known by `key`, a failure gives the reservation back. */
 void vmc_w_quota_settle(int allocated, uintptr_t key, uint64_t bytes);
 /* The allocation known by `key` is gone: its bytes no longer count. */
