@@ -20,12 +20,21 @@ enum vmc_frame_type {
 };
 
 #define VMC_FLAG_ASYNC 1u
+/* CALL: the payload starts with the u64 number of the call in its process's order of sending (PROTOCOL.md
+ * "Calls from several threads"); the arguments follow. */
+#define VMC_FLAG_ORDERED 2u
 
 /* The `mode` byte of the bulk copy operations (PROTOCOL.md "Bulk data"). */
 #define COPY_ASYNC 1u       /* an asynchronous API call (cudaMemcpyAsync, cuMemcpyHtoDAsync...) on its stream */
 #define COPY_PER_THREAD 2u  /* stream 0 is the per-thread default stream (the _ptds/_ptsz entry points) */
 #define COPY_DRIVER 4u      /* a driver API call: the worker copies with the driver and answers a CUresult */
 #define COPY_MODE_BITS 7u
+
+/* The first byte of an array argument (PROTOCOL.md, CALL arguments). */
+#define VMC_ARRAY_NULL 0u
+#define VMC_ARRAY_ROOM 1u      /* @out[N]: u64 count follows; the elements come back in the REPLY */
+#define VMC_ARRAY_DATA 2u      /* @in[N]: u64 count and the elements follow */
+#define VMC_ARRAY_TOO_LARGE 3u /* u64 count follows; refused with CUDA_ERROR_INVALID_VALUE */
 
 #define VMC_MAX_CONTROL_PAYLOAD (64u * 1024u)
 #define VMC_MAX_BINARY_CHUNK (4u * 1024u * 1024u)

@@ -73,6 +73,18 @@ int main()
     cudaStream_t s;
     CK_EXPECT(cudaStreamCreateWithFlags(&s, 0x1234), cudaErrorInvalidValue);
     CK_EXPECT(cudaGetLastError(), cudaErrorInvalidValue);
+    // Host-memory calls are recorded too, and a newer error replaces an older one.
+    CK_EXPECT(cudaHostUnregister(h), cudaErrorHostMemoryNotRegistered);
+    CK_EXPECT(cudaPeekAtLastError(), cudaErrorHostMemoryNotRegistered);
+    CK_EXPECT(cudaGetLastError(), cudaErrorHostMemoryNotRegistered);
+    CK_EXPECT(cudaGetLastError(), cudaSuccess);
+    CK_EXPECT(cudaHostUnregister(h), cudaErrorHostMemoryNotRegistered);
+    CK_EXPECT(cudaMalloc((void **)NULL, 16), cudaErrorInvalidValue);
+    CK_EXPECT(cudaGetLastError(), cudaErrorInvalidValue);
+    CK_EXPECT(cudaMalloc((void **)NULL, 16), cudaErrorInvalidValue);
+    CK_EXPECT(cudaFreeHost(h), cudaErrorInvalidValue);
+    CK_EXPECT(cudaGetLastError(), cudaErrorInvalidValue);
+    CK_EXPECT(cudaGetLastError(), cudaSuccess);
 
     CK(cudaFree(d));
     CK(cudaDeviceSynchronize());

@@ -363,6 +363,30 @@ int main(int argc, char **argv) {
     status("cuCtxSynchronize after them", cuCtxSynchronize());
     vector_add(add_fn, stream, "a good launch after the refused ones");
 
+    /* a settable attribute: what was set is what is read, the same set again succeeds, a refused set
+     * changes nothing (vmcuda keeps these answers on the client) */
+    int dynamic0 = 0, dynamic = 0;
+    CU(cuFuncGetAttribute(&dynamic0, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, add_fn));
+    CU(cuFuncSetAttribute(add_fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 8192));
+    CU(cuFuncGetAttribute(&dynamic, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, add_fn));
+    int set_once = dynamic == 8192;
+    CU(cuFuncSetAttribute(add_fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 8192));
+    CUresult too_big = cuFuncSetAttribute(add_fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1 << 30);
+    CU(cuFuncGetAttribute(&dynamic, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, add_fn));
+    int kept = dynamic == 8192;
+    CU(cuFuncSetAttribute(add_fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic0));
+    CU(cuFuncGetAttribute(&dynamic, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, add_fn));
+    check(set_once && too_big == CUDA_ERROR_INVALID_VALUE && kept && dynamic == dynamic0,
+          "cuFuncSetAttribute then cuFuncGetAttribute (set, set again, refused, restored)");
+    size_t fifo0 = 0, fifo = 0;
+    CU(cuCtxGetLimit(&fifo0, CU_LIMIT_PRINTF_FIFO_SIZE));
+    CU(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 4u << 20));
+    CU(cuCtxGetLimit(&fifo, CU_LIMIT_PRINTF_FIFO_SIZE));
+    int raised = fifo == (4u << 20);
+    CU(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, fifo0));
+    CU(cuCtxGetLimit(&fifo, CU_LIMIT_PRINTF_FIFO_SIZE));
+    check(raised && fifo == fifo0, "cuCtxSetLimit then cuCtxGetLimit (raised, restored)");
+
     /* what cuBLAS asks before each call, and what cuFFT asks about its modules */
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
     cuuint64_t capture_id = 0;
@@ -423,6 +447,40 @@ int main(int argc, char **argv) {
     CU(cuCtxPopCurrent_v2(NULL));
     CU(cuDevicePrimaryCtxRelease_v2(dev));
     check(seven[0] == 7 && seven[4095] == 7, "the primary context works again after cuDevicePrimaryCtxReset");
+
+    /* a graph's topology through the array arguments: three empty nodes, root -> a, root -> b, a -> b */
+    CUgraph graph;
+    CU(cuGraphCreate(&graph, 0));
+    CUgraphNode root, node_a, node_b;
+    CU(cuGraphAddEmptyNode(&root, graph, NULL, 0));
+    CU(cuGraphAddEmptyNode(&node_a, graph, &root, 1));
+    CU(cuGraphAddEmptyNode(&node_b, graph, &root, 1));
+    CUgraphEdgeData edge;
+    memset(&edge, 0, sizeof edge);
+    CU(cuGraphAddDependencies_v2(graph, &node_a, &node_b, &edge, 1));
+    size_t n_nodes = 0, n_roots = 0;
+    CU(cuGraphGetNodes(graph, NULL, &n_nodes));
+    CUgraphNode listed[8] = {0}, first_root = NULL;
+    size_t room = 8, one = 1;
+    CU(cuGraphGetNodes(graph, listed, &room));
+    CU(cuGraphGetRootNodes(graph, &first_root, &one));
+    CU(cuGraphGetRootNodes(graph, NULL, &n_roots));
+    int seen = 0; /* the order of the list is the driver's */
+    for (size_t i = 0; i < room && i < 8; i++)
+        seen |= (listed[i] == root) | (listed[i] == node_a) << 1 | (listed[i] == node_b) << 2;
+    check(n_nodes == 3 && room == 3 && seen == 7 && n_roots == 1 && one == 1 && first_root == root,
+          "cuGraphGetNodes and cuGraphGetRootNodes");
+    CUgraphNode deps[4] = {0};
+    size_t n_deps = 4;
+    CU(cuGraphNodeGetDependencies_v2(node_b, deps, NULL, &n_deps));
+    size_t just_one = 1;
+    CUgraphNode only = NULL;
+    CU(cuGraphNodeGetDependencies_v2(node_b, &only, NULL, &just_one));
+    check(n_deps == 2 && ((deps[0] == root && deps[1] == node_a) || (deps[0] == node_a && deps[1] == root)) &&
+          just_one == 1 && (only == root || only == node_a), "cuGraphNodeGetDependencies_v2 with room for all and for one");
+    CUgraphNode loop = root;
+    check(cuGraphAddDependencies_v2(graph, &loop, &loop, NULL, 1) != CUDA_SUCCESS, "a node cannot depend on itself");
+    CU(cuGraphDestroy(graph));
 
     CU(cuStreamDestroy_v2(stream));
     CU(cuModuleUnload(from_cubin));

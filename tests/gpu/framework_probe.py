@@ -140,7 +140,14 @@ def torch_probes():
         for _ in range(3):
             step()
         torch.cuda.synchronize()
-        ms = timed("gpt", lambda: step(), 10)
+        # PROBE_GPT_STEPS: more timed steps, e.g. to count calls per step (VMCUDA_STATS, two step counts)
+        n = int(os.environ.get("PROBE_GPT_STEPS", "10"))
+
+        def steps():  # the GPU's time too: the last step is waited for
+            for _ in range(n):
+                step()
+            torch.cuda.synchronize()
+        ms = timed("gpt", steps, 1) / n
         torch.cuda.synchronize()
         print("time gpt_train_step_ms %.2f" % ms, file=sys.stderr)
         with torch.no_grad():

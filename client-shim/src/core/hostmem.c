@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "hostmap.h"
 #include "shim_ranges.h"
 
 static struct vmc_range_set allocations = VMC_RANGE_SET_INIT;
@@ -29,11 +30,17 @@ cudaError_t vmc_host_alloc(void **pHost, size_t size, unsigned flags) {
     return cudaSuccess;
 }
 
+cudaError_t vmc_host_adopt(void *p, size_t size, unsigned flags) {
+    return vmc_ranges_add(&allocations, p, size, flags) == 0 ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
 cudaError_t vmc_host_free(void *p) {
     struct vmc_range r;
     if (!vmc_ranges_find(&allocations, p, &r) || r.base != (uintptr_t)p)
         return cudaErrorInvalidValue;
     vmc_ranges_remove(&allocations, p);
+    if (vmc_hostmap_release(p, r.size))
+        return cudaSuccess;
     munlock(p, r.size);
     free(p);
     return cudaSuccess;

@@ -10,6 +10,8 @@
 
 /* Page-aligned memory of this process, page-locked where RLIMIT_MEMLOCK allows; `flags` are recorded. */
 cudaError_t vmc_host_alloc(void **p, size_t size, unsigned flags);
+/* Records memory allocated elsewhere (hostmap.c) as a page-locked allocation with `flags`. */
+cudaError_t vmc_host_adopt(void *p, size_t size, unsigned flags);
 /* Frees an allocation by its start address: cudaErrorInvalidValue if p is none. */
 cudaError_t vmc_host_free(void *p);
 /* 1 with the allocation containing p (its start, size and flags), else 0. */

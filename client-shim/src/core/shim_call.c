@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "call_stats.h"
 #include "shim_registry.h"
 #include "shim_session.h"
 #include "vmc_drv_api.h"
@@ -9,6 +10,23 @@
 /* Counts calls that may have changed the worker thread's CUDA context state behind the driver front
  * end's back (every runtime call may initialise the runtime, which makes its primary context current). */
 static uint64_t runtime_epoch;
+
+/* The last error of a runtime call this thread's client answered itself (NVIDIA's runtime keeps one last
+ * error per thread; the worker's runtime keeps the one of the forwarded calls). */
+static __thread int local_error;
+
+int vmc_local_error(int status) {
+    if (status != 0)
+        local_error = status;
+    return status;
+}
+
+int vmc_local_error_take(int clear) {
+    int e = local_error;
+    if (clear)
+        local_error = 0;
+    return e;
+}
 
 uint64_t vmc_runtime_epoch(void) { return __atomic_load_n(&runtime_epoch, __ATOMIC_ACQUIRE); }
 
@@ -23,15 +41,31 @@ cudaError_t vmc_call_begin_ex(struct vmc_call *c, uint32_t id, int async, int ru
     memset(c, 0, sizeof *c);
     c->id = id;
     c->async = async;
+    vmc_call_stats_count(id, async);
     c->conn = vmc_thread_conn(&err);
     if (!c->conn)
         return err;
     vmc_out_begin_frame(&c->conn->out);
+    vmc_out_u64(&c->conn->out, 0); /* the call's number, set when it is sent */
     return cudaSuccess;
 }
 
 void vmc_arg(struct vmc_call *c, const void *p, size_t n) { vmc_out_bytes(&c->conn->out, p, n); }
 void vmc_arg_u8(struct vmc_call *c, uint8_t v) { vmc_out_u8(&c->conn->out, v); }
+
+void vmc_arg_array(struct vmc_call *c, const void *p, size_t size, uint64_t count, int with_data) {
+    struct vmc_out *out = &c->conn->out;
+    if (!p) {
+        vmc_out_u8(out, VMC_ARRAY_NULL);
+        return;
+    }
+    /* what cannot fit one frame is refused by the worker (CUDA_ERROR_INVALID_VALUE), not sent */
+    int fits = size && count <= VMC_MAX_CALL_PAYLOAD / 2 / size;
+    vmc_out_u8(out, !fits ? VMC_ARRAY_TOO_LARGE : with_data ? VMC_ARRAY_DATA : VMC_ARRAY_ROOM);
+    vmc_out_u64(out, count);
+    if (fits && with_data)
+        vmc_out_bytes(out, p, (size_t)count * size);
+}
 void vmc_arg_u32(struct vmc_call *c, uint32_t v) { vmc_out_u32(&c->conn->out, v); }
 void vmc_arg_u64(struct vmc_call *c, uint64_t v) { vmc_out_u64(&c->conn->out, v); }
 
@@ -64,11 +98,19 @@ void vmc_arg_str(struct vmc_call *c, const char *s) {
 /* Up to this many bytes of bulk data ride in the same write as their CALL frame. */
 #define SMALL_UPLOAD (64u << 10)
 
+/* The number of this process's next call: the worker dispatches the calls of all this process's connections
+ * in this order (PROTOCOL.md "Calls from several threads"). Taken just before the frame is written, so
+ * that a call another thread makes after this one returned has a higher number. */
+static uint64_t next_call_number = 1;
+
 static int finish_frame(struct vmc_call *c) {
     struct vmc_conn *conn = c->conn;
     if (conn->out.broken || conn->out.len - VMC_HEADER_BYTES > VMC_MAX_CALL_PAYLOAD)
         return -1;
-    vmc_out_finish_frame(&conn->out, VMC_CALL, c->async ? VMC_FLAG_ASYNC : 0, c->id);
+    uint64_t seq = __atomic_fetch_add(&next_call_number, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < 8; i++)
+        conn->out.data[VMC_HEADER_BYTES + i] = (uint8_t)(seq >> (8 * i));
+    vmc_out_finish_frame(&conn->out, VMC_CALL, (c->async ? VMC_FLAG_ASYNC : 0) | VMC_FLAG_ORDERED, c->id);
     return 0;
 }
 
@@ -98,6 +140,8 @@ static cudaError_t await_reply(struct vmc_call *c) {
     int32_t status = (int32_t)vmc_in_u32(&c->reply);
     (void)vmc_in_u32(&c->reply); /* async_error: the worker thread's own last-error state already holds it */
     c->replied = 1;
+    if (status != 0 && c->id < VMC_DRV_FIRST_ID)
+        local_error = 0; /* the worker's runtime now holds a newer last error than any answered here */
     return (cudaError_t)status;
 }
 
@@ -150,6 +194,17 @@ cudaError_t vmc_call_await(struct vmc_call *c) { return await_reply(c); }
 void vmc_ret_pointee(struct vmc_call *c, void *p, size_t n) {
     if (c->replied && p)
         vmc_in_bytes(&c->reply, p, n);
+}
+
+void vmc_ret_array(struct vmc_call *c, void *p, size_t size, uint64_t room) {
+    if (!c->replied)
+        return;
+    uint64_t n = vmc_in_u64(&c->reply);
+    if (n > room || (n && !p)) {
+        c->reply.bad = 1;
+        return;
+    }
+    vmc_in_bytes(&c->reply, p, (size_t)n * size);
 }
 
 uint32_t vmc_ret_u32(struct vmc_call *c) { return c->replied ? vmc_in_u32(&c->reply) : 0; }

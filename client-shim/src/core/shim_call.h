@@ -27,12 +27,21 @@ cudaError_t vmc_call_begin_ex(struct vmc_call *c, uint32_t id, int async, int ru
 /* How many such calls this process has made: the driver front end's cached context answers are valid
  * while it does not change. */
 uint64_t vmc_runtime_epoch(void);
+/* A runtime call answered on the client returns `status` (recorded as this thread's last error when it is
+ * one, as NVIDIA's runtime does); returns status. */
+int vmc_local_error(int status);
+/* That last error, unless a forwarded call failed since (then the worker's runtime holds the newer one);
+ * cleared when `clear` (cudaGetLastError does, cudaPeekAtLastError does not). */
+int vmc_local_error_take(int clear);
 void vmc_arg(struct vmc_call *c, const void *p, size_t n);
 /* @out/@in pointer: presence byte, then the pointee's current bytes. */
 void vmc_arg_pointee(struct vmc_call *c, const void *p, size_t n);
 void vmc_arg_func(struct vmc_call *c, const void *hostFun);
 void vmc_arg_symbol(struct vmc_call *c, const void *hostVar);
 void vmc_arg_str(struct vmc_call *c, const char *s);
+/* An array argument (cuda-driver.spec's @in[N] / @out[N]) of `count` elements of `size` bytes: sent after
+ * every other argument, with its elements when `with_data` (@in), as room to fill otherwise (@out). */
+void vmc_arg_array(struct vmc_call *c, const void *p, size_t size, uint64_t count, int with_data);
 void vmc_arg_u8(struct vmc_call *c, uint8_t v);
 void vmc_arg_u32(struct vmc_call *c, uint32_t v);
 void vmc_arg_u64(struct vmc_call *c, uint64_t v);
@@ -50,6 +59,8 @@ cudaError_t vmc_call_send(struct vmc_call *c);
 cudaError_t vmc_call_await(struct vmc_call *c);
 /* Copies the next n reply bytes into p (when p is not NULL and the call was answered). */
 void vmc_ret_pointee(struct vmc_call *c, void *p, size_t n);
+/* The elements an @out[N] array came back with (at most the `room` it was sent with). */
+void vmc_ret_array(struct vmc_call *c, void *p, size_t size, uint64_t room);
 uint32_t vmc_ret_u32(struct vmc_call *c);
 uint64_t vmc_ret_u64(struct vmc_call *c);
 /* The call was answered and every value read from the answer so far was there. */

@@ -115,41 +115,49 @@ static int ring_directory(char *out, size_t len) {
     return ok ? 0 : -1;
 }
 
-/* Creates the ring file, asks the worker to map and register it, and unlinks it either way. */
-static void attach_file(struct vmc_conn *conn) {
-    size_t slot_size = vmc_block_size();
-    size_t size = slot_size * SLOTS;
-    char dir[32], path[128];
+void *vmc_shm_new_file(size_t size, char *path, size_t path_len) {
+    char dir[32];
     unsigned char name[16];
-    if (ring_directory(dir, sizeof dir) != 0 || getrandom(name, sizeof name, 0) != (ssize_t)sizeof name)
-        return;
-    int at = snprintf(path, sizeof path, "%s/", dir);
+    if (path_len < 80 || ring_directory(dir, sizeof dir) != 0 || getrandom(name, sizeof name, 0) != (ssize_t)sizeof name)
+        return NULL;
+    int at = snprintf(path, path_len, "%s/", dir);
     for (size_t i = 0; i < sizeof name; i++)
-        at += snprintf(path + at, sizeof path - (size_t)at, "%02x", name[i]);
+        at += snprintf(path + at, path_len - (size_t)at, "%02x", name[i]);
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0)
-        return;
+        return NULL;
     fchmod(fd, 0666); /* past the umask */
     void *base = MAP_FAILED;
     if (ftruncate(fd, (off_t)size) == 0)
         base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    cudaError_t st = cudaErrorMemoryAllocation;
-    if (base != MAP_FAILED) {
-        struct vmc_call c;
-        st = vmc_call_begin(&c, VMC_API_vmc_ShmAttach, 0);
-        if (st == cudaSuccess) {
-            vmc_arg_str(&c, path);
-            vmc_arg_u64(&c, size);
-            vmc_arg_u32(&c, SLOTS);
-            vmc_arg_u64(&c, slot_size);
-            st = vmc_call_finish(&c);
-        }
+    if (base == MAP_FAILED) {
+        unlink(path);
+        return NULL;
+    }
+    return base;
+}
+
+/* Creates the ring file, asks the worker to map and register it, and unlinks it either way. */
+static void attach_file(struct vmc_conn *conn) {
+    size_t slot_size = vmc_block_size();
+    size_t size = slot_size * SLOTS;
+    char path[128];
+    void *base = vmc_shm_new_file(size, path, sizeof path);
+    if (!base)
+        return;
+    struct vmc_call c;
+    cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_ShmAttach, 0);
+    if (st == cudaSuccess) {
+        vmc_arg_str(&c, path);
+        vmc_arg_u64(&c, size);
+        vmc_arg_u32(&c, SLOTS);
+        vmc_arg_u64(&c, slot_size);
+        st = vmc_call_finish(&c);
     }
     unlink(path);
     if (st != cudaSuccess) {
-        if (base != MAP_FAILED)
-            munmap(base, size);
+        munmap(base, size);
         return;
     }
     conn->shm_base = base;
@@ -284,9 +292,11 @@ void vmc_shm_forget(struct vmc_conn *conn) {
     conn->shm_state = 0;
 }
 
-int vmc_shm_ready(size_t count) {
+/* The configuration lets this process share memory with the appliance: transport shm, a shared region, or
+ * auto with an appliance on this host. */
+static int may_share(void) {
     const struct vmc_client_config *cfg = vmc_client_config();
-    if (count < VMC_SHM_MIN_BYTES || cfg->transport == VMC_TRANSPORT_TCP)
+    if (cfg->transport == VMC_TRANSPORT_TCP)
         return 0;
     /* A configured shared region says the appliance shares memory with this machine. */
     if (cfg->transport == VMC_TRANSPORT_AUTO && !cfg->shm_region[0]) {
@@ -294,6 +304,14 @@ int vmc_shm_ready(size_t count) {
         if (!local)
             return 0;
     }
+    return 1;
+}
+
+int vmc_shm_colocated(void) { return may_share() && !vmc_client_config()->shm_region[0]; }
+
+int vmc_shm_ready(size_t count) {
+    if (count < VMC_SHM_MIN_BYTES || !may_share())
+        return 0;
     cudaError_t err;
     struct vmc_conn *conn = vmc_thread_conn(&err);
     if (!conn)

@@ -20,6 +20,14 @@ cudaError_t vmc_shm_host_to_device(uint32_t symbol, uint64_t dst, const void *sr
 cudaError_t vmc_shm_device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
                                    unsigned mode);
 
+/* 1 when this process and the appliance are on one OS instance and may share memory through files in
+ * /dev/shm (transport shm, or auto with a local appliance; not a shared region between two VMs). */
+int vmc_shm_colocated(void);
+/* A new file of `size` bytes for this session's worker to open (its path, under this process's private
+ * /dev/shm directory, in `path`), mapped shared here: the mapping, or NULL. The caller unlinks the path
+ * once the worker has opened it. */
+void *vmc_shm_new_file(size_t size, char *path, size_t path_len);
+
 /* The connection has been closed: its ring's mapping goes. A lane of the shared region is given back by
  * the worker, which sees the end of the connection once it has stopped using and registering the lane
  * (a lane freed here first could be claimed again while that worker still holds it); lanes still held

@@ -2,6 +2,8 @@
 
 #include <stdio.h>
 
+#include "shim_call.h"
+
 #define CUDA_ERROR_NOT_SUPPORTED 801 /* cudaErrorNotSupported; this file avoids the CUDA headers */
 
 int vmc_unsupported(const char *name, int *told) {
@@ -9,7 +11,7 @@ int vmc_unsupported(const char *name, int *told) {
         fprintf(stderr, "vmcuda: %s is not supported yet; it returns cudaErrorNotSupported\n", name);
         fflush(stderr);
     }
-    return CUDA_ERROR_NOT_SUPPORTED;
+    return vmc_local_error(CUDA_ERROR_NOT_SUPPORTED);
 }
 
 void vmc_not_supported_because(const char *what, const char *why, int *told) {
@@ -17,4 +19,5 @@ void vmc_not_supported_because(const char *what, const char *why, int *told) {
         fprintf(stderr, "vmcuda: %s is not supported: %s; it returns cudaErrorNotSupported\n", what, why);
         fflush(stderr);
     }
+    vmc_local_error(CUDA_ERROR_NOT_SUPPORTED);
 }

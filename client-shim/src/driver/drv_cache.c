@@ -69,16 +69,16 @@ void vmc_drv_cache_clear(struct vmc_drv_cache *c) {
     pthread_mutex_unlock(&c->lock);
 }
 
-void vmc_drv_cache_remove_value(struct vmc_drv_cache *c, uint64_t value) {
-    pthread_mutex_lock(&c->lock);
+/* Rebuilds the table without the entries `drop` picks (open addressing keeps no holes). Caller holds the lock. */
+static void remove_where(struct vmc_drv_cache *c, int (*drop)(const struct vmc_drv_cache_slot *, const void *), const void *arg) {
     uint64_t cap = c->cap;
     struct vmc_drv_cache_slot *old = c->slots;
     struct vmc_drv_cache_slot *slots = cap ? calloc(cap, sizeof *slots) : NULL;
-    if (slots) { /* rebuilt without those entries: open addressing keeps no holes */
+    if (slots) {
         c->slots = slots;
         c->used = 0;
         for (uint64_t i = 0; i < cap; i++)
-            if (old[i].used && old[i].value != value) {
+            if (old[i].used && !drop(&old[i], arg)) {
                 *find(c, old[i].k[0], old[i].k[1], old[i].k[2]) = old[i];
                 c->used++;
             }
@@ -87,5 +87,46 @@ void vmc_drv_cache_remove_value(struct vmc_drv_cache *c, uint64_t value) {
         memset(old, 0, cap * sizeof *old);
         c->used = 0;
     }
+}
+
+static int value_is(const struct vmc_drv_cache_slot *s, const void *arg) { return s->value == *(const uint64_t *)arg; }
+
+void vmc_drv_cache_remove_value(struct vmc_drv_cache *c, uint64_t value) {
+    pthread_mutex_lock(&c->lock);
+    remove_where(c, value_is, &value);
     pthread_mutex_unlock(&c->lock);
+}
+
+struct handle_list {
+    const uint64_t *handles;
+    int n;
+};
+
+static int first_word_in(const struct vmc_drv_cache_slot *s, const void *arg) {
+    const struct handle_list *l = arg;
+    for (int i = 0; i < l->n; i++)
+        if (s->k[0] == l->handles[i])
+            return 1;
+    return 0;
+}
+
+void vmc_drv_cache_remove_handles(struct vmc_drv_cache *c, const uint64_t *handles, int n) {
+    struct handle_list l = {handles, n};
+    pthread_mutex_lock(&c->lock);
+    remove_where(c, first_word_in, &l);
+    pthread_mutex_unlock(&c->lock);
+}
+
+int vmc_drv_cache_related(struct vmc_drv_cache *c, uint64_t handle, uint64_t *out, int max) {
+    int n = 0;
+    pthread_mutex_lock(&c->lock);
+    for (uint64_t i = 0; i < c->cap && n < max; i++) {
+        const struct vmc_drv_cache_slot *s = &c->slots[i];
+        if (s->used && s->k[0] == handle)
+            out[n++] = s->value;
+        else if (s->used && s->value == handle)
+            out[n++] = s->k[0];
+    }
+    pthread_mutex_unlock(&c->lock);
+    return n;
 }

@@ -1,6 +1,7 @@
 /* A small thread-safe map from three 64-bit words to one, for the answers the driver front end keeps:
  * kernels' parameter layouts, which handles are CUkernels, kernels' functions per context, immutable
- * function attributes. A whole map can be cleared, or the entries holding one value removed. */
+ * function attributes. A whole map can be cleared, or the entries holding one value or keyed by given
+ * handles removed. */
 #ifndef DRV_CACHE_H
 #define DRV_CACHE_H
 
@@ -27,5 +28,10 @@ void vmc_drv_cache_put(struct vmc_drv_cache *c, uint64_t a, uint64_t b, uint64_t
 void vmc_drv_cache_clear(struct vmc_drv_cache *c);
 /* Removes every entry whose value is `value`. */
 void vmc_drv_cache_remove_value(struct vmc_drv_cache *c, uint64_t value);
+/* Removes every entry whose first key word is one of the n handles. */
+void vmc_drv_cache_remove_handles(struct vmc_drv_cache *c, const uint64_t *handles, int n);
+/* The handles `handle` is paired with: the values of its entries (first key word = handle) and the first
+ * key words of the entries whose value is handle; at most max of them in out, how many returned. */
+int vmc_drv_cache_related(struct vmc_drv_cache *c, uint64_t handle, uint64_t *out, int max);
 
 #endif

@@ -9,6 +9,7 @@
 #include "drv.h"
 #include "drv_cache.h"
 #include "drv_call.h"
+#include "drv_context.h"
 #include "drv_device.h"
 #include "drv_launch.h"
 #include "vmc_drv_api.h"
@@ -28,6 +29,8 @@ static struct vmc_drv_cache layouts = VMC_DRV_CACHE_INIT;    /* (handle, kind) -
 static struct vmc_drv_cache names = VMC_DRV_CACHE_INIT;      /* (handle, kind) -> char * */
 /* (handle, kind) -> max threads per block << 32 | max dynamic shared bytes: changed by cu*SetAttribute */
 static struct vmc_drv_cache limits = VMC_DRV_CACHE_INIT;
+/* (handle, attribute, device) -> the value cu*SetAttribute last set successfully */
+static struct vmc_drv_cache set_values = VMC_DRV_CACHE_INIT;
 
 static unsigned kind_of(const void *handle) {
     uint64_t v;
@@ -49,6 +52,8 @@ __attribute__((visibility("default"))) CUresult cuLibraryGetKernel(CUkernel *pKe
 void vmc_drv_forget_handles(void) {
     vmc_drv_cache_clear(&layouts);
     vmc_drv_cache_clear(&limits);
+    vmc_drv_cache_clear(&set_values);
+    vmc_drv_forget_context_limits();
     vmc_drv_cache_clear(&names);
     vmc_drv_cache_clear(&attributes);
     vmc_drv_cache_clear(&functions);
@@ -87,24 +92,18 @@ __attribute__((visibility("default"))) CUresult cuKernelGetFunction(CUfunction *
     return st;
 }
 
-/* What compilation fixed about a function; the others can be changed with cu*SetAttribute. */
-static int fixed_attribute(CUfunction_attribute a) {
-    return a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK || a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES ||
-           a == CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES || a == CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES ||
-           a == CU_FUNC_ATTRIBUTE_NUM_REGS || a == CU_FUNC_ATTRIBUTE_PTX_VERSION ||
-           a == CU_FUNC_ATTRIBUTE_BINARY_VERSION || a == CU_FUNC_ATTRIBUTE_CACHE_MODE_CA;
-}
-
+/* A function's attributes change only through cu*SetAttribute on it or on its kernel (compilation fixed
+ * the others), so every answer is kept until such a set: PyTorch asks a kernel's attributes and sets its
+ * dynamic shared memory before many launches, hundreds of times per training step. */
 __attribute__((visibility("default"))) CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
                                                                      CUdevice dev) {
     uint64_t v;
-    if (pi && fixed_attribute(attrib) &&
-        vmc_drv_cache_get(&attributes, (uint64_t)(uintptr_t)kernel, (uint64_t)attrib, (uint64_t)(int64_t)dev, &v)) {
+    if (pi && vmc_drv_cache_get(&attributes, (uint64_t)(uintptr_t)kernel, (uint64_t)attrib, (uint64_t)(int64_t)dev, &v)) {
         *pi = (int)v;
         return CUDA_SUCCESS;
     }
     CUresult st = vmc_forward_cuKernelGetAttribute(pi, attrib, kernel, dev);
-    if (st == CUDA_SUCCESS && pi && fixed_attribute(attrib))
+    if (st == CUDA_SUCCESS && pi)
         vmc_drv_cache_put(&attributes, (uint64_t)(uintptr_t)kernel, (uint64_t)attrib, (uint64_t)(int64_t)dev, (uint64_t)*pi);
     return st;
 }
@@ -112,33 +111,60 @@ __attribute__((visibility("default"))) CUresult cuKernelGetAttribute(int *pi, CU
 /* A function belongs to one context, hence one device: the key's device word is unused (-1). */
 __attribute__((visibility("default"))) CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc) {
     uint64_t v;
-    if (pi && fixed_attribute(attrib) &&
-        vmc_drv_cache_get(&attributes, (uint64_t)(uintptr_t)hfunc, (uint64_t)attrib, UINT64_MAX, &v)) {
+    if (pi && vmc_drv_cache_get(&attributes, (uint64_t)(uintptr_t)hfunc, (uint64_t)attrib, UINT64_MAX, &v)) {
         *pi = (int)v;
         return CUDA_SUCCESS;
     }
     CUresult st = vmc_forward_cuFuncGetAttribute(pi, attrib, hfunc);
-    if (st == CUDA_SUCCESS && pi && fixed_attribute(attrib))
+    if (st == CUDA_SUCCESS && pi)
         vmc_drv_cache_put(&attributes, (uint64_t)(uintptr_t)hfunc, (uint64_t)attrib, UINT64_MAX, (uint64_t)*pi);
     return st;
 }
 
-/* Setting an attribute can move others (a larger dynamic shared memory size lowers the block limit):
- * everything remembered about attributes goes. */
-__attribute__((visibility("default"))) CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
-                                                                     CUdevice dev) {
-    CUresult st = vmc_forward_cuKernelSetAttribute(attrib, val, kernel, dev);
-    /* after the set, so that no answer fetched meanwhile survives it */
-    vmc_drv_cache_clear(&attributes);
-    vmc_drv_cache_clear(&limits);
+/* Setting an attribute can move others of the same function (a larger dynamic shared memory size lowers
+ * the block limit), and a kernel's setting is its functions': what is kept about the handle, its kernel
+ * and its functions goes. Other kernels' answers stay. */
+static void forget_attributes_of(uint64_t handle) {
+    uint64_t related[65];
+    related[0] = handle;
+    int n = 1 + vmc_drv_cache_related(&functions, handle, related + 1, 64);
+    vmc_drv_cache_remove_handles(&attributes, related, n);
+    vmc_drv_cache_remove_handles(&limits, related, n);
+    /* what was set on the kernel or functions related to it no longer holds; what was set on this handle
+     * for the other attributes does (settable attributes do not move each other) */
+    vmc_drv_cache_remove_handles(&set_values, related + 1, n - 1);
+}
+
+/* Setting an attribute to the value it was last set to changes nothing, and natively succeeds again:
+ * answered here (device word: the kernel's device, -1 for a function). */
+static CUresult set_attribute(uint64_t handle, CUfunction_attribute attrib, int value, uint64_t device,
+                              CUresult (*forward)(uint64_t handle, CUfunction_attribute attrib, int value, uint64_t device)) {
+    uint64_t v;
+    if (vmc_drv_cache_get(&set_values, handle, (uint64_t)attrib, device, &v) && v == (uint64_t)(int64_t)value)
+        return CUDA_SUCCESS;
+    CUresult st = forward(handle, attrib, value, device);
+    forget_attributes_of(handle); /* after the set, so that no answer fetched meanwhile survives it */
+    if (st == CUDA_SUCCESS)
+        vmc_drv_cache_put(&set_values, handle, (uint64_t)attrib, device, (uint64_t)(int64_t)value);
     return st;
 }
 
+static CUresult forward_kernel_set(uint64_t handle, CUfunction_attribute attrib, int value, uint64_t device) {
+    return vmc_forward_cuKernelSetAttribute(attrib, value, (CUkernel)(uintptr_t)handle, (CUdevice)(int64_t)device);
+}
+
+static CUresult forward_function_set(uint64_t handle, CUfunction_attribute attrib, int value, uint64_t device) {
+    (void)device;
+    return vmc_forward_cuFuncSetAttribute((CUfunction)(uintptr_t)handle, attrib, value);
+}
+
+__attribute__((visibility("default"))) CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                                                                     CUdevice dev) {
+    return set_attribute((uint64_t)(uintptr_t)kernel, attrib, val, (uint64_t)(int64_t)dev, forward_kernel_set);
+}
+
 __attribute__((visibility("default"))) CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
-    CUresult st = vmc_forward_cuFuncSetAttribute(hfunc, attrib, value);
-    vmc_drv_cache_clear(&attributes);
-    vmc_drv_cache_clear(&limits);
-    return st;
+    return set_attribute((uint64_t)(uintptr_t)hfunc, attrib, value, UINT64_MAX, forward_function_set);
 }
 
 /* ---- names ---- */

@@ -9,7 +9,9 @@
 #include "bulk.h"
 #include "drv.h"
 #include "drv_call.h"
+#include "hostmap.h"
 #include "hostmem.h"
+#include "shim_shm.h"
 #include "shim_registry.h"
 #include "vmc_drv_api.h"
 #include "vmc_drv_wire.h"
@@ -354,16 +356,37 @@ __attribute__((visibility("default"))) CUresult cuMemcpy3DAsync_v2_ptsz(const CU
 /* ---- page-locked host memory: it lives in this process ---- */
 
 static int told_mapped;
-static const char *const ACROSS_MACHINES = "the appliance's GPU cannot reach this machine's memory directly (copy explicitly)";
+static const char *const ACROSS_MACHINES = "the appliance's GPU can reach this process's memory only when the appliance "
+                                           "is on this host (copy explicitly)";
 
+/* Mapped memory (CU_MEMHOSTALLOC_DEVICEMAP) on the co-located path lives in memory this process shares
+ * with its worker (hostmap.h); other page-locked memory stays in this process. */
 static CUresult host_alloc(void **pp, size_t bytesize, unsigned flags) {
     if (!pp)
         return CUDA_ERROR_INVALID_VALUE;
     *pp = NULL;
-    if (flags & CU_MEMHOSTALLOC_DEVICEMAP)
+    if (!(flags & CU_MEMHOSTALLOC_DEVICEMAP))
+        return (CUresult)vmc_host_alloc(pp, bytesize, flags);
+    if (!vmc_shm_colocated())
         return vmc_drv_not_supported("cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP) (mapped host memory)", ACROSS_MACHINES,
                                      &told_mapped);
-    return (CUresult)vmc_host_alloc(pp, bytesize, flags);
+    return (CUresult)vmc_hostmap_alloc(pp, bytesize, flags);
+}
+
+__attribute__((visibility("default"))) CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags) {
+    static int told;
+    if (!pdptr || Flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t device = 0;
+    if (vmc_hostmap_device_pointer(p, &device)) {
+        *pdptr = (CUdeviceptr)device;
+        return CUDA_SUCCESS;
+    }
+    unsigned flags = 0;
+    if (vmc_host_alloc_find(p, NULL, NULL, &flags) || vmc_registered_flags(p, &flags))
+        return vmc_drv_not_supported("cuMemHostGetDevicePointer of page-locked memory not allocated with "
+                                     "CU_MEMHOSTALLOC_DEVICEMAP", ACROSS_MACHINES, &told);
+    return CUDA_ERROR_INVALID_VALUE;
 }
 
 __attribute__((visibility("default"))) CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
@@ -445,6 +468,14 @@ static int host_attribute(void *data, CUpointer_attribute a, CUdeviceptr ptr, CU
     switch (a) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data = CU_MEMORYTYPE_HOST; break;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER: *(void **)data = (void *)(uintptr_t)ptr; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: {
+        uint64_t device = 0;
+        if (vmc_hostmap_device_pointer((const void *)(uintptr_t)ptr, &device))
+            *(CUdeviceptr *)data = (CUdeviceptr)device;
+        else
+            *st = CUDA_ERROR_INVALID_VALUE; /* memory of this process only: the GPU cannot reach it */
+        break;
+    }
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(int *)data = 0; break;
     case CU_POINTER_ATTRIBUTE_MAPPED: *(int *)data = 1; break;
     case CU_POINTER_ATTRIBUTE_CONTEXT: *st = cuCtxGetCurrent((CUcontext *)data); break;

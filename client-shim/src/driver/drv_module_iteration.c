@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "drv.h"
-#include "drv_module_iteration.h"
+#include "drv_tables.h"
 
 typedef int (*function_visitor)(void *out, CUfunction function, const char *name, uint64_t zero1, uint64_t zero2,
                                 void *user);

@@ -8,7 +8,9 @@
 #include <cuda_runtime_api.h>
 
 #include "bulk.h"
+#include "hostmap.h"
 #include "hostmem.h"
+#include "shim_shm.h"
 #include "shim_call.h"
 #include "shim_hostmem.h"
 #include "shim_registry.h"
@@ -243,37 +245,47 @@ cudaError_t vmc_context_check(void) {
 static cudaError_t host_alloc(void **pHost, size_t size, unsigned int flags) {
     if (!pHost)
         return cudaErrorInvalidValue;
-    if (flags & cudaHostAllocMapped) {
-        static int told;
-        vmc_not_supported_because("cudaHostAlloc(cudaHostAllocMapped)",
-                                  "zero-copy mapped host memory cannot be shared with a GPU in another machine", &told);
-        *pHost = NULL;
-        return cudaErrorNotSupported;
-    }
-    cudaError_t st = vmc_context_check();
+    cudaError_t st = vmc_context_check(); /* first, as natively: a machine without a GPU says so */
     if (st != cudaSuccess) {
         *pHost = NULL;
         return st;
     }
-    return vmc_host_alloc(pHost, size, flags);
+    if ((flags & cudaHostAllocMapped) && !vmc_shm_colocated()) {
+        static int told;
+        vmc_not_supported_because("cudaHostAlloc(cudaHostAllocMapped)",
+                                  "zero-copy mapped host memory needs the appliance on this host (it cannot be shared "
+                                  "with a GPU in another machine)", &told);
+        *pHost = NULL;
+        return cudaErrorNotSupported;
+    }
+    /* co-located: in memory this process shares with its worker, which the GPU reads and writes */
+    return flags & cudaHostAllocMapped ? vmc_hostmap_alloc(pHost, size, flags) : vmc_host_alloc(pHost, size, flags);
 }
 
-__attribute__((visibility("default"))) cudaError_t cudaMallocHost(void **ptr, size_t size) { return host_alloc(ptr, size, 0); }
+/* Each answer of these is also this thread's last error when it is one (shim_call.h). */
+#define ANSWER(status) ((cudaError_t)vmc_local_error(status))
+
+__attribute__((visibility("default"))) cudaError_t cudaMallocHost(void **ptr, size_t size) {
+    return ANSWER(host_alloc(ptr, size, 0));
+}
 
 __attribute__((visibility("default"))) cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
-    return host_alloc(pHost, size, flags);
+    return ANSWER(host_alloc(pHost, size, flags));
 }
 
-__attribute__((visibility("default"))) cudaError_t cudaFreeHost(void *ptr) { return ptr ? vmc_host_free(ptr) : cudaSuccess; }
+__attribute__((visibility("default"))) cudaError_t cudaFreeHost(void *ptr) {
+    return ANSWER(ptr ? vmc_host_free(ptr) : cudaSuccess);
+}
 
 __attribute__((visibility("default"))) cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
     unsigned flags = 0;
     if (pFlags && vmc_registered_flags(pHost, pFlags))
         return cudaSuccess;
     if (!pFlags || !vmc_host_alloc_find(pHost, NULL, NULL, &flags))
-        return cudaErrorInvalidValue;
+        return ANSWER(cudaErrorInvalidValue);
     /* As natively on 64-bit systems, where unified addressing makes every page-locked allocation
-     * count as mapped (cudaHostGetDevicePointer itself is not supported: the memory is on the client). */
+     * count as mapped (cudaHostGetDevicePointer answers only for memory allocated mapped on the co-located
+     * path: hostmap.h). */
     *pFlags = flags | cudaHostAllocMapped;
     return cudaSuccess;
 }

@@ -119,6 +119,7 @@ struct function {
     struct module *module;
     const struct kernel *k;
     int is_kernel;
+    int max_dynamic_shared; /* settable, as CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES is (0: the default) */
 };
 
 static struct function *function_of(struct module *m, const char *name, int is_kernel) {
@@ -304,8 +305,17 @@ static CUresult f_cuCtxGetDevice(CUdevice *d) { if (!current()) return CUDA_ERRO
 static CUresult f_cuCtxSynchronize(void) { return current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
 static CUresult f_cuCtxGetFlags(unsigned *f) { *f = 0; return CUDA_SUCCESS; }
 static CUresult f_cuCtxGetApiVersion(CUcontext c, unsigned *v) { (void)c; *v = 13000; return CUDA_SUCCESS; }
-static CUresult f_cuCtxGetLimit(size_t *v, CUlimit l) { *v = l == CU_LIMIT_STACK_SIZE ? 1024 : 1 << 20; return CUDA_SUCCESS; }
-static CUresult f_cuCtxSetLimit(CUlimit l, size_t v) { (void)l; (void)v; return CUDA_SUCCESS; }
+static size_t limits[CU_LIMIT_MAX];
+static CUresult f_cuCtxGetLimit(size_t *v, CUlimit l) {
+    if (l >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    *v = limits[l] ? limits[l] : l == CU_LIMIT_STACK_SIZE ? 1024 : 1 << 20;
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuCtxSetLimit(CUlimit l, size_t v) {
+    if (l >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    limits[l] = v;
+    return CUDA_SUCCESS;
+}
 static CUresult f_cuCtxGetStreamPriorityRange(int *least, int *greatest) { if (least) *least = 0; if (greatest) *greatest = -5; return CUDA_SUCCESS; }
 static CUresult f_cuCtxGetCacheConfig(CUfunc_cache *c) { *c = CU_FUNC_CACHE_PREFER_NONE; return CUDA_SUCCESS; }
 static CUresult f_cuCtxSetCacheConfig(CUfunc_cache c) { (void)c; return CUDA_SUCCESS; }
@@ -542,9 +552,26 @@ static CUresult attribute(int *v, CUfunction_attribute a) {
     }
     return CUDA_SUCCESS;
 }
-static CUresult f_cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) { (void)f; return attribute(v, a); }
+static CUresult f_cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) {
+    struct function *fn = (struct function *)f;
+    if (fn && a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && fn->max_dynamic_shared) {
+        *v = fn->max_dynamic_shared;
+        return CUDA_SUCCESS;
+    }
+    return attribute(v, a);
+}
 static CUresult f_cuKernelGetAttribute(int *v, CUfunction_attribute a, CUkernel k, CUdevice d) { (void)k; (void)d; return attribute(v, a); }
-static CUresult f_cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) { (void)f; (void)a; (void)v; return CUDA_SUCCESS; }
+static CUresult f_cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
+    struct function *fn = (struct function *)f;
+    if (!fn)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        if (v < 0 || v > 227 * 1024)
+            return CUDA_ERROR_INVALID_VALUE;
+        fn->max_dynamic_shared = v;
+    }
+    return CUDA_SUCCESS;
+}
 static CUresult f_cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d) { (void)a; (void)v; (void)k; (void)d; return CUDA_SUCCESS; }
 static CUresult f_cuFuncSetCacheConfig(CUfunction f, CUfunc_cache c) { (void)f; (void)c; return CUDA_SUCCESS; }
 static CUresult f_cuKernelSetCacheConfig(CUkernel k, CUfunc_cache c, CUdevice d) { (void)k; (void)c; (void)d; return CUDA_SUCCESS; }
@@ -597,6 +624,119 @@ static CUresult f_cuPointerGetAttributes(unsigned n, CUpointer_attribute *attrs,
         default: break;
         }
     }
+    return CUDA_SUCCESS;
+}
+
+/* ---- graphs: topology only (nodes and edges), enough for the array arguments of the graph API ---- */
+
+struct fake_node {
+    struct fake_graph *graph;
+    struct fake_node *deps[8];
+    int n_deps;
+};
+struct fake_graph {
+    struct fake_node nodes[16];
+    int n_nodes, live;
+};
+static struct fake_graph graphs[8];
+
+static CUresult f_cuGraphCreate(CUgraph *g, unsigned flags) {
+    (void)flags;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < 8; i++)
+        if (!graphs[i].live) {
+            memset(&graphs[i], 0, sizeof graphs[i]);
+            graphs[i].live = 1;
+            *g = (CUgraph)&graphs[i];
+            pthread_mutex_unlock(&lock);
+            return CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&lock);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static struct fake_graph *graph_of(CUgraph g) {
+    struct fake_graph *fg = (struct fake_graph *)g;
+    return fg >= graphs && fg < graphs + 8 && fg->live ? fg : NULL;
+}
+
+static CUresult f_cuGraphDestroy(CUgraph g) {
+    struct fake_graph *fg = graph_of(g);
+    if (!fg)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg->live = 0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult add_edge(struct fake_node *from, struct fake_node *to) {
+    if (!from || !to || from->graph != to->graph || from == to || to->n_deps == 8)
+        return CUDA_ERROR_INVALID_VALUE;
+    to->deps[to->n_deps++] = from;
+    return CUDA_SUCCESS;
+}
+
+static CUresult f_cuGraphAddEmptyNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n) {
+    struct fake_graph *fg = graph_of(g);
+    if (!fg || !node || (n && !deps) || fg->n_nodes == 16)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fake_node *x = &fg->nodes[fg->n_nodes++];
+    memset(x, 0, sizeof *x);
+    x->graph = fg;
+    for (size_t i = 0; i < n; i++)
+        if (add_edge((struct fake_node *)deps[i], x) != CUDA_SUCCESS)
+            return CUDA_ERROR_INVALID_VALUE;
+    *node = (CUgraphNode)x;
+    return CUDA_SUCCESS;
+}
+
+static CUresult f_cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+                                            const CUgraphEdgeData *edges, size_t n) {
+    (void)edges;
+    if (!graph_of(g) || (n && (!from || !to)))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < n; i++)
+        if (add_edge((struct fake_node *)from[i], (struct fake_node *)to[i]) != CUDA_SUCCESS)
+            return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+/* The driver's list convention: count when the array is NULL, else fill up to *n and say how many. */
+static CUresult list_nodes(CUgraph g, CUgraphNode *out, size_t *n, int roots_only) {
+    struct fake_graph *fg = graph_of(g);
+    if (!fg || !n)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t k = 0;
+    for (int i = 0; i < fg->n_nodes; i++) {
+        if (roots_only && fg->nodes[i].n_deps)
+            continue;
+        if (out && k < *n)
+            out[k] = (CUgraphNode)&fg->nodes[i];
+        k++;
+    }
+    if (out && k > *n)
+        k = *n;
+    *n = k;
+    return CUDA_SUCCESS;
+}
+
+static CUresult f_cuGraphGetNodes(CUgraph g, CUgraphNode *out, size_t *n) { return list_nodes(g, out, n, 0); }
+static CUresult f_cuGraphGetRootNodes(CUgraph g, CUgraphNode *out, size_t *n) { return list_nodes(g, out, n, 1); }
+
+static CUresult f_cuGraphNodeGetDependencies_v2(CUgraphNode node, CUgraphNode *out, CUgraphEdgeData *edges, size_t *n) {
+    struct fake_node *x = (struct fake_node *)node;
+    if (!x || !n)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t k = (size_t)x->n_deps;
+    if (out) {
+        if (k > *n)
+            k = *n;
+        for (size_t i = 0; i < k; i++) {
+            out[i] = (CUgraphNode)x->deps[i];
+            if (edges)
+                memset(&edges[i], 0, sizeof edges[i]);
+        }
+    }
+    *n = k;
     return CUDA_SUCCESS;
 }
 
@@ -656,6 +796,9 @@ static const struct {
     F(cuModuleGetFunctionCount, f_cuModuleGetFunctionCount), F(cuModuleEnumerateFunctions, f_cuModuleEnumerateFunctions),
     F(cuStreamGetCaptureInfo, f_cuStreamGetCaptureInfo),
     F(cuPointerGetAttributes, f_cuPointerGetAttributes),
+    F(cuGraphCreate, f_cuGraphCreate), F(cuGraphDestroy, f_cuGraphDestroy), F(cuGraphAddEmptyNode, f_cuGraphAddEmptyNode),
+    F(cuGraphAddDependencies, f_cuGraphAddDependencies_v2), F(cuGraphGetNodes, f_cuGraphGetNodes),
+    F(cuGraphGetRootNodes, f_cuGraphGetRootNodes), F(cuGraphNodeGetDependencies, f_cuGraphNodeGetDependencies_v2),
 };
 
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,

@@ -78,6 +78,9 @@ cudaError_t vmc_w_copy_sync(cudaStream_t stream, unsigned mode);
 
 /* The shared-memory ring (worker_shm.c). */
 enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc);
+/* A file a co-located client made for this worker (its private /dev/shm directory, a random name, a
+ * regular file of exactly `size` bytes) opened read-write, or -1 for anything else. */
+int vmc_w_shm_open_file(const char *path, uint64_t size);
 enum vmc_w_result vmc_w_shm_attach_region(struct vmc_wcall *wc);
 /* Gives back every shared-region lane still attached (the worker is exiting). */
 void vmc_w_shm_release_all_lanes(void);
@@ -109,6 +112,10 @@ void vmc_w_count_d2h(uint64_t bytes);
 
 /* ---- diagnostics go to the session log (the worker's original stderr), never to the client ---- */
 void vmc_w_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The client's order of calls across its connections (worker_order.c): wait until every call numbered
+ * below `number` is dispatched; say that call `number` is (async: submitted; sync: started). */
+void vmc_w_order_wait(uint64_t number);
+void vmc_w_order_done(uint64_t number);
 
 /* ---- tenant isolation and fault handling (worker_quota.c, worker_idle.c, worker_daemon.c) ---- */
 /* Device-memory quota (VMCUDA_MEMORY_QUOTA bytes, set by the daemon per tenant). For the calls that

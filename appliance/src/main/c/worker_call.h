@@ -17,6 +17,8 @@ struct vmc_wcall {
     struct vmc_in in;      /* the CALL payload */
     char *strings[4];      /* @str arguments, freed after the call */
     int n_strings;
+    struct { void *p; uint64_t count; } arrays[4]; /* @in[N]/@out[N] arguments, freed after the call */
+    int n_arrays;
     int replied;
 };
 
@@ -34,6 +36,11 @@ void *vmc_w_arg_pointee(struct vmc_wcall *wc, void *storage, size_t n);
 const void *vmc_w_arg_func(struct vmc_wcall *wc);
 const void *vmc_w_arg_symbol(struct vmc_wcall *wc);
 const char *vmc_w_arg_str(struct vmc_wcall *wc);
+/* @in[N]/@out[N]: storage for `count` elements of `size` bytes (the client's for @in, zeroed for @out), or
+ * NULL for a NULL array; a count other than `count` marks the arguments bad. */
+void *vmc_w_arg_array(struct vmc_wcall *wc, size_t size, uint64_t count);
+/* Frees what the argument readers allocated for the call. */
+void vmc_w_call_release(struct vmc_wcall *wc);
 /* All arguments read and nothing left over. */
 int vmc_w_args_ok(struct vmc_wcall *wc);
 
@@ -41,6 +48,8 @@ int vmc_w_args_ok(struct vmc_wcall *wc);
 void vmc_w_reply_status(struct vmc_wcall *wc, cudaError_t st);
 void vmc_w_reply_pointee(struct vmc_wcall *wc, const void *p, size_t n);
 void vmc_w_reply_u32(struct vmc_wcall *wc, uint32_t v);
+/* An @out[N] array: the first min(room, count) elements (room: what vmc_w_arg_array gave it). */
+void vmc_w_reply_array(struct vmc_wcall *wc, const void *p, size_t size, uint64_t count);
 /* Records the outcome of an async call (the first error is reported with the next REPLY). */
 void vmc_w_async_done(struct vmc_wcall *wc, cudaError_t st);
 

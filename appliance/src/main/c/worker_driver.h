@@ -22,6 +22,13 @@ int vmc_w_drv_present(void);
 enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc);
 enum vmc_w_result vmc_worker_drv_dispatch_generated(struct vmc_wcall *wc);
 
+/* vmc_drv_TpcMapping: slot 4 of the driver's private cluster table (worker_tables.c). */
+enum vmc_w_result vmc_w_tpc_mapping(struct vmc_wcall *wc);
+
+/* vmc_drv_HostMapAttach / vmc_drv_HostMapDetach: a co-located client's mapped host memory (worker_hostmap.c). */
+enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_hostmap_detach(struct vmc_wcall *wc);
+
 /* Driver-mode bulk copies (COPY_DRIVER): one block, and waiting for a stream. */
 CUresult vmc_w_drv_copy_block(CUdeviceptr device, void *host, size_t n, int to_device, int pinned, CUstream stream,
                               int per_thread);

@@ -47,6 +47,40 @@ const char *vmc_w_arg_str(struct vmc_wcall *wc) {
     return s;
 }
 
+void *vmc_w_arg_array(struct vmc_wcall *wc, size_t size, uint64_t count) {
+    unsigned how = vmc_in_u8(&wc->in);
+    if (how == VMC_ARRAY_NULL || wc->in.bad)
+        return NULL;
+    uint64_t sent = vmc_in_u64(&wc->in);
+    /* the driver takes its count from N: a buffer of any other size would let it read or write past ours */
+    if (how > VMC_ARRAY_DATA || sent != count || !size || count > VMC_MAX_CALL_PAYLOAD / 2 / size ||
+        wc->n_arrays == (int)(sizeof wc->arrays / sizeof wc->arrays[0])) {
+        wc->in.bad = 1;
+        return NULL;
+    }
+    size_t bytes = (size_t)count * size;
+    void *p = calloc(1, bytes ? bytes : 1);
+    const uint8_t *data = how == VMC_ARRAY_DATA ? vmc_in_view(&wc->in, bytes) : NULL;
+    if (!p || (how == VMC_ARRAY_DATA && !data)) {
+        free(p);
+        wc->in.bad = 1;
+        return NULL;
+    }
+    if (data)
+        memcpy(p, data, bytes);
+    wc->arrays[wc->n_arrays].p = p;
+    wc->arrays[wc->n_arrays++].count = count;
+    return p;
+}
+
+void vmc_w_call_release(struct vmc_wcall *wc) {
+    for (int i = 0; i < wc->n_strings; i++)
+        free(wc->strings[i]);
+    for (int i = 0; i < wc->n_arrays; i++)
+        free(wc->arrays[i].p);
+    wc->n_strings = wc->n_arrays = 0;
+}
+
 int vmc_w_args_ok(struct vmc_wcall *wc) { return !wc->in.bad && wc->in.pos == wc->in.len; }
 
 /* ---- reply writers ---- */
@@ -66,6 +100,17 @@ void vmc_w_reply_pointee(struct vmc_wcall *wc, const void *p, size_t n) {
 }
 
 void vmc_w_reply_u32(struct vmc_wcall *wc, uint32_t v) { vmc_out_u32(&wc->conn->reply, v); }
+
+void vmc_w_reply_array(struct vmc_wcall *wc, const void *p, size_t size, uint64_t count) {
+    uint64_t room = 0;
+    for (int i = 0; i < wc->n_arrays; i++)
+        if (p && wc->arrays[i].p == p)
+            room = wc->arrays[i].count;
+    uint64_t n = count < room ? count : room;
+    vmc_out_u64(&wc->conn->reply, n);
+    if (n)
+        vmc_out_bytes(&wc->conn->reply, p, (size_t)n * size);
+}
 
 void vmc_w_async_done(struct vmc_wcall *wc, cudaError_t st) {
     if (st != cudaSuccess && wc->conn->async_error == cudaSuccess)
@@ -254,10 +299,17 @@ void vmc_w_serve(int fd, int primary) {
         wc.id = h.id;
         wc.async = (h.flags & VMC_FLAG_ASYNC) != 0;
         vmc_in_init(&wc.in, c.payload, h.len);
+        /* the client's order across its threads (PROTOCOL.md "Calls from several threads") */
+        uint64_t number = (h.flags & VMC_FLAG_ORDERED) ? vmc_in_u64(&wc.in) : 0;
+        if (number)
+            vmc_w_order_wait(number);
+        if (number && !wc.async)
+            vmc_w_order_done(number); /* a synchronous call may block: what comes after it goes on */
         vmc_w_count_call();
         enum vmc_w_result r = dispatch(&wc);
-        for (int i = 0; i < wc.n_strings; i++)
-            free(wc.strings[i]);
+        if (number && wc.async)
+            vmc_w_order_done(number); /* its work is on the GPU's queues now */
+        vmc_w_call_release(&wc);
         if (r == VMC_W_FATAL) {
             vmc_w_note_abort("client connection lost during a call"); /* isolation hook */
             break;

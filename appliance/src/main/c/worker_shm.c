@@ -182,6 +182,18 @@ static int valid_name(const char *path) {
     return 1;
 }
 
+int vmc_w_shm_open_file(const char *path, uint64_t size) {
+    if (!valid_name(path))
+        return -1;
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc) {
     const char *path = vmc_w_arg_str(wc);
     uint64_t size = vmc_in_u64(&wc->in);
@@ -195,12 +207,9 @@ enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc) {
         vmc_w_reply_status(wc, cudaErrorInvalidValue);
         return VMC_W_DONE;
     }
-    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+    int fd = vmc_w_shm_open_file(path, size);
+    if (fd < 0) {
         /* Typical when the client is not on this host after all: it falls back to the socket. */
-        if (fd >= 0)
-            close(fd);
         vmc_w_reply_status(wc, cudaErrorInvalidValue);
         return VMC_W_DONE;
     }

@@ -22,10 +22,14 @@ import java.util.regex.Pattern;
  */
 public final class GenerateDriver extends SpecSupport {
 
-    enum Kind { VALUE, OUT, IN, INOUT, STR, NULL, DEV }
+    enum Kind {
+        VALUE, OUT, IN, INOUT, STR, NULL, DEV, IN_ARRAY, OUT_ARRAY;
+
+        boolean array() { return this == IN_ARRAY || this == OUT_ARRAY; }
+    }
 
     static final Map<String, Kind> ANNOTATIONS = Map.of("out", Kind.OUT, "in", Kind.IN, "inout", Kind.INOUT,
-            "str", Kind.STR, "null", Kind.NULL, "dev", Kind.DEV);
+            "str", Kind.STR, "null", Kind.NULL, "dev", Kind.DEV, "in[]", Kind.IN_ARRAY, "out[]", Kind.OUT_ARRAY);
 
     /** An ABI as cuGetProcAddress names it: base name, CUDA version, per-thread-stream variant. */
     record Key(String name, int version, String variant) {
@@ -142,9 +146,27 @@ public final class GenerateDriver extends SpecSupport {
                 throw new IllegalArgumentException("line " + e.line() + ": @" + p.kind() + " on a non-pointer in " + e.symbol());
             if (e.async() && (p.kind() == Kind.OUT || p.kind() == Kind.INOUT))
                 throw new IllegalArgumentException("line " + e.line() + ": async " + e.symbol() + " cannot return values");
-            if ((p.kind() == Kind.OUT || p.kind() == Kind.IN || p.kind() == Kind.INOUT) && p.pointee().endsWith("void"))
+            if ((p.kind() == Kind.OUT || p.kind() == Kind.IN || p.kind() == Kind.INOUT || p.kind().array())
+                    && p.pointee().endsWith("void"))
                 throw new IllegalArgumentException("line " + e.line() + ": " + e.symbol() + "(" + p.name() + "): void has no size");
+            if (p.kind() == Kind.OUT_ARRAY && e.async())
+                throw new IllegalArgumentException("line " + e.line() + ": async " + e.symbol() + " cannot return values");
+            if (p.kind().array()) {
+                Param<Kind> n = e.params().stream().filter(q -> q.name().equals(p.count())).findFirst().orElseThrow(
+                        () -> new IllegalArgumentException("line " + e.line() + ": " + e.symbol() + "(" + p.name()
+                                + "): no parameter " + p.count() + " to count its elements"));
+                boolean counts = n.kind() == Kind.VALUE ? !n.pointer() : n.kind() == Kind.IN || n.kind() == Kind.INOUT;
+                if (!counts)
+                    throw new IllegalArgumentException("line " + e.line() + ": " + e.symbol() + "(" + p.name() + "): its count "
+                            + n.name() + " must be an integer or an @in/@inout pointer to one");
+            }
         }
+    }
+
+    /** The element count of array parameter {@code p} as C reads it (the count parameter or what it points to). */
+    static String countOf(Entry e, Param<Kind> p) {
+        Param<Kind> n = e.params().stream().filter(q -> q.name().equals(p.count())).findFirst().orElseThrow();
+        return n.kind() == Kind.VALUE ? "(uint64_t)" + n.name() : "(" + n.name() + " ? (uint64_t)*" + n.name() + " : 0)";
     }
 
     // ---------------------------------------------------------------- C outputs
@@ -211,13 +233,23 @@ public final class GenerateDriver extends SpecSupport {
                     case VALUE, DEV -> s.append("    vmc_arg(&vmc_c, &").append(p.name()).append(", sizeof ").append(p.name()).append(");\n");
                     case OUT, IN, INOUT -> s.append("    vmc_arg_pointee(&vmc_c, ").append(p.name()).append(", sizeof *").append(p.name()).append(");\n");
                     case STR -> s.append("    vmc_arg_str(&vmc_c, ").append(p.name()).append(");\n");
-                    case NULL -> { }
+                    case NULL, IN_ARRAY, OUT_ARRAY -> { }
                 }
             }
+            /* arrays travel after the other arguments, so that the worker knows their counts when it reads them */
+            for (Param<Kind> p : e.params())
+                if (p.kind().array())
+                    s.append("    uint64_t vmc_n_").append(p.name()).append(" = ").append(countOf(e, p)).append(";\n")
+                     .append("    vmc_arg_array(&vmc_c, ").append(p.name()).append(", sizeof *").append(p.name())
+                     .append(", vmc_n_").append(p.name()).append(", ").append(p.kind() == Kind.IN_ARRAY ? 1 : 0).append(");\n");
             s.append("    vmc_st = (CUresult)vmc_call_finish(&vmc_c);\n");
             for (Param<Kind> p : e.params())
                 if (p.kind() == Kind.OUT || p.kind() == Kind.INOUT)
                     s.append("    vmc_ret_pointee(&vmc_c, ").append(p.name()).append(", sizeof *").append(p.name()).append(");\n");
+            for (Param<Kind> p : e.params())
+                if (p.kind() == Kind.OUT_ARRAY)
+                    s.append("    vmc_ret_array(&vmc_c, ").append(p.name()).append(", sizeof *").append(p.name())
+                     .append(", vmc_n_").append(p.name()).append(");\n");
             s.append("    return vmc_st;\n}\n\n");
         }
         return s.toString();
@@ -315,8 +347,13 @@ public final class GenerateDriver extends SpecSupport {
                         callArgs.add(n);
                     }
                     case NULL -> callArgs.add("NULL");
+                    case IN_ARRAY, OUT_ARRAY -> callArgs.add(n);
                 }
             }
+            for (Param<Kind> p : e.params())
+                if (p.kind().array())
+                    s.append("        ").append(p.pointee()).append(" *").append(p.name()).append(" = vmc_w_arg_array(vmc_wc, sizeof *")
+                     .append(p.name()).append(", ").append(countOf(e, p)).append(");\n");
             s.append("        if (!vmc_w_args_ok(vmc_wc))\n            return VMC_W_BAD_ARGS;\n");
             s.append("        CUresult vmc_st = vmc_fn ? vmc_fn(").append(String.join(", ", callArgs))
              .append(") : vmc_w_drv_missing(\"").append(e.symbol()).append("\");\n");
@@ -327,6 +364,10 @@ public final class GenerateDriver extends SpecSupport {
                 for (Param<Kind> p : e.params())
                     if (p.kind() == Kind.OUT || p.kind() == Kind.INOUT)
                         s.append("        vmc_w_reply_pointee(vmc_wc, ").append(p.name()).append(", sizeof ").append(p.name()).append("_v);\n");
+                for (Param<Kind> p : e.params())
+                    if (p.kind() == Kind.OUT_ARRAY)
+                        s.append("        vmc_w_reply_array(vmc_wc, ").append(p.name()).append(", sizeof *").append(p.name())
+                         .append(", ").append(countOf(e, p)).append(");\n");
             }
             s.append("        return VMC_W_DONE;\n    }\n");
         }

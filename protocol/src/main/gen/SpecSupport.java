@@ -39,8 +39,11 @@ abstract class SpecSupport {
         boolean exported() { return this != INTERNAL; }
     }
 
-    /** A parameter; {@code kind} is the generator's own enum of annotations. */
-    record Param<K>(String type, String name, K kind) {
+    /**
+     * A parameter; {@code kind} is the generator's own enum of annotations, {@code count} the parameter
+     * named in an array annotation ({@code @out[numNodes]}), or null.
+     */
+    record Param<K>(String type, String name, K kind, String count) {
         boolean pointer() { return type.trim().endsWith("*"); }
 
         /** The type a pointer parameter points to, without const: storage for it in the worker. */
@@ -56,25 +59,29 @@ abstract class SpecSupport {
         String declared() { return type + (pointer() ? "" : " ") + name; }
     }
 
-    private static final Pattern ANNOTATION = Pattern.compile("@(\\w+)");
+    private static final Pattern ANNOTATION = Pattern.compile("@(\\w+)(?:\\[(\\w+)\\])?");
     private static final Pattern TRAILING_NAME = Pattern.compile("(\\w+)$");
 
     /**
-     * Reads {@code TYPE NAME [@annotation]}; {@code annotations} maps each annotation the spec allows to
-     * its kind, {@code plain} is the kind of an unannotated parameter.
+     * Reads {@code TYPE NAME [@annotation[COUNT]]}; {@code annotations} maps each annotation the spec allows
+     * to its kind (an array annotation is looked up as {@code NAME[]}), {@code plain} is the kind of an
+     * unannotated parameter.
      */
     static <K> Param<K> parseParam(String text, int line, Map<String, K> annotations, K plain) {
         K kind = plain;
+        String count = null;
         Matcher a = ANNOTATION.matcher(text);
         if (a.find()) {
-            kind = annotations.get(a.group(1));
-            if (kind == null) throw new IllegalArgumentException("line " + line + ": unknown annotation @" + a.group(1));
+            count = a.group(2);
+            String key = a.group(1) + (count == null ? "" : "[]");
+            kind = annotations.get(key);
+            if (kind == null) throw new IllegalArgumentException("line " + line + ": unknown annotation @" + key);
             text = text.substring(0, a.start()).strip();
         }
         Matcher n = TRAILING_NAME.matcher(text);
         if (!n.find() || n.start() == 0)
             throw new IllegalArgumentException("line " + line + ": parameter without a name: '" + text + "'");
-        return new Param<>(text.substring(0, n.start()).strip(), n.group(1), kind);
+        return new Param<>(text.substring(0, n.start()).strip(), n.group(1), kind, count);
     }
 
     /** {@code RET NAME(params)} without the semicolon. */

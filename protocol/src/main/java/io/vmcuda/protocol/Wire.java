@@ -27,6 +27,8 @@ public final class Wire {
     public static final int TYPE_CHALLENGE = 9;
 
     public static final int FLAG_ASYNC = 1;
+    /** CALL: the payload starts with the call's u64 number in its process's order of sending. */
+    public static final int FLAG_ORDERED = 2;
 
     public static final int MAX_CONTROL_PAYLOAD = 64 * 1024;
     public static final int MAX_BINARY_CHUNK = 4 * 1024 * 1024;

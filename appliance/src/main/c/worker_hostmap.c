@@ -1,0 +1,112 @@
+/* Mapped host memory for a co-located client (PROTOCOL.md "Mapped host memory"; the client's side is
+ * client-shim/src/core/hostmap.c): the client's file is mapped here, at the client's own address when
+ * that is free in this process, and registered with the GPU as mapped, portable memory, so that kernels
+ * read and write the client's pages. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cudaTypedefs.h>
+#include "worker.h"
+#include "worker_driver.h"
+
+#define MAX_HOSTMAPS 4096
+#define MAX_HOSTMAP_BYTES (64ull << 30)
+
+static struct hostmap {
+    uint64_t client;   /* the client's address: its name for the mapping */
+    void *here;
+    size_t size;
+} maps[MAX_HOSTMAPS];
+static int n_maps;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The client's address when it is free here (then the host pointer is the device pointer on both sides,
+ * as with unified addressing natively), anywhere else otherwise. */
+static void *map_file(int fd, size_t size, uint64_t client) {
+    void *p = mmap((void *)(uintptr_t)client, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+    if (p != MAP_FAILED && p != (void *)(uintptr_t)client) { /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
+        munmap(p, size);
+        p = MAP_FAILED;
+    }
+    if (p == MAP_FAILED)
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc) {
+    const char *path = vmc_w_arg_str(wc);
+    uint64_t size = vmc_in_u64(&wc->in);
+    uint64_t client = vmc_in_u64(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    PFN_cuMemHostRegister_v6050 host_register =
+        (PFN_cuMemHostRegister_v6050)vmc_w_drv_resolve("cuMemHostRegister", 6050, 0);
+    PFN_cuMemHostGetDevicePointer_v3020 device_pointer =
+        (PFN_cuMemHostGetDevicePointer_v3020)vmc_w_drv_resolve("cuMemHostGetDevicePointer", 3020, 0);
+    PFN_cuMemHostUnregister_v4000 host_unregister =
+        (PFN_cuMemHostUnregister_v4000)vmc_w_drv_resolve("cuMemHostUnregister", 4000, 0);
+    CUresult st = CUDA_SUCCESS;
+    int fd = -1;
+    void *here = NULL;
+    CUdeviceptr device = 0;
+    if (!host_register || !device_pointer || !host_unregister)
+        st = vmc_w_drv_missing("cuMemHostRegister");
+    else if (size == 0 || size > MAX_HOSTMAP_BYTES || size % 4096 != 0 || client % 4096 != 0)
+        st = CUDA_ERROR_INVALID_VALUE;
+    else if ((fd = vmc_w_shm_open_file(path, size)) < 0)
+        st = CUDA_ERROR_INVALID_VALUE; /* not a file of this client's (or the client is not on this host) */
+    else if (!(here = map_file(fd, (size_t)size, client)))
+        st = CUDA_ERROR_OUT_OF_MEMORY;
+    if (fd >= 0)
+        close(fd);
+    if (st == CUDA_SUCCESS)
+        st = host_register(here, (size_t)size, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+    if (st == CUDA_SUCCESS && (st = device_pointer(&device, here, 0)) != CUDA_SUCCESS)
+        host_unregister(here);
+    if (st == CUDA_SUCCESS) {
+        pthread_mutex_lock(&lock);
+        if (n_maps < MAX_HOSTMAPS)
+            maps[n_maps++] = (struct hostmap){client, here, (size_t)size};
+        else
+            st = CUDA_ERROR_OUT_OF_MEMORY;
+        pthread_mutex_unlock(&lock);
+        if (st != CUDA_SUCCESS)
+            host_unregister(here);
+    }
+    if (st != CUDA_SUCCESS && here)
+        munmap(here, (size_t)size);
+    else if (st == CUDA_SUCCESS)
+        vmc_w_log("mapped host memory: %zu bytes at %#lx%s", (size_t)size, (unsigned long)device,
+                  here == (void *)(uintptr_t)client ? " (the client's own address)" : " (not the client's address)");
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    uint64_t d = st == CUDA_SUCCESS ? (uint64_t)device : 0;
+    vmc_w_reply_pointee(wc, &d, sizeof d);
+    return VMC_W_DONE;
+}
+
+enum vmc_w_result vmc_w_hostmap_detach(struct vmc_wcall *wc) {
+    uint64_t client = vmc_in_u64(&wc->in);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    struct hostmap m = {0, NULL, 0};
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_maps; i++)
+        if (maps[i].client == client) {
+            m = maps[i];
+            maps[i] = maps[--n_maps];
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    CUresult st = CUDA_ERROR_INVALID_VALUE;
+    if (m.here) {
+        PFN_cuMemHostUnregister_v4000 host_unregister =
+            (PFN_cuMemHostUnregister_v4000)vmc_w_drv_resolve("cuMemHostUnregister", 4000, 0);
+        st = host_unregister ? host_unregister(m.here) : vmc_w_drv_missing("cuMemHostUnregister");
+        munmap(m.here, m.size);
+    }
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    return VMC_W_DONE;
+}

@@ -1,0 +1,20 @@
+/* Mapped host memory on the co-located path (PROTOCOL.md "Mapped host memory"): page-locked memory of
+ * this process that the appliance's GPU reads and writes directly. It lives in a file in /dev/shm that
+ * this process and its worker both map; the worker registers its mapping with the GPU (at the same
+ * address when it can, so that the host pointer is also the device pointer, as with unified addressing
+ * natively). Between machines there is no such memory, and callers refuse it. */
+#ifndef VMC_HOSTMAP_H
+#define VMC_HOSTMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+/* Allocates it (also recorded as a page-locked allocation with `flags`, see hostmem.h). */
+cudaError_t vmc_hostmap_alloc(void **p, size_t size, unsigned flags);
+/* 1 and the GPU's address of host address p when p is in mapped memory, else 0. */
+int vmc_hostmap_device_pointer(const void *p, uint64_t *device);
+/* For hostmem.c's free: 1 when [p, p + size) was mapped memory, now released on both sides; else 0. */
+int vmc_hostmap_release(void *p, size_t size);
+
+#endif
