@@ -448,6 +448,30 @@ int main(int argc, char **argv) {
     CU(cuDevicePrimaryCtxRelease_v2(dev));
     check(seven[0] == 7 && seven[4095] == 7, "the primary context works again after cuDevicePrimaryCtxReset");
 
+    /* page-locked memory: copies from and to it, in stream order (with pinned_in_region on a co-located
+     * client, it is memory shared with the worker and the copies move no byte over the connection) */
+    unsigned char *pinned_in = NULL, *pinned_out = NULL;
+    CU(cuMemAllocHost_v2((void **)&pinned_in, 1 << 20));
+    CU(cuMemHostAlloc((void **)&pinned_out, 1 << 20, CU_MEMHOSTALLOC_PORTABLE));
+    for (int i = 0; i < 1 << 20; i++) {
+        pinned_in[i] = (unsigned char)(i * 7 + 3);
+        pinned_out[i] = 0;
+    }
+    CUdeviceptr staged;
+    CU(cuMemAlloc_v2(&staged, 1 << 20));
+    CU(cuMemcpyHtoDAsync_v2(staged, pinned_in, 1 << 20, stream));
+    CU(cuMemcpyDtoHAsync_v2(pinned_out, staged, 1 << 20, stream));
+    CU(cuStreamSynchronize(stream));
+    int pinned_same = memcmp(pinned_in, pinned_out, 1 << 20) == 0;
+    memset(pinned_out, 0, 4096);
+    CU(cuMemcpyDtoH_v2(pinned_out + 100, staged + 100, 1000)); /* inside the allocations, not at their start */
+    pinned_same = pinned_same && memcmp(pinned_in + 100, pinned_out + 100, 1000) == 0 && pinned_out[99] == 0;
+    CU(cuMemFree_v2(staged));
+    CU(cuMemFreeHost(pinned_in));
+    CU(cuMemFreeHost(pinned_out));
+    check(pinned_same, "copies through page-locked memory, asynchronous and synchronous");
+    check(cuMemFreeHost(pinned_in) != CUDA_SUCCESS, "page-locked memory freed twice");
+
     /* a graph's topology through the array arguments: three empty nodes, root -> a, root -> b, a -> b */
     CUgraph graph;
     CU(cuGraphCreate(&graph, 0));

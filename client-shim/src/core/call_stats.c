@@ -20,9 +20,9 @@ static void print_stats(void) {
             total[a] += counts[a][i];
     fprintf(stderr, "vmcuda stats: %llu synchronous calls (round trips), %llu asynchronous\n",
             (unsigned long long)total[0], (unsigned long long)total[1]);
-    /* the 25 most frequent (function, kind) pairs */
+    /* every (function, kind) pair, the most frequent first */
     static int done[2][IDS];
-    for (int k = 0; k < 25; k++) {
+    for (;;) {
         int best_a = -1, best_i = -1;
         for (int a = 0; a < 2; a++)
             for (int i = 0; i < IDS; i++)

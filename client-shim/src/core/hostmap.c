@@ -10,6 +10,7 @@
 #include "shim_call.h"
 #include "shim_shm.h"
 #include "vmc_drv_api.h"
+#include "vmc_wire.h"
 
 struct mapping {
     uintptr_t base;
@@ -61,7 +62,7 @@ cudaError_t vmc_hostmap_alloc(void **p, size_t size, unsigned flags) {
     if (bytes < size)
         return cudaErrorMemoryAllocation;
     char path[128];
-    void *base = vmc_shm_new_file(bytes, path, sizeof path);
+    void *base = vmc_shm_new_file(bytes, 1, path, sizeof path);
     if (!base)
         return cudaErrorMemoryAllocation;
     struct vmc_call c;
@@ -101,6 +102,29 @@ int vmc_hostmap_device_pointer(const void *p, uint64_t *device) {
         *device = mappings[i].device + ((uintptr_t)p - mappings[i].base);
     pthread_mutex_unlock(&lock);
     return i >= 0;
+}
+
+int vmc_hostmap_contains(const void *p, size_t n) {
+    pthread_mutex_lock(&lock);
+    long i = n ? find((uintptr_t)p) : -1;
+    int inside = i >= 0 && n <= mappings[i].size - ((uintptr_t)p - mappings[i].base);
+    pthread_mutex_unlock(&lock);
+    return inside;
+}
+
+cudaError_t vmc_hostmap_copy(uint64_t device, const void *host, size_t count, uint64_t stream, unsigned mode, int to_device) {
+    struct vmc_call c;
+    int async = (mode & COPY_ASYNC) != 0;
+    cudaError_t st = vmc_call_begin_ex(&c, VMC_DRV_vmc_drv_MappedCopy, async, !(mode & COPY_DRIVER));
+    if (st != cudaSuccess)
+        return st;
+    vmc_arg_u64(&c, device);
+    vmc_arg_u64(&c, (uint64_t)(uintptr_t)host);
+    vmc_arg_u64(&c, count);
+    vmc_arg_u64(&c, stream);
+    vmc_arg_u8(&c, (uint8_t)mode);
+    vmc_arg_u8(&c, (uint8_t)(to_device != 0));
+    return vmc_call_finish(&c);
 }
 
 int vmc_hostmap_release(void *p, size_t size) {

@@ -14,6 +14,13 @@
 cudaError_t vmc_hostmap_alloc(void **p, size_t size, unsigned flags);
 /* 1 and the GPU's address of host address p when p is in mapped memory, else 0. */
 int vmc_hostmap_device_pointer(const void *p, uint64_t *device);
+/* 1 when [p, p + n) lies in one mapping: copies between it and the device are done by the GPU straight from
+ * the shared pages (vmc_hostmap_copy), with no byte crossing the connection. */
+int vmc_hostmap_contains(const void *p, size_t n);
+/* A copy between device memory and mapped memory, done by the worker (mode: COPY_* bits; to_device: the
+ * direction). Asynchronous copies return at once and run in stream order, as from page-locked memory
+ * natively. */
+cudaError_t vmc_hostmap_copy(uint64_t device, const void *host, size_t count, uint64_t stream, unsigned mode, int to_device);
 /* For hostmem.c's free: 1 when [p, p + size) was mapped memory, now released on both sides; else 0. */
 int vmc_hostmap_release(void *p, size_t size);
 

@@ -59,6 +59,8 @@ static void set(const char *key, const char *value) {
         config.tcp_streams = v >= 1 && v <= 8 ? (uint32_t)v : DEFAULT_TCP_STREAMS;
     } else if (strcmp(key, "shm_region") == 0) {
         snprintf(config.shm_region, sizeof config.shm_region, "%s", value);
+    } else if (strcmp(key, "pinned_in_region") == 0) {
+        config.pinned_in_region = strcmp(value, "1") == 0 || strcmp(value, "on") == 0 || strcmp(value, "true") == 0;
     } else if (strcmp(key, "gpus") == 0) {
         long v = strtol(value, NULL, 10);
         config.gpus = v > 0 && v < 1024 ? (uint32_t)v : 1;
@@ -99,7 +101,7 @@ static void load(void) {
         {"VMCUDA_APPLIANCE", "appliance"}, {"VMCUDA_TOKEN", "token"},
         {"VMCUDA_BLOCK_SIZE", "block_size"}, {"VMCUDA_GPUS", "gpus"}, {"VMCUDA_TRANSPORT", "transport"},
         {"VMCUDA_HANDSHAKE_TIMEOUT", "handshake_timeout_s"}, {"VMCUDA_TCP_STREAMS", "tcp_streams"},
-        {"VMCUDA_SHM_REGION", "shm_region"}};
+        {"VMCUDA_SHM_REGION", "shm_region"}, {"VMCUDA_PINNED_IN_REGION", "pinned_in_region"}};
     for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
         const char *v = getenv(env_keys[i][0]);
         if (v && *v)

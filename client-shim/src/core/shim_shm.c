@@ -115,7 +115,7 @@ static int ring_directory(char *out, size_t len) {
     return ok ? 0 : -1;
 }
 
-void *vmc_shm_new_file(size_t size, char *path, size_t path_len) {
+void *vmc_shm_new_file(size_t size, int reserve, char *path, size_t path_len) {
     char dir[32];
     unsigned char name[16];
     if (path_len < 80 || ring_directory(dir, sizeof dir) != 0 || getrandom(name, sizeof name, 0) != (ssize_t)sizeof name)
@@ -128,7 +128,9 @@ void *vmc_shm_new_file(size_t size, char *path, size_t path_len) {
         return NULL;
     fchmod(fd, 0666); /* past the umask */
     void *base = MAP_FAILED;
-    if (ftruncate(fd, (off_t)size) == 0)
+    /* reserved: the pages are taken now, where /dev/shm running out later would kill this process (SIGBUS)
+     * at a write */
+    if (ftruncate(fd, (off_t)size) == 0 && (!reserve || posix_fallocate(fd, 0, (off_t)size) == 0))
         base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (base == MAP_FAILED) {
@@ -143,7 +145,7 @@ static void attach_file(struct vmc_conn *conn) {
     size_t slot_size = vmc_block_size();
     size_t size = slot_size * SLOTS;
     char path[128];
-    void *base = vmc_shm_new_file(size, path, sizeof path);
+    void *base = vmc_shm_new_file(size, 0, path, sizeof path);
     if (!base)
         return;
     struct vmc_call c;
@@ -308,6 +310,8 @@ static int may_share(void) {
 }
 
 int vmc_shm_colocated(void) { return may_share() && !vmc_client_config()->shm_region[0]; }
+
+int vmc_shm_pinned_in_region(void) { return vmc_client_config()->pinned_in_region && vmc_shm_colocated(); }
 
 int vmc_shm_ready(size_t count) {
     if (count < VMC_SHM_MIN_BYTES || !may_share())

@@ -23,10 +23,13 @@ cudaError_t vmc_shm_device_to_host(void *dst, uint32_t symbol, uint64_t src, siz
 /* 1 when this process and the appliance are on one OS instance and may share memory through files in
  * /dev/shm (transport shm, or auto with a local appliance; not a shared region between two VMs). */
 int vmc_shm_colocated(void);
+/* Co-located and set to share all page-locked memory with the worker (`pinned_in_region`, off by default:
+ * not yet run on a GPU). Mapped memory (DEVICEMAP / cudaHostAllocMapped) is shared whenever co-located. */
+int vmc_shm_pinned_in_region(void);
 /* A new file of `size` bytes for this session's worker to open (its path, under this process's private
- * /dev/shm directory, in `path`), mapped shared here: the mapping, or NULL. The caller unlinks the path
- * once the worker has opened it. */
-void *vmc_shm_new_file(size_t size, char *path, size_t path_len);
+ * /dev/shm directory, in `path`), mapped shared here, its pages taken at once when `reserve`: the mapping,
+ * or NULL. The caller unlinks the path once the worker has opened it. */
+void *vmc_shm_new_file(size_t size, int reserve, char *path, size_t path_len);
 
 /* The connection has been closed: its ring's mapping goes. A lane of the shared region is given back by
  * the worker, which sees the end of the connection once it has stopped using and registering the lane

@@ -359,18 +359,24 @@ static int told_mapped;
 static const char *const ACROSS_MACHINES = "the appliance's GPU can reach this process's memory only when the appliance "
                                            "is on this host (copy explicitly)";
 
-/* Mapped memory (CU_MEMHOSTALLOC_DEVICEMAP) on the co-located path lives in memory this process shares
- * with its worker (hostmap.h); other page-locked memory stays in this process. */
+/* On the co-located path mapped memory (CU_MEMHOSTALLOC_DEVICEMAP) lives in memory this process shares with
+ * its worker (hostmap.h), which kernels reach; so does all page-locked memory with `pinned_in_region`, which
+ * the GPU then copies straight from and to. Elsewhere, or when /dev/shm has no room, page-locked memory
+ * stays in this process, and mapped memory is refused. */
 static CUresult host_alloc(void **pp, size_t bytesize, unsigned flags) {
     if (!pp)
         return CUDA_ERROR_INVALID_VALUE;
     *pp = NULL;
-    if (!(flags & CU_MEMHOSTALLOC_DEVICEMAP))
-        return (CUresult)vmc_host_alloc(pp, bytesize, flags);
-    if (!vmc_shm_colocated())
+    int mapped = (flags & CU_MEMHOSTALLOC_DEVICEMAP) != 0;
+    if ((mapped && vmc_shm_colocated()) || vmc_shm_pinned_in_region()) {
+        CUresult st = (CUresult)vmc_hostmap_alloc(pp, bytesize, flags);
+        if (st == CUDA_SUCCESS || mapped)
+            return st;
+    } else if (mapped) {
         return vmc_drv_not_supported("cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP) (mapped host memory)", ACROSS_MACHINES,
                                      &told_mapped);
-    return (CUresult)vmc_hostmap_alloc(pp, bytesize, flags);
+    }
+    return (CUresult)vmc_host_alloc(pp, bytesize, flags);
 }
 
 __attribute__((visibility("default"))) CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags) {

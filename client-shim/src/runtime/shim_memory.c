@@ -258,8 +258,15 @@ static cudaError_t host_alloc(void **pHost, size_t size, unsigned int flags) {
         *pHost = NULL;
         return cudaErrorNotSupported;
     }
-    /* co-located: in memory this process shares with its worker, which the GPU reads and writes */
-    return flags & cudaHostAllocMapped ? vmc_hostmap_alloc(pHost, size, flags) : vmc_host_alloc(pHost, size, flags);
+    /* co-located: mapped memory (and all page-locked memory with `pinned_in_region`) in memory this
+     * process shares with its worker, which kernels read and write and the GPU copies from and to; else
+     * (or when /dev/shm has no room) in this process */
+    if ((flags & cudaHostAllocMapped) || vmc_shm_pinned_in_region()) {
+        st = vmc_hostmap_alloc(pHost, size, flags);
+        if (st == cudaSuccess || (flags & cudaHostAllocMapped))
+            return st;
+    }
+    return vmc_host_alloc(pHost, size, flags);
 }
 
 /* Each answer of these is also this thread's last error when it is one (shim_call.h). */

@@ -345,6 +345,39 @@ static CUresult f_cuMemcpyHtoD(CUdeviceptr d, const void *h, size_t n) { if (!va
 static CUresult f_cuMemcpyDtoH(void *h, CUdeviceptr d, size_t n) { if (!valid(d, n)) return CUDA_ERROR_INVALID_VALUE; memcpy(h, (void *)(uintptr_t)d, n); return CUDA_SUCCESS; }
 static CUresult f_cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { if (!valid(d, n) || !valid(s, n)) return CUDA_ERROR_INVALID_VALUE; memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return CUDA_SUCCESS; }
 static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream s) { (void)s; return f_cuMemcpyHtoD(d, h, n); }
+
+/* Registered host memory: recorded; its device address is its host address, as with unified addressing. */
+static struct { void *p; size_t n; } registered[64];
+static CUresult f_cuMemHostRegister(void *p, size_t n, unsigned flags) {
+    (void)flags;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < 64; i++)
+        if (!registered[i].p) {
+            registered[i].p = p;
+            registered[i].n = n;
+            pthread_mutex_unlock(&lock);
+            return CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&lock);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult f_cuMemHostUnregister(void *p) {
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < 64; i++)
+        if (registered[i].p == p && p) {
+            registered[i].p = NULL;
+            pthread_mutex_unlock(&lock);
+            return CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&lock);
+    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+static CUresult f_cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned flags) {
+    if (!d || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    *d = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
 static CUresult f_cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n, CUstream s) { (void)s; return f_cuMemcpyDtoH(h, d, n); }
 static CUresult f_cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void)st; return f_cuMemcpyDtoD(d, s, n); }
 static CUresult f_cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return CUDA_SUCCESS; }
@@ -796,6 +829,8 @@ static const struct {
     F(cuModuleGetFunctionCount, f_cuModuleGetFunctionCount), F(cuModuleEnumerateFunctions, f_cuModuleEnumerateFunctions),
     F(cuStreamGetCaptureInfo, f_cuStreamGetCaptureInfo),
     F(cuPointerGetAttributes, f_cuPointerGetAttributes),
+    F(cuMemHostRegister, f_cuMemHostRegister), F(cuMemHostUnregister, f_cuMemHostUnregister),
+    F(cuMemHostGetDevicePointer, f_cuMemHostGetDevicePointer),
     F(cuGraphCreate, f_cuGraphCreate), F(cuGraphDestroy, f_cuGraphDestroy), F(cuGraphAddEmptyNode, f_cuGraphAddEmptyNode),
     F(cuGraphAddDependencies, f_cuGraphAddDependencies_v2), F(cuGraphGetNodes, f_cuGraphGetNodes),
     F(cuGraphGetRootNodes, f_cuGraphGetRootNodes), F(cuGraphNodeGetDependencies, f_cuGraphNodeGetDependencies_v2),

@@ -607,6 +607,7 @@ enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
     case VMC_DRV_vmc_drv_TpcMapping: return vmc_w_tpc_mapping(wc);
     case VMC_DRV_vmc_drv_HostMapAttach: return vmc_w_hostmap_attach(wc);
     case VMC_DRV_vmc_drv_HostMapDetach: return vmc_w_hostmap_detach(wc);
+    case VMC_DRV_vmc_drv_MappedCopy: return vmc_w_hostmap_copy(wc);
     case VMC_DRV_cuPointerGetAttributes: return pointer_attributes(wc);
     case VMC_DRV_cuStreamGetCaptureInfo:
     case VMC_DRV_cuStreamGetCaptureInfo_ptsz:

@@ -28,6 +28,8 @@ enum vmc_w_result vmc_w_tpc_mapping(struct vmc_wcall *wc);
 /* vmc_drv_HostMapAttach / vmc_drv_HostMapDetach: a co-located client's mapped host memory (worker_hostmap.c). */
 enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_hostmap_detach(struct vmc_wcall *wc);
+/* vmc_drv_MappedCopy: a copy between device memory and such memory, by the GPU, no bytes on the wire. */
+enum vmc_w_result vmc_w_hostmap_copy(struct vmc_wcall *wc);
 
 /* Driver-mode bulk copies (COPY_DRIVER): one block, and waiting for a stream. */
 CUresult vmc_w_drv_copy_block(CUdeviceptr device, void *host, size_t n, int to_device, int pinned, CUstream stream,

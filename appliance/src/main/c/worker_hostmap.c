@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+#include "vmc_wire.h"
 #include "worker.h"
 #include "worker_driver.h"
 
@@ -108,5 +110,61 @@ enum vmc_w_result vmc_w_hostmap_detach(struct vmc_wcall *wc) {
         munmap(m.here, m.size);
     }
     vmc_w_reply_status(wc, (cudaError_t)st);
+    return VMC_W_DONE;
+}
+
+/* This worker's address of [client, client + n) of a client's mapping, or NULL when it is not inside one. */
+static void *translate(uint64_t client, uint64_t n) {
+    void *here = NULL;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_maps; i++)
+        if (client - maps[i].client < maps[i].size && n <= maps[i].size - (client - maps[i].client)) {
+            here = (char *)maps[i].here + (client - maps[i].client);
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return here;
+}
+
+/* The runtime's copy, for the runtime front end's calls (their statuses are cudaError_t). */
+static cudaError_t runtime_copy(uint64_t device, void *host, size_t n, int to_device, cudaStream_t stream, unsigned mode) {
+    void *dst = to_device ? (void *)(uintptr_t)device : host;
+    const void *src = to_device ? host : (const void *)(uintptr_t)device;
+    enum cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    if (!stream && (mode & COPY_PER_THREAD))
+        stream = cudaStreamPerThread;
+    if (mode & COPY_ASYNC)
+        return cudaMemcpyAsync(dst, src, n, kind, stream);
+    if (mode & COPY_PER_THREAD) {
+        cudaError_t st = cudaMemcpyAsync(dst, src, n, kind, stream);
+        return st == cudaSuccess ? cudaStreamSynchronize(stream) : st;
+    }
+    return cudaMemcpy(dst, src, n, kind);
+}
+
+enum vmc_w_result vmc_w_hostmap_copy(struct vmc_wcall *wc) {
+    uint64_t device = vmc_in_u64(&wc->in);
+    uint64_t client = vmc_in_u64(&wc->in);
+    uint64_t count = vmc_in_u64(&wc->in);
+    uint64_t stream = vmc_in_u64(&wc->in);
+    unsigned mode = vmc_in_u8(&wc->in);
+    int to_device = vmc_in_u8(&wc->in) != 0;
+    if (!vmc_w_args_ok(wc) || (mode & ~COPY_MODE_BITS) || (wc->async != 0) != ((mode & COPY_ASYNC) != 0))
+        return VMC_W_BAD_ARGS;
+    void *host = translate(client, count);
+    int driver = (mode & COPY_DRIVER) != 0;
+    cudaError_t st;
+    if (!host) /* not memory this worker shares with the client: nothing is read or written */
+        st = driver ? (cudaError_t)CUDA_ERROR_INVALID_VALUE : cudaErrorInvalidValue;
+    else if (driver)
+        st = (cudaError_t)vmc_w_drv_copy_block((CUdeviceptr)device, host, (size_t)count, to_device, (mode & COPY_ASYNC) != 0,
+                                               (CUstream)(uintptr_t)(!stream && (mode & COPY_PER_THREAD) ? 2 : stream),
+                                               (mode & COPY_PER_THREAD) != 0);
+    else
+        st = runtime_copy(device, host, (size_t)count, to_device, (cudaStream_t)(uintptr_t)stream, mode);
+    if (wc->async)
+        vmc_w_async_done(wc, st);
+    else
+        vmc_w_reply_status(wc, st);
     return VMC_W_DONE;
 }

@@ -123,6 +123,22 @@ class DriverFrontEndTest {
                 assertEquals(rtExpected, rt.stdout(), "rt_static" + ctx);
                 assertEquals(0, rt.exitCode(), "rt_static" + ctx);
             }
+            // pinned_in_region: drv_api's page-locked memory becomes memory the client shares with its worker
+            // (co-located), and the copies from and to it are done by the worker's driver with no byte on the
+            // connection; the program prints exactly the same
+            Map<String, String> shared = new HashMap<>(env(d, "shm"));
+            shared.put("VMCUDA_PINNED_IN_REGION", "1");
+            shared.put("VMCUDA_STATS", "1"); // says which calls went to the worker
+            ProgramRunner.Result p = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
+                    "127.0.0.1:" + d.port, "--", driverDir.resolve("drv_api").toString()), shared, driverDir,
+                    work.resolve("drv_api-pinned-in-region"));
+            String pctx = "\n" + p.describe() + "--- workers ---\n" + workerLogs(d);
+            assertEquals(drvExpected, p.stdout(), pctx);
+            assertEquals(0, p.exitCode(), pctx);
+            assertTrue(workerLogs(d).contains("mapped host memory: 1048576 bytes"), pctx);
+            assertTrue(p.stderr().matches("(?s).*vmcuda stats: +3 (a)?sync +vmc_drv_MappedCopy.*")
+                    || p.stderr().matches("(?s).*vmcuda stats: +[12] async +vmc_drv_MappedCopy.*"), pctx);
+
             // VMCUDA_TRACE=all: each driver call the static runtime makes is named on stderr with its result,
             // the bad launches drv_api tries among them, and the program's own output does not change
             Map<String, String> traced = new HashMap<>(env(d, "tcp"));
