@@ -3,6 +3,7 @@
 // the host seeing what a kernel wrote once the kernel is done. Through vmcuda this works on the co-located
 // path only (the worker maps the client's pages); over TCP it is refused (the test scripts run this program
 // co-located only).
+#include <stdint.h>
 #include <string.h>
 #include "vmc_check.h"
 
@@ -80,6 +81,25 @@ int main() {
     CK(cudaMemcpyAsync(c, dev, n * sizeof(float), cudaMemcpyDeviceToHost, s));
     CK(cudaStreamSynchronize(s));
     vmc_check(memcmp(b, c, n * sizeof(float)) == 0, "copies through mapped memory", "4 MiB round trip");
+
+    // the program's own memory registered mapped (what NVIDIA's simpleStreams does on Linux): it keeps its
+    // contents, kernels write it through its device address, and it keeps what they wrote when unregistered
+    const int rn = 1 << 18;
+    char *raw = (char *)malloc(rn * sizeof(float) + 8192);
+    float *r = (float *)(((uintptr_t)raw + 4095) & ~(uintptr_t)4095);
+    for (int i = 0; i < rn; i++) r[i] = -1.0f;
+    CK(cudaHostRegister(r, rn * sizeof(float), cudaHostRegisterMapped));
+    vmc_check(r[0] == -1.0f && r[rn - 1] == -1.0f, "registered memory keeps its contents", "-1 at both ends");
+    float *dr = NULL;
+    CK(cudaHostGetDevicePointer((void **)&dr, r, 0));
+    vector_add<<<(rn + 255) / 256, 256>>>(da, db, dr, rn); // a and b still hold -i and (i % 1000) / 2
+    CK(cudaDeviceSynchronize());
+    wrong = 0;
+    for (int i = 0; i < rn; i++) wrong += r[i] != b[i] - (float)i;
+    vmc_check(wrong == 0, "a kernel wrote registered mapped memory", "%d of %d wrong", wrong, rn);
+    CK(cudaHostUnregister(r));
+    vmc_check(r[7] == b[7] - 7.0f, "unregistered memory keeps what the kernel wrote", "r[7] = %g", r[7]);
+    free(raw);
 
     CK(cudaFreeHost(a));
     CK_EXPECT(cudaFreeHost(a), cudaErrorInvalidValue);

@@ -35,3 +35,9 @@ extern "C" __global__ void scale2d(float *p, size_t pitch, int w, int h, float k
 // A module variable the host sets and reads through cuModuleGetGlobal.
 __device__ int counter;
 extern "C" __global__ void bump(int by) { atomicAdd(&counter, by); }
+
+// Writes v + i into p[i] (mapped host memory in drv_hostmap.c).
+extern "C" __global__ void fill(float *p, int n, float v) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = v + (float)i;
+}

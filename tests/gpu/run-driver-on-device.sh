@@ -132,7 +132,7 @@ compare() { # NAME COMMAND...: native, ring, tcp
     run_prog ring "$WORK/ring" "$name" "$@"
     judge ring "$name" "$WORK/ring"
     case "$name" in
-    zero_copy) # mapped host memory exists on the co-located path only (over TCP it is refused)
+    zero_copy | drv_hostmap) # mapped host memory exists on the co-located path only (over TCP it is refused)
         printf 'SKIP   %-26s %-5s mapped host memory needs the co-located path\n' "$name" tcp | tee -a "$SUMMARY"
         return 0 ;;
     esac
@@ -173,7 +173,7 @@ fi
 if want programs; then
     say ""
     say "== static-runtime samples and driver-API programs: native vs vmcuda (ring, tcp)"
-    for p in "$D"/cuda-static/* "$D"/driver/drv_api "$D"/driver/rt_static "$D"/driver/graph_topology; do
+    for p in "$D"/cuda-static/* "$D"/driver/drv_api "$D"/driver/rt_static "$D"/driver/graph_topology "$D"/driver/drv_hostmap; do
         [ -f "$p" ] && [ -x "$p" ] || continue
         compare "$(basename "$p")" "$p"
     done

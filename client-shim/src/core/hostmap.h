@@ -12,6 +12,13 @@
 
 /* Allocates it (also recorded as a page-locked allocation with `flags`, see hostmem.h). */
 cudaError_t vmc_hostmap_alloc(void **p, size_t size, unsigned flags);
+/* Makes the program's own pages [p, p + size) (whole pages) memory shared with the worker, in place and
+ * with their contents, and registered with the GPU there (cuMemHostRegister / cudaHostRegister asking for
+ * mapped memory). The caller records the registration (hostmem.h) first. */
+cudaError_t vmc_hostmap_register(void *p, size_t size);
+/* Undoes that for the registration starting at p (the pages become private again, contents kept): 1, or 0
+ * when p was not registered so. */
+int vmc_hostmap_unregister(void *p);
 /* 1 and the GPU's address of host address p when p is in mapped memory, else 0. */
 int vmc_hostmap_device_pointer(const void *p, uint64_t *device);
 /* 1 when [p, p + n) lies in one mapping: copies between it and the device are done by the GPU straight from

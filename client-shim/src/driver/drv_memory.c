@@ -405,16 +405,31 @@ __attribute__((visibility("default"))) CUresult cuMemHostAlloc(void **pp, size_t
 
 __attribute__((visibility("default"))) CUresult cuMemFreeHost(void *p) { return (CUresult)vmc_host_free(p); }
 
+/* Registered memory stays in this process; asked for mapped (DEVICEMAP), on the co-located path its pages
+ * become memory shared with the worker, in place (hostmap.h). */
 __attribute__((visibility("default"))) CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
+    static int told_io;
     if (!p || !bytesize)
         return CUDA_ERROR_INVALID_VALUE;
-    if (Flags & (CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY))
-        return vmc_drv_not_supported("cuMemHostRegister with CU_MEMHOSTREGISTER_DEVICEMAP/IOMEMORY (mapped host memory)",
+    if (Flags & CU_MEMHOSTREGISTER_IOMEMORY)
+        return vmc_drv_not_supported("cuMemHostRegister with CU_MEMHOSTREGISTER_IOMEMORY (device memory of another PCIe "
+                                     "device)", "no such device is reachable from the appliance's GPU", &told_io);
+    int mapped = (Flags & CU_MEMHOSTREGISTER_DEVICEMAP) != 0;
+    if (mapped && !vmc_shm_colocated())
+        return vmc_drv_not_supported("cuMemHostRegister with CU_MEMHOSTREGISTER_DEVICEMAP (mapped host memory)",
                                      ACROSS_MACHINES, &told_mapped);
-    return (CUresult)vmc_host_register(p, bytesize, Flags);
+    CUresult st = (CUresult)vmc_host_register(p, bytesize, Flags);
+    if (st == CUDA_SUCCESS && mapped && (st = (CUresult)vmc_hostmap_register(p, bytesize)) != CUDA_SUCCESS)
+        vmc_host_unregister(p);
+    return st;
 }
 
-__attribute__((visibility("default"))) CUresult cuMemHostUnregister(void *p) { return (CUresult)vmc_host_unregister(p); }
+__attribute__((visibility("default"))) CUresult cuMemHostUnregister(void *p) {
+    CUresult st = (CUresult)vmc_host_unregister(p);
+    if (st == CUDA_SUCCESS)
+        vmc_hostmap_unregister(p);
+    return st;
+}
 
 __attribute__((visibility("default"))) CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p) {
     unsigned flags = 0;

@@ -3,11 +3,11 @@
  *   cudaHostRegister / cudaHostUnregister: kept in this process (page-locked where RLIMIT_MEMLOCK allows,
  *     recorded so that overlapping registrations and unregistering fail as natively); copies from and to
  *     such memory are ordinary bulk transfers.
- *   Mapped memory: cudaHostAlloc(cudaHostAllocMapped) on the co-located path lives in memory this
- *     process shares with its worker (hostmap.h), and cudaHostGetDevicePointer gives its GPU address.
- *     Registering existing memory as mapped (cudaHostRegisterMapped) and managed memory (cudaMallocManaged)
- *     would have the appliance's GPU read and write this process's private memory: they return
- *     cudaErrorNotSupported with one line saying why.
+ *   Mapped memory on the co-located path: cudaHostAlloc(cudaHostAllocMapped) lives in memory this process
+ *     shares with its worker, and cudaHostRegister(cudaHostRegisterMapped) makes the program's pages such
+ *     memory in place (hostmap.h); cudaHostGetDevicePointer gives its GPU address. Over TCP, and for
+ *     managed memory (cudaMallocManaged), the appliance's GPU would have to reach this process's private
+ *     memory: they return cudaErrorNotSupported with one line saying why.
  * Like the native calls, each first makes sure the device context can exist (the worker's answer), so a
  * machine without a usable GPU reports the same error. */
 #include <cuda_runtime_api.h>
@@ -18,6 +18,7 @@
 #include "hostmem.h"
 #include "shim_call.h"
 #include "shim_hostmem.h"
+#include "shim_shm.h"
 #include "shim_unsupported.h"
 
 static const char *const ACROSS_MACHINES =
@@ -33,20 +34,32 @@ static cudaError_t host_register(void *ptr, size_t size, unsigned int flags) {
     cudaError_t st = vmc_context_check();
     if (st != cudaSuccess)
         return st;
-    if (flags & (cudaHostRegisterMapped | cudaHostRegisterIoMemory)) {
+    int mapped = (flags & cudaHostRegisterMapped) != 0;
+    if ((flags & cudaHostRegisterIoMemory) || (mapped && !vmc_shm_colocated())) {
         static int told;
         vmc_not_supported_because("cudaHostRegister with cudaHostRegisterMapped/IoMemory (mapped host memory)",
                                   ACROSS_MACHINES, &told);
         return cudaErrorNotSupported;
     }
-    return vmc_host_register(ptr, size, flags);
+    /* mapped, co-located: the pages become memory shared with the worker, in place (hostmap.h) */
+    st = vmc_host_register(ptr, size, flags);
+    if (st == cudaSuccess && mapped && (st = vmc_hostmap_register(ptr, size)) != cudaSuccess)
+        vmc_host_unregister(ptr);
+    return st;
 }
 
 __attribute__((visibility("default"))) cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
     return ANSWER(host_register(ptr, size, flags));
 }
 
-__attribute__((visibility("default"))) cudaError_t cudaHostUnregister(void *ptr) { return ANSWER(vmc_host_unregister(ptr)); }
+static cudaError_t host_unregister(void *ptr) {
+    cudaError_t st = vmc_host_unregister(ptr);
+    if (st == cudaSuccess)
+        vmc_hostmap_unregister(ptr);
+    return st;
+}
+
+__attribute__((visibility("default"))) cudaError_t cudaHostUnregister(void *ptr) { return ANSWER(host_unregister(ptr)); }
 
 static cudaError_t host_device_pointer(void **pDevice, void *pHost, unsigned int flags) {
     if (!pDevice || flags)

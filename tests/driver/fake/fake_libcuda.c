@@ -76,7 +76,21 @@ static const struct block *find(CUdeviceptr p, size_t n) {
     return b;
 }
 
-static int valid(CUdeviceptr p, size_t n) { return n == 0 || find(p, n) != NULL; }
+/* Registered host memory (cuMemHostRegister): recorded; its device address is its host address, as with
+ * unified addressing, so kernels and copies may use it like device memory. */
+static struct { void *p; size_t n; } registered[64];
+
+static int in_registered(CUdeviceptr p, size_t n) {
+    int in = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < 64 && !in; i++)
+        in = registered[i].p && p >= (CUdeviceptr)(uintptr_t)registered[i].p &&
+             p + n <= (CUdeviceptr)(uintptr_t)registered[i].p + registered[i].n;
+    pthread_mutex_unlock(&lock);
+    return in;
+}
+
+static int valid(CUdeviceptr p, size_t n) { return n == 0 || find(p, n) != NULL || in_registered(p, n); }
 
 /* ---- contexts: a per-thread stack; the primary context is a static object ---- */
 
@@ -346,8 +360,6 @@ static CUresult f_cuMemcpyDtoH(void *h, CUdeviceptr d, size_t n) { if (!valid(d,
 static CUresult f_cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { if (!valid(d, n) || !valid(s, n)) return CUDA_ERROR_INVALID_VALUE; memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return CUDA_SUCCESS; }
 static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream s) { (void)s; return f_cuMemcpyHtoD(d, h, n); }
 
-/* Registered host memory: recorded; its device address is its host address, as with unified addressing. */
-static struct { void *p; size_t n; } registered[64];
 static CUresult f_cuMemHostRegister(void *p, size_t n, unsigned flags) {
     (void)flags;
     pthread_mutex_lock(&lock);

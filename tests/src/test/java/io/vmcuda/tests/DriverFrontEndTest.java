@@ -139,6 +139,18 @@ class DriverFrontEndTest {
             assertTrue(p.stderr().matches("(?s).*vmcuda stats: +3 (a)?sync +vmc_drv_MappedCopy.*")
                     || p.stderr().matches("(?s).*vmcuda stats: +[12] async +vmc_drv_MappedCopy.*"), pctx);
 
+            // mapped host memory, allocated and registered: co-located, kernels write the client's own pages;
+            // over TCP it is refused with a line saying why
+            String mapExpected = Files.readString(root.resolve("tests/driver/drv_hostmap.expected"));
+            ProgramRunner.Result m = viaVmcuda(d, "drv_hostmap", "shm");
+            String mctx = "\n" + m.describe() + "--- workers ---\n" + workerLogs(d);
+            assertEquals(mapExpected, m.stdout(), mctx);
+            assertEquals(0, m.exitCode(), mctx);
+            ProgramRunner.Result mt = viaVmcuda(d, "drv_hostmap", "tcp");
+            assertEquals(2, mt.exitCode(), mt.describe());
+            assertTrue(mt.stdout().contains("CUDA_ERROR_NOT_SUPPORTED"), mt.describe());
+            assertTrue(mt.stderr().contains("mapped host memory) is not supported"), mt.describe());
+
             // VMCUDA_TRACE=all: each driver call the static runtime makes is named on stderr with its result,
             // the bad launches drv_api tries among them, and the program's own output does not change
             Map<String, String> traced = new HashMap<>(env(d, "tcp"));
