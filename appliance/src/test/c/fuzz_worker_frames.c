@@ -86,6 +86,15 @@ int main(int argc, char **argv) {
                 memset(payload + (next_u32() % (plen - 7)), 0, 7);
             uint32_t id = ids[next_u32() % n_ids];
             uint16_t flags = (uint16_t)(next_u32() % 3 == 0 ? VMC_FLAG_ASYNC : 0);
+            /* a quarter carry a call number (PROTOCOL.md "Calls from several threads"): 0, 1 or 2, so that
+             * at most one call ever waits for a missing number (2 s), or too short a payload to hold one */
+            if (next_u32() % 4 == 0) {
+                flags |= VMC_FLAG_ORDERED;
+                if (plen >= 8) {
+                    memset(payload, 0, 8);
+                    payload[0] = (uint8_t)(next_u32() % 3);
+                }
+            }
             switch (next_u32() % 8) {
             case 0: /* bad magic */
                 send_frame(sv[0], next_u32(), VMC_CALL, flags, id, plen, payload, plen);
