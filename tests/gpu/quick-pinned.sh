@@ -16,9 +16,10 @@ setsid "$ROOT/bin/vmcudad" --listen 127.0.0.1:17170 --admin 127.0.0.1:17171 --st
     --worker-lib-dir "$ROOT/native" >"$OUT/daemon.log" 2>&1 </dev/null &
 for _ in $(seq 1 100); do grep -q "listening on" "$OUT/daemon.log" && break; sleep 0.2; done
 fail=0
-for name in hostmem zero_copy streams_events big_copies callbacks memory stream_ptds threads errors; do
+for name in hostmem zero_copy streams_events big_copies callbacks memory stream_ptds threads thread_order errors drv_hostmap; do
     for build in shared static; do # with VMCUDA_PINNED_IN_REGION=1 exported by the caller, or not
         if [ $build = shared ]; then p="$REPO/.carry/cuda/$name"; else p="$W/d/cuda-static/$name"; fi
+        [ "$name" = drv_hostmap ] && { [ $build = static ] || continue; p="$W/d/driver/drv_hostmap"; }
         [ -x "$p" ] || continue
         LD_LIBRARY_PATH="$CUDART" timeout 60 "$p" >"$W/n.out" 2>/dev/null; nrc=$?
         if [ $build = shared ]; then

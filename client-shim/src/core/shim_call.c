@@ -5,6 +5,7 @@
 #include "call_stats.h"
 #include "shim_registry.h"
 #include "shim_session.h"
+#include "vmc_api.h"
 #include "vmc_drv_api.h"
 
 /* Counts calls that may have changed the worker thread's CUDA context state behind the driver front
@@ -107,7 +108,10 @@ static int finish_frame(struct vmc_call *c) {
     struct vmc_conn *conn = c->conn;
     if (conn->out.broken || conn->out.len - VMC_HEADER_BYTES > VMC_MAX_CALL_PAYLOAD)
         return -1;
-    uint64_t seq = __atomic_fetch_add(&next_call_number, 1, __ATOMIC_SEQ_CST);
+    /* The callback channel's long poll is not the program's call: it carries "callback T ran", which the GPU
+     * may be waiting for while earlier calls cannot be dispatched (a full launch queue behind a host function);
+     * number 0 keeps it out of the order. */
+    uint64_t seq = c->id == VMC_API_vmc_CallbackChannel ? 0 : __atomic_fetch_add(&next_call_number, 1, __ATOMIC_SEQ_CST);
     for (int i = 0; i < 8; i++)
         conn->out.data[VMC_HEADER_BYTES + i] = (uint8_t)(seq >> (8 * i));
     vmc_out_finish_frame(&conn->out, VMC_CALL, (c->async ? VMC_FLAG_ASYNC : 0) | VMC_FLAG_ORDERED, c->id);
