@@ -35,6 +35,7 @@ enum vmc_frame_type {
 #define VMC_ARRAY_ROOM 1u      /* @out[N]: u64 count follows; the elements come back in the REPLY */
 #define VMC_ARRAY_DATA 2u      /* @in[N]: u64 count and the elements follow */
 #define VMC_ARRAY_TOO_LARGE 3u /* u64 count follows; refused with CUDA_ERROR_INVALID_VALUE */
+#define VMC_ARRAY_MAX_ROOM_BYTES (64u << 20) /* the largest @out[N] array the worker makes room for */
 
 #define VMC_MAX_CONTROL_PAYLOAD (64u * 1024u)
 #define VMC_MAX_BINARY_CHUNK (4u * 1024u * 1024u)

@@ -19,11 +19,14 @@ struct mapping {
     size_t size;
     uint64_t device;
     int registered; /* memory of the program's made shared by cuMemHostRegister/cudaHostRegister, not allocated here */
+    int orphaned;   /* in a child process after fork: private again, no worker holds it */
 };
 
 static struct mapping *mappings;
 static size_t n_mappings, cap_mappings;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void watch_forks(void);
 
 /* The index of the mapping containing p, or -1. Caller holds lock. */
 static long find(uintptr_t p) {
@@ -34,6 +37,8 @@ static long find(uintptr_t p) {
 }
 
 static int remember(uintptr_t base, size_t size, uint64_t device, int registered) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, watch_forks);
     pthread_mutex_lock(&lock);
     if (n_mappings == cap_mappings) {
         size_t cap = cap_mappings ? 2 * cap_mappings : 16;
@@ -45,7 +50,7 @@ static int remember(uintptr_t base, size_t size, uint64_t device, int registered
         mappings = m;
         cap_mappings = cap;
     }
-    mappings[n_mappings++] = (struct mapping){base, size, device, registered};
+    mappings[n_mappings++] = (struct mapping){base, size, device, registered, 0};
     pthread_mutex_unlock(&lock);
     return 0;
 }
@@ -57,6 +62,22 @@ static void detach(uintptr_t base) {
     vmc_arg_u64(&c, base);
     (void)vmc_call_finish(&c); /* a worker that is gone has let go of it anyway */
 }
+
+/* Puts private pages with the same contents back under [start, start + len). */
+static void make_private(uintptr_t start, size_t len);
+
+/* A child of fork must not share these pages with its parent (natively it writes to copies of its own), and
+ * its worker (if it ever has one) knows none of them: they become private, and stay usable as memory. */
+static void after_fork_in_child(void) {
+    pthread_mutex_init(&lock, NULL); /* another thread of the parent may have held it */
+    for (size_t i = 0; i < n_mappings; i++)
+        if (!mappings[i].orphaned) {
+            make_private(mappings[i].base, mappings[i].size);
+            mappings[i].orphaned = 1;
+        }
+}
+
+static void watch_forks(void) { pthread_atfork(NULL, NULL, after_fork_in_child); }
 
 /* Asks the worker to map and register the file at `path` (this process maps it at `base`); unlinks it. */
 static cudaError_t attach(const char *path, uintptr_t base, size_t bytes, uint64_t *device) {
@@ -83,16 +104,25 @@ cudaError_t vmc_hostmap_alloc(void **p, size_t size, unsigned flags) {
     size_t bytes = size ? (size + page - 1) / page * page : page;
     if (bytes < size)
         return cudaErrorMemoryAllocation;
-    char path[128];
-    void *base = vmc_shm_new_file(bytes, 1, path, sizeof path);
-    if (!base)
-        return cudaErrorMemoryAllocation;
+    /* The worker maps the file at this process's address or not at all (programs use the host pointer as
+     * the device pointer, as unified addressing lets them): when that range is taken there, try another. */
+    void *tried[4] = {NULL, NULL, NULL, NULL};
+    cudaError_t st = cudaErrorMemoryAllocation;
     uint64_t device = 0;
-    cudaError_t st = attach(path, (uintptr_t)base, bytes, &device);
-    if (st != cudaSuccess) {
-        munmap(base, bytes);
-        return st;
+    void *base = NULL;
+    for (int attempt = 0; attempt < 4 && st == cudaErrorMemoryAllocation; attempt++) {
+        char path[128];
+        base = vmc_shm_new_file(bytes, 1, path, sizeof path);
+        if (!base)
+            break;
+        tried[attempt] = base; /* kept mapped meanwhile, so that the next try gets another address */
+        st = attach(path, (uintptr_t)base, bytes, &device);
     }
+    for (int k = 0; k < 4; k++)
+        if (tried[k] && (st != cudaSuccess || tried[k] != base))
+            munmap(tried[k], bytes);
+    if (st != cudaSuccess)
+        return st;
     if (remember((uintptr_t)base, bytes, device, 0) != 0) {
         detach((uintptr_t)base);
         munmap(base, bytes);
@@ -116,35 +146,55 @@ static void make_private(uintptr_t start, size_t len) {
         munmap(copy, len);
 }
 
-cudaError_t vmc_hostmap_register(void *p, size_t size) {
-    size_t page = page_size();
-    uintptr_t start = (uintptr_t)p & ~(uintptr_t)(page - 1);
-    uintptr_t end = ((uintptr_t)p + size + page - 1) & ~(uintptr_t)(page - 1);
+/* Only what can be moved: every page of [start, end) in private, anonymous, readable and writable memory
+ * (the heap, anonymous mappings), not a file's pages, which would stop reaching their file. */
+static int private_anonymous(uintptr_t start, uintptr_t end) {
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return 0;
+    char line[512];
+    uintptr_t covered = start;
+    while (covered < end && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, inode;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &lo, &hi, perms, &inode) != 4 || hi <= covered)
+            continue;
+        if (lo > covered || perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p' || inode != 0 || strstr(line, "[stack]"))
+            break;
+        covered = hi;
+    }
+    fclose(f);
+    return covered >= end;
+}
+
+static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER; /* one registration or unregistration at a time */
+
+static cudaError_t refuse(const char *why) {
+    static int told;
+    if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+        fprintf(stderr, "vmcuda: registering %s as mapped host memory is not supported; it returns "
+                        "cudaErrorNotSupported\n", why);
+    return cudaErrorNotSupported;
+}
+
+static cudaError_t register_locked(uintptr_t start, uintptr_t end) {
     size_t len = end - start;
-    if (!size || end <= start)
-        return cudaErrorInvalidValue;
-    unsigned char *resident = malloc(len / page);
-    if (!resident)
-        return cudaErrorMemoryAllocation;
-    int mapped = mincore((void *)start, len, resident) == 0; /* every page of the range exists */
-    free(resident);
-    if (!mapped)
-        return cudaErrorInvalidValue;
+    /* this thread's own stack: moving the page under the running call would lose what it pushed */
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (start < here + (64u << 10) && here - (64u << 10) < end)
+        return refuse("memory on the calling thread's stack");
+    if (!private_anonymous(start, end))
+        return refuse("memory that is not private, anonymous, readable and writable (a file's pages, say)");
     pthread_mutex_lock(&lock);
     int shares_a_page = 0;
     for (size_t i = 0; i < n_mappings; i++)
         shares_a_page |= mappings[i].base < end && start < mappings[i].base + mappings[i].size;
     pthread_mutex_unlock(&lock);
-    if (shares_a_page) {
-        static int told;
-        if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-            fprintf(stderr, "vmcuda: registering mapped host memory that shares a page with other mapped host memory "
-                            "is not supported; it returns cudaErrorNotSupported\n");
-        return cudaErrorNotSupported;
-    }
-    /* The program's pages become shared ones with the same contents, in place: a copy in a new file,
-     * moved over them. A write another thread makes to these pages meanwhile is lost (register memory
-     * before using it from several threads, as CUDA's documentation advises anyway). */
+    if (shares_a_page)
+        return refuse("memory that shares a page with other mapped host memory");
+    /* The program's pages become shared ones with the same contents, in place: a copy in a new file, moved
+     * over them. The whole pages are moved: a write another thread makes to them meanwhile (to this range,
+     * or to a neighbour on its first or last page) is lost; register memory before other threads use it. */
     char path[128];
     void *shared = vmc_shm_new_file(len, 1, path, sizeof path);
     if (!shared)
@@ -166,25 +216,44 @@ cudaError_t vmc_hostmap_register(void *p, size_t size) {
     return st;
 }
 
+cudaError_t vmc_hostmap_register(void *p, size_t size) {
+    size_t page = page_size();
+    uintptr_t start = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    uintptr_t end = ((uintptr_t)p + size + page - 1) & ~(uintptr_t)(page - 1);
+    if (!size || end <= start)
+        return cudaErrorInvalidValue;
+    pthread_mutex_lock(&register_lock);
+    cudaError_t st = register_locked(start, end);
+    pthread_mutex_unlock(&register_lock);
+    return st;
+}
+
 int vmc_hostmap_unregister(void *p) {
     uintptr_t start = (uintptr_t)p & ~(uintptr_t)(page_size() - 1);
+    pthread_mutex_lock(&register_lock);
     pthread_mutex_lock(&lock);
     long i = find(start);
     if (i < 0 || mappings[i].base != start || !mappings[i].registered) {
         pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&register_lock);
         return 0;
     }
     struct mapping m = mappings[i];
     mappings[i] = mappings[--n_mappings];
     pthread_mutex_unlock(&lock);
-    detach(m.base); /* the GPU lets go of the pages before they become private again */
-    make_private(m.base, m.size);
+    if (!m.orphaned) {
+        detach(m.base); /* the GPU lets go of the pages before they become private again */
+        make_private(m.base, m.size);
+    }
+    pthread_mutex_unlock(&register_lock);
     return 1;
 }
 
 int vmc_hostmap_device_pointer(const void *p, uint64_t *device) {
     pthread_mutex_lock(&lock);
     long i = find((uintptr_t)p);
+    if (i >= 0 && mappings[i].orphaned)
+        i = -1;
     if (i >= 0 && device)
         *device = mappings[i].device + ((uintptr_t)p - mappings[i].base);
     pthread_mutex_unlock(&lock);
@@ -194,6 +263,8 @@ int vmc_hostmap_device_pointer(const void *p, uint64_t *device) {
 int vmc_hostmap_contains(const void *p, size_t n) {
     pthread_mutex_lock(&lock);
     long i = n ? find((uintptr_t)p) : -1;
+    if (i >= 0 && mappings[i].orphaned)
+        i = -1;
     int inside = i >= 0 && n <= mappings[i].size - ((uintptr_t)p - mappings[i].base);
     pthread_mutex_unlock(&lock);
     return inside;
@@ -225,7 +296,8 @@ int vmc_hostmap_release(void *p, size_t size) {
     struct mapping m = mappings[i];
     mappings[i] = mappings[--n_mappings];
     pthread_mutex_unlock(&lock);
-    detach(m.base); /* the GPU lets go of the pages before this process does */
+    if (!m.orphaned)
+        detach(m.base); /* the GPU lets go of the pages before this process does */
     munmap((void *)m.base, m.size);
     return 1;
 }

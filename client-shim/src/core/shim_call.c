@@ -60,8 +60,10 @@ void vmc_arg_array(struct vmc_call *c, const void *p, size_t size, uint64_t coun
         vmc_out_u8(out, VMC_ARRAY_NULL);
         return;
     }
-    /* what cannot fit one frame is refused by the worker (CUDA_ERROR_INVALID_VALUE), not sent */
-    int fits = size && count <= VMC_MAX_CALL_PAYLOAD / 2 / size;
+    /* what cannot travel is refused by the worker (CUDA_ERROR_INVALID_VALUE), not sent: elements that would
+     * not fit in this frame, room beyond what the worker makes */
+    int fits = size && count <= (with_data ? VMC_MAX_CALL_PAYLOAD : VMC_ARRAY_MAX_ROOM_BYTES) / size &&
+               (!with_data || out->len + 9 + count * size <= VMC_HEADER_BYTES + VMC_MAX_CALL_PAYLOAD);
     vmc_out_u8(out, !fits ? VMC_ARRAY_TOO_LARGE : with_data ? VMC_ARRAY_DATA : VMC_ARRAY_ROOM);
     vmc_out_u64(out, count);
     if (fits && with_data)
@@ -200,15 +202,19 @@ void vmc_ret_pointee(struct vmc_call *c, void *p, size_t n) {
         vmc_in_bytes(&c->reply, p, n);
 }
 
-void vmc_ret_array(struct vmc_call *c, void *p, size_t size, uint64_t room) {
+void vmc_ret_array(struct vmc_call *c, void *p, size_t size, uint64_t room, int succeeded) {
     if (!c->replied)
         return;
     uint64_t n = vmc_in_u64(&c->reply);
-    if (n > room || (n && !p)) {
+    if (n > room || (n && !p) || (n && !succeeded)) {
         c->reply.bad = 1;
         return;
     }
+    if (!succeeded || !p)
+        return; /* a failed call leaves the caller's array as it was */
     vmc_in_bytes(&c->reply, p, (size_t)n * size);
+    /* the driver sets the entries past the ones it filled to NULL */
+    memset((char *)p + (size_t)n * size, 0, (size_t)(room - n) * size);
 }
 
 uint32_t vmc_ret_u32(struct vmc_call *c) { return c->replied ? vmc_in_u32(&c->reply) : 0; }

@@ -59,8 +59,9 @@ cudaError_t vmc_call_send(struct vmc_call *c);
 cudaError_t vmc_call_await(struct vmc_call *c);
 /* Copies the next n reply bytes into p (when p is not NULL and the call was answered). */
 void vmc_ret_pointee(struct vmc_call *c, void *p, size_t n);
-/* The elements an @out[N] array came back with (at most the `room` it was sent with). */
-void vmc_ret_array(struct vmc_call *c, void *p, size_t size, uint64_t room);
+/* The elements an @out[N] array came back with (at most the `room` it was sent with; the rest of the room
+ * is set to zero, as the driver sets it to NULL), when the call succeeded; a failed call leaves it alone. */
+void vmc_ret_array(struct vmc_call *c, void *p, size_t size, uint64_t room, int succeeded);
 uint32_t vmc_ret_u32(struct vmc_call *c);
 uint64_t vmc_ret_u64(struct vmc_call *c);
 /* The call was answered and every value read from the answer so far was there. */

@@ -95,30 +95,40 @@ __attribute__((visibility("default"))) CUresult cuKernelGetFunction(CUfunction *
 /* A function's attributes change only through cu*SetAttribute on it or on its kernel (compilation fixed
  * the others), so every answer is kept until such a set: PyTorch asks a kernel's attributes and sets its
  * dynamic shared memory before many launches, hundreds of times per training step. */
-__attribute__((visibility("default"))) CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
-                                                                     CUdevice dev) {
+/* Counts the sets that reached the worker: an answer fetched while one was under way is not kept. */
+static uint64_t sets_made;
+
+static CUresult get_attribute(int *pi, CUfunction_attribute attrib, uint64_t handle, uint64_t device,
+                              CUresult (*ask)(int *pi, CUfunction_attribute attrib, uint64_t handle, uint64_t device)) {
     uint64_t v;
-    if (pi && vmc_drv_cache_get(&attributes, (uint64_t)(uintptr_t)kernel, (uint64_t)attrib, (uint64_t)(int64_t)dev, &v)) {
+    if (pi && vmc_drv_cache_get(&attributes, handle, (uint64_t)attrib, device, &v)) {
         *pi = (int)v;
         return CUDA_SUCCESS;
     }
-    CUresult st = vmc_forward_cuKernelGetAttribute(pi, attrib, kernel, dev);
-    if (st == CUDA_SUCCESS && pi)
-        vmc_drv_cache_put(&attributes, (uint64_t)(uintptr_t)kernel, (uint64_t)attrib, (uint64_t)(int64_t)dev, (uint64_t)*pi);
+    uint64_t before = __atomic_load_n(&sets_made, __ATOMIC_ACQUIRE);
+    CUresult st = ask(pi, attrib, handle, device);
+    if (st == CUDA_SUCCESS && pi && __atomic_load_n(&sets_made, __ATOMIC_ACQUIRE) == before)
+        vmc_drv_cache_put(&attributes, handle, (uint64_t)attrib, device, (uint64_t)*pi);
     return st;
+}
+
+static CUresult ask_kernel(int *pi, CUfunction_attribute attrib, uint64_t handle, uint64_t device) {
+    return vmc_forward_cuKernelGetAttribute(pi, attrib, (CUkernel)(uintptr_t)handle, (CUdevice)(int64_t)device);
+}
+
+static CUresult ask_function(int *pi, CUfunction_attribute attrib, uint64_t handle, uint64_t device) {
+    (void)device;
+    return vmc_forward_cuFuncGetAttribute(pi, attrib, (CUfunction)(uintptr_t)handle);
+}
+
+__attribute__((visibility("default"))) CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+                                                                     CUdevice dev) {
+    return get_attribute(pi, attrib, (uint64_t)(uintptr_t)kernel, (uint64_t)(int64_t)dev, ask_kernel);
 }
 
 /* A function belongs to one context, hence one device: the key's device word is unused (-1). */
 __attribute__((visibility("default"))) CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc) {
-    uint64_t v;
-    if (pi && vmc_drv_cache_get(&attributes, (uint64_t)(uintptr_t)hfunc, (uint64_t)attrib, UINT64_MAX, &v)) {
-        *pi = (int)v;
-        return CUDA_SUCCESS;
-    }
-    CUresult st = vmc_forward_cuFuncGetAttribute(pi, attrib, hfunc);
-    if (st == CUDA_SUCCESS && pi)
-        vmc_drv_cache_put(&attributes, (uint64_t)(uintptr_t)hfunc, (uint64_t)attrib, UINT64_MAX, (uint64_t)*pi);
-    return st;
+    return get_attribute(pi, attrib, (uint64_t)(uintptr_t)hfunc, UINT64_MAX, ask_function);
 }
 
 /* Setting an attribute can move others of the same function (a larger dynamic shared memory size lowers
@@ -142,8 +152,10 @@ static CUresult set_attribute(uint64_t handle, CUfunction_attribute attrib, int 
     uint64_t v;
     if (vmc_drv_cache_get(&set_values, handle, (uint64_t)attrib, device, &v) && v == (uint64_t)(int64_t)value)
         return CUDA_SUCCESS;
+    __atomic_add_fetch(&sets_made, 1, __ATOMIC_ACQ_REL);
     CUresult st = forward(handle, attrib, value, device);
-    forget_attributes_of(handle); /* after the set, so that no answer fetched meanwhile survives it */
+    __atomic_add_fetch(&sets_made, 1, __ATOMIC_ACQ_REL);
+    forget_attributes_of(handle); /* after the set too, so that no answer fetched meanwhile survives it */
     if (st == CUDA_SUCCESS)
         vmc_drv_cache_put(&set_values, handle, (uint64_t)attrib, device, (uint64_t)(int64_t)value);
     return st;
@@ -308,6 +320,8 @@ static CUresult check_launch(const void *f, unsigned kind, const struct grid *g)
          (threads > UINT32_MAX || over((unsigned)threads, d, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK))))
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t v, where = limits_context(kind);
+    int refreshed = 0;
+again:
     if (!vmc_drv_cache_get(&limits, (uint64_t)(uintptr_t)f, kind, where, &v)) {
         CUresult st = fetch_layout(f, kind);
         if (st != CUDA_SUCCESS)
@@ -316,6 +330,14 @@ static CUresult check_launch(const void *f, unsigned kind, const struct grid *g)
             return CUDA_SUCCESS;
     }
     uint64_t max_threads = v >> 32, max_shared = v & UINT32_MAX;
+    if ((g->shared > max_shared || threads > max_threads) && !refreshed) {
+        /* what is kept may predate a set made through a handle not known to be this function's: ask again
+         * before refusing */
+        refreshed = 1;
+        uint64_t key = (uint64_t)(uintptr_t)f;
+        vmc_drv_cache_remove_handles(&limits, &key, 1);
+        goto again;
+    }
     if (g->shared > max_shared)
         return CUDA_ERROR_INVALID_VALUE;
     /* within the device's limit but beyond this function's (its registers, __launch_bounds__) */

@@ -19,6 +19,8 @@ struct vmc_wcall {
     int n_strings;
     struct { void *p; uint64_t count; } arrays[4]; /* @in[N]/@out[N] arguments, freed after the call */
     int n_arrays;
+    uint64_t number;       /* the client's number for the call (PROTOCOL.md "Calls from several threads"), 0: none */
+    int order_released;    /* the calls numbered after it may go (vmc_w_order_submitted) */
     int replied;
 };
 
@@ -39,6 +41,9 @@ const char *vmc_w_arg_str(struct vmc_wcall *wc);
 /* @in[N]/@out[N]: storage for `count` elements of `size` bytes (the client's for @in, zeroed for @out), or
  * NULL for a NULL array; a count other than `count` marks the arguments bad. */
 void *vmc_w_arg_array(struct vmc_wcall *wc, size_t size, uint64_t count);
+/* An asynchronous call whose work is all queued says so before it waits for the GPU (the calls numbered
+ * after it may then be dispatched). Idempotent; the dispatch loop does it after any other async call. */
+void vmc_w_order_submitted(struct vmc_wcall *wc);
 /* Frees what the argument readers allocated for the call. */
 void vmc_w_call_release(struct vmc_wcall *wc);
 /* All arguments read and nothing left over. */
@@ -48,8 +53,9 @@ int vmc_w_args_ok(struct vmc_wcall *wc);
 void vmc_w_reply_status(struct vmc_wcall *wc, cudaError_t st);
 void vmc_w_reply_pointee(struct vmc_wcall *wc, const void *p, size_t n);
 void vmc_w_reply_u32(struct vmc_wcall *wc, uint32_t v);
-/* An @out[N] array: the first min(room, count) elements (room: what vmc_w_arg_array gave it). */
-void vmc_w_reply_array(struct vmc_wcall *wc, const void *p, size_t size, uint64_t count);
+/* An @out[N] array: the first min(room, count) elements (room: what vmc_w_arg_array gave it) when the call
+ * succeeded, none when it failed. */
+void vmc_w_reply_array(struct vmc_wcall *wc, const void *p, size_t size, uint64_t count, int succeeded);
 /* Records the outcome of an async call (the first error is reported with the next REPLY). */
 void vmc_w_async_done(struct vmc_wcall *wc, cudaError_t st);
 

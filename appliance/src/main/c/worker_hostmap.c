@@ -1,7 +1,7 @@
 /* Mapped host memory for a co-located client (PROTOCOL.md "Mapped host memory"; the client's side is
- * client-shim/src/core/hostmap.c): the client's file is mapped here, at the client's own address when
- * that is free in this process, and registered with the GPU as mapped, portable memory, so that kernels
- * read and write the client's pages. */
+ * client-shim/src/core/hostmap.c): the client's file is mapped here at the client's own address (or the
+ * attach fails) and registered with the GPU as mapped, portable memory, so that kernels read and write the
+ * client's pages. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
@@ -25,16 +25,15 @@ static struct hostmap {
 static int n_maps;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The client's address when it is free here (then the host pointer is the device pointer on both sides,
- * as with unified addressing natively), anywhere else otherwise. */
+/* At the client's address, or not at all: programs use a host pointer of mapped memory as its device
+ * pointer, as unified addressing lets them, and the GPU would fault on any other address (the client tries
+ * another address when this one is taken here). */
 static void *map_file(int fd, size_t size, uint64_t client) {
     void *p = mmap((void *)(uintptr_t)client, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
     if (p != MAP_FAILED && p != (void *)(uintptr_t)client) { /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
         munmap(p, size);
         p = MAP_FAILED;
     }
-    if (p == MAP_FAILED)
-        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -61,7 +60,7 @@ enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc) {
     else if ((fd = vmc_w_shm_open_file(path, size)) < 0)
         st = CUDA_ERROR_INVALID_VALUE; /* not a file of this client's (or the client is not on this host) */
     else if (!(here = map_file(fd, (size_t)size, client)))
-        st = CUDA_ERROR_OUT_OF_MEMORY;
+        st = CUDA_ERROR_OUT_OF_MEMORY; /* that range is taken in this process */
     if (fd >= 0)
         close(fd);
     if (st == CUDA_SUCCESS)
@@ -82,7 +81,7 @@ enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc) {
         munmap(here, (size_t)size);
     else if (st == CUDA_SUCCESS)
         vmc_w_log("mapped host memory: %zu bytes at %#lx%s", (size_t)size, (unsigned long)device,
-                  here == (void *)(uintptr_t)client ? " (the client's own address)" : " (not the client's address)");
+                  device == client ? " (the client's own address)" : " (the GPU addresses it elsewhere)");
     vmc_w_reply_status(wc, (cudaError_t)st);
     uint64_t d = st == CUDA_SUCCESS ? (uint64_t)device : 0;
     vmc_w_reply_pointee(wc, &d, sizeof d);

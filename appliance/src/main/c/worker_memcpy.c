@@ -179,7 +179,9 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
     }
     /* The staging buffers are reused by the next copy, so the last block must have left them. Pageable
      * copies may also still be in flight when cudaMemcpy returns, and the client may have cut this copy
-     * into stripes on other connections' streams (PROTOCOL.md "Bulk data"): it is done when we reply. */
+     * into stripes on other connections' streams (PROTOCOL.md "Bulk data"): it is done when we reply.
+     * Every block is queued by now: calls the client made after this one need not wait for the GPU. */
+    vmc_w_order_submitted(wc);
     if (st == cudaSuccess)
         st = vmc_w_copy_sync(stream, mode);
     vmc_w_count_h2d(count);

@@ -53,7 +53,8 @@ void *vmc_w_arg_array(struct vmc_wcall *wc, size_t size, uint64_t count) {
         return NULL;
     uint64_t sent = vmc_in_u64(&wc->in);
     /* the driver takes its count from N: a buffer of any other size would let it read or write past ours */
-    if (how > VMC_ARRAY_DATA || sent != count || !size || count > VMC_MAX_CALL_PAYLOAD / 2 / size ||
+    if (how > VMC_ARRAY_DATA || sent != count || !size ||
+        count > (how == VMC_ARRAY_DATA ? VMC_MAX_CALL_PAYLOAD : VMC_ARRAY_MAX_ROOM_BYTES) / size ||
         wc->n_arrays == (int)(sizeof wc->arrays / sizeof wc->arrays[0])) {
         wc->in.bad = 1;
         return NULL;
@@ -71,6 +72,12 @@ void *vmc_w_arg_array(struct vmc_wcall *wc, size_t size, uint64_t count) {
     wc->arrays[wc->n_arrays].p = p;
     wc->arrays[wc->n_arrays++].count = count;
     return p;
+}
+
+void vmc_w_order_submitted(struct vmc_wcall *wc) {
+    if (wc->number && !wc->order_released)
+        vmc_w_order_done(wc->number);
+    wc->order_released = 1;
 }
 
 void vmc_w_call_release(struct vmc_wcall *wc) {
@@ -101,10 +108,10 @@ void vmc_w_reply_pointee(struct vmc_wcall *wc, const void *p, size_t n) {
 
 void vmc_w_reply_u32(struct vmc_wcall *wc, uint32_t v) { vmc_out_u32(&wc->conn->reply, v); }
 
-void vmc_w_reply_array(struct vmc_wcall *wc, const void *p, size_t size, uint64_t count) {
+void vmc_w_reply_array(struct vmc_wcall *wc, const void *p, size_t size, uint64_t count, int succeeded) {
     uint64_t room = 0;
     for (int i = 0; i < wc->n_arrays; i++)
-        if (p && wc->arrays[i].p == p)
+        if (p && succeeded && wc->arrays[i].p == p)
             room = wc->arrays[i].count;
     uint64_t n = count < room ? count : room;
     vmc_out_u64(&wc->conn->reply, n);
@@ -136,6 +143,17 @@ int vmc_w_send_reply_with_data(struct vmc_wconn *c, uint32_t id, const void *dat
 int vmc_w_send_reply(struct vmc_wconn *c, uint32_t id) {
     if (vmc_w_output_flush(c->fd) != 0)
         return -1;
+    if (!c->reply.broken && c->reply.len > VMC_HEADER_BYTES + VMC_MAX_CALL_PAYLOAD) {
+        /* an answer larger than one frame (a graph with tens of thousands of edges asked for all of them):
+         * the call fails as out of memory (2 in both APIs) rather than the client losing its session */
+        const uint8_t *a = c->reply.data + VMC_HEADER_BYTES + 4;
+        uint32_t async_error = (uint32_t)a[0] | (uint32_t)a[1] << 8 | (uint32_t)a[2] << 16 | (uint32_t)a[3] << 24;
+        vmc_w_log("call %u: its answer (%zu bytes) does not fit one frame; it fails as out of memory", id,
+                  c->reply.len - VMC_HEADER_BYTES);
+        vmc_out_begin_frame(&c->reply);
+        vmc_out_u32(&c->reply, 2);
+        vmc_out_u32(&c->reply, async_error);
+    }
     vmc_out_finish_frame(&c->reply, VMC_REPLY, 0, id);
     if (c->reply.broken)
         return -1;
@@ -300,15 +318,14 @@ void vmc_w_serve(int fd, int primary) {
         wc.async = (h.flags & VMC_FLAG_ASYNC) != 0;
         vmc_in_init(&wc.in, c.payload, h.len);
         /* the client's order across its threads (PROTOCOL.md "Calls from several threads") */
-        uint64_t number = (h.flags & VMC_FLAG_ORDERED) ? vmc_in_u64(&wc.in) : 0;
-        if (number)
-            vmc_w_order_wait(number);
-        if (number && !wc.async)
-            vmc_w_order_done(number); /* a synchronous call may block: what comes after it goes on */
+        wc.number = (h.flags & VMC_FLAG_ORDERED) ? vmc_in_u64(&wc.in) : 0;
+        if (wc.number)
+            vmc_w_order_wait(wc.number);
+        if (!wc.async)
+            vmc_w_order_submitted(&wc); /* a synchronous call may block: what comes after it goes on */
         vmc_w_count_call();
         enum vmc_w_result r = dispatch(&wc);
-        if (number && wc.async)
-            vmc_w_order_done(number); /* its work is on the GPU's queues now */
+        vmc_w_order_submitted(&wc); /* an async call's work is on the GPU's queues now */
         vmc_w_call_release(&wc);
         if (r == VMC_W_FATAL) {
             vmc_w_note_abort("client connection lost during a call"); /* isolation hook */

@@ -249,7 +249,7 @@ public final class GenerateDriver extends SpecSupport {
             for (Param<Kind> p : e.params())
                 if (p.kind() == Kind.OUT_ARRAY)
                     s.append("    vmc_ret_array(&vmc_c, ").append(p.name()).append(", sizeof *").append(p.name())
-                     .append(", vmc_n_").append(p.name()).append(");\n");
+                     .append(", vmc_n_").append(p.name()).append(", vmc_st == CUDA_SUCCESS);\n");
             s.append("    return vmc_st;\n}\n\n");
         }
         return s.toString();
@@ -367,7 +367,7 @@ public final class GenerateDriver extends SpecSupport {
                 for (Param<Kind> p : e.params())
                     if (p.kind() == Kind.OUT_ARRAY)
                         s.append("        vmc_w_reply_array(vmc_wc, ").append(p.name()).append(", sizeof *").append(p.name())
-                         .append(", ").append(countOf(e, p)).append(");\n");
+                         .append(", ").append(countOf(e, p)).append(", vmc_st == CUDA_SUCCESS);\n");
             }
             s.append("        return VMC_W_DONE;\n    }\n");
         }
