@@ -15,10 +15,15 @@ static uint64_t runtime_epoch;
 /* The last error of a runtime call this thread's client answered itself (NVIDIA's runtime keeps one last
  * error per thread; the worker's runtime keeps the one of the forwarded calls). */
 static __thread int local_error;
+/* Asynchronous runtime calls this thread sent, and how many it had sent when local_error was recorded: an
+ * error the worker reports for one sent later is the newer one. */
+static __thread uint64_t async_sent, async_sent_at_local_error;
 
 int vmc_local_error(int status) {
-    if (status != 0)
+    if (status != 0) {
         local_error = status;
+        async_sent_at_local_error = async_sent;
+    }
     return status;
 }
 
@@ -28,6 +33,10 @@ int vmc_local_error_take(int clear) {
         local_error = 0;
     return e;
 }
+
+int vmc_async_sent_since_local_error(void) { return async_sent > async_sent_at_local_error; }
+
+void vmc_local_error_restore(int status) { local_error = status; }
 
 uint64_t vmc_runtime_epoch(void) { return __atomic_load_n(&runtime_epoch, __ATOMIC_ACQUIRE); }
 
@@ -39,6 +48,8 @@ cudaError_t vmc_call_begin_ex(struct vmc_call *c, uint32_t id, int async, int ru
     cudaError_t err = cudaSuccess;
     if (runtime_call)
         __atomic_add_fetch(&runtime_epoch, 1, __ATOMIC_ACQ_REL);
+    if (runtime_call && async)
+        async_sent++;
     memset(c, 0, sizeof *c);
     c->id = id;
     c->async = async;

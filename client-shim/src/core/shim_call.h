@@ -33,6 +33,11 @@ int vmc_local_error(int status);
 /* That last error, unless a forwarded call failed since (then the worker's runtime holds the newer one);
  * cleared when `clear` (cudaGetLastError does, cudaPeekAtLastError does not). */
 int vmc_local_error_take(int clear);
+/* 1 when this thread sent an asynchronous runtime call after that last error: a failure the worker
+ * reports for it (it surfaces later, as CUDA's do) is the newer error. */
+int vmc_async_sent_since_local_error(void);
+/* Puts back a last error taken without clearing (cudaPeekAtLastError), as it was. */
+void vmc_local_error_restore(int status);
 void vmc_arg(struct vmc_call *c, const void *p, size_t n);
 /* @out/@in pointer: presence byte, then the pointee's current bytes. */
 void vmc_arg_pointee(struct vmc_call *c, const void *p, size_t n);
