@@ -472,6 +472,39 @@ int main(int argc, char **argv) {
     check(pinned_same, "copies through page-locked memory, asynchronous and synchronous");
     check(cuMemFreeHost(pinned_in) != CUDA_SUCCESS, "page-locked memory freed twice");
 
+    /* memory pools: the device's default pool's attributes (an int and a 64-bit one), a pool of our own
+     * allocated from and freed in stream order, its access from its own device */
+    CUmemoryPool default_pool, own_pool;
+    CU(cuDeviceGetDefaultMemPool(&default_pool, dev));
+    cuuint64_t threshold = 1u << 20, threshold_back = 0, no_threshold = 0;
+    int follow = -1, opportunistic = 0, opportunistic_back = 7;
+    CU(cuMemPoolSetAttribute(default_pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold));
+    CU(cuMemPoolGetAttribute(default_pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold_back));
+    CU(cuMemPoolGetAttribute(default_pool, CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES, &follow));
+    CU(cuMemPoolSetAttribute(default_pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &opportunistic));
+    CU(cuMemPoolGetAttribute(default_pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &opportunistic_back));
+    int allowed = 1;
+    CU(cuMemPoolSetAttribute(default_pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &allowed));
+    CU(cuMemPoolSetAttribute(default_pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &no_threshold));
+    check(threshold_back == 1u << 20 && follow == 1 && opportunistic_back == 0, "memory pool attributes, set and read back");
+    CUmemPoolProps pool_props;
+    memset(&pool_props, 0, sizeof pool_props);
+    pool_props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pool_props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pool_props.location.id = dev;
+    CU(cuMemPoolCreate(&own_pool, &pool_props));
+    CUdeviceptr from_pool;
+    CU(cuMemAllocFromPoolAsync(&from_pool, 1u << 20, own_pool, stream));
+    CU(cuMemsetD8Async(from_pool, 3, 1u << 20, stream));
+    unsigned char pooled = 0;
+    CU(cuMemcpyDtoHAsync_v2(&pooled, from_pool + 12345, 1, stream));
+    CU(cuMemFreeAsync(from_pool, stream));
+    CU(cuStreamSynchronize(stream));
+    CUmemAccess_flags pool_access = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    CU(cuMemPoolGetAccess(&pool_access, own_pool, &pool_props.location));
+    CU(cuMemPoolDestroy(own_pool));
+    check(pooled == 3 && pool_access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "a pool of our own: allocate, use, free, access");
+
     /* a graph's topology through the array arguments: three empty nodes, root -> a, root -> b, a -> b */
     CUgraph graph;
     CU(cuGraphCreate(&graph, 0));

@@ -785,6 +785,60 @@ static CUresult f_cuGraphNodeGetDependencies_v2(CUgraphNode node, CUgraphNode *o
     return CUDA_SUCCESS;
 }
 
+/* ---- memory pools: the default one and pools made here, with their attributes ---- */
+
+struct fake_pool {
+    int live, device;
+    uint64_t attr[9]; /* by CUmemPool_attribute */
+};
+static struct fake_pool pools[8] = {{1, 0, {0, 1, 1, 1, 0, 0, 0, 0, 0}}}; /* [0]: the device's default pool */
+
+static struct fake_pool *pool_of(CUmemoryPool p) {
+    struct fake_pool *fp = (struct fake_pool *)p;
+    return fp >= pools && fp < pools + 8 && fp->live ? fp : NULL;
+}
+
+static CUresult f_cuDeviceGetDefaultMemPool(CUmemoryPool *p, CUdevice d) {
+    if (!p || d != 0) return CUDA_ERROR_INVALID_VALUE;
+    *p = (CUmemoryPool)&pools[0];
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuMemPoolCreate(CUmemoryPool *p, const CUmemPoolProps *props) {
+    if (!p || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED || props->location.id != 0) return CUDA_ERROR_INVALID_VALUE;
+    for (int i = 1; i < 8; i++)
+        if (!pools[i].live) {
+            pools[i] = pools[0];
+            *p = (CUmemoryPool)&pools[i];
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult f_cuMemPoolDestroy(CUmemoryPool p) {
+    struct fake_pool *fp = pool_of(p);
+    if (!fp || fp == &pools[0]) return CUDA_ERROR_INVALID_VALUE;
+    fp->live = 0;
+    return CUDA_SUCCESS;
+}
+static int int_attribute(CUmemPool_attribute a) { return a >= CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES && a <= CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES; }
+static CUresult f_cuMemPoolSetAttribute(CUmemoryPool p, CUmemPool_attribute a, void *v) {
+    struct fake_pool *fp = pool_of(p);
+    if (!fp || !v || a < 1 || a > CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_INVALID_VALUE;
+    fp->attr[a] = int_attribute(a) ? (uint64_t)*(int *)v : *(cuuint64_t *)v;
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuMemPoolGetAttribute(CUmemoryPool p, CUmemPool_attribute a, void *v) {
+    struct fake_pool *fp = pool_of(p);
+    if (!fp || !v || a < 1 || a > CU_MEMPOOL_ATTR_USED_MEM_HIGH) return CUDA_ERROR_INVALID_VALUE;
+    if (int_attribute(a)) *(int *)v = (int)fp->attr[a];
+    else *(cuuint64_t *)v = fp->attr[a];
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuMemPoolGetAccess(CUmemAccess_flags *f, CUmemoryPool p, CUmemLocation *loc) {
+    if (!f || !pool_of(p) || !loc || loc->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    *f = loc->id == 0 ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    return CUDA_SUCCESS;
+}
+
 /* ---- cuGetProcAddress: by name ---- */
 
 #define F(name, fn) {#name, (void *)fn}
@@ -843,6 +897,9 @@ static const struct {
     F(cuPointerGetAttributes, f_cuPointerGetAttributes),
     F(cuMemHostRegister, f_cuMemHostRegister), F(cuMemHostUnregister, f_cuMemHostUnregister),
     F(cuMemHostGetDevicePointer, f_cuMemHostGetDevicePointer),
+    F(cuDeviceGetDefaultMemPool, f_cuDeviceGetDefaultMemPool), F(cuMemPoolCreate, f_cuMemPoolCreate),
+    F(cuMemPoolDestroy, f_cuMemPoolDestroy), F(cuMemPoolSetAttribute, f_cuMemPoolSetAttribute),
+    F(cuMemPoolGetAttribute, f_cuMemPoolGetAttribute), F(cuMemPoolGetAccess, f_cuMemPoolGetAccess),
     F(cuGraphCreate, f_cuGraphCreate), F(cuGraphDestroy, f_cuGraphDestroy), F(cuGraphAddEmptyNode, f_cuGraphAddEmptyNode),
     F(cuGraphAddDependencies, f_cuGraphAddDependencies_v2), F(cuGraphGetNodes, f_cuGraphGetNodes),
     F(cuGraphGetRootNodes, f_cuGraphGetRootNodes), F(cuGraphNodeGetDependencies, f_cuGraphNodeGetDependencies_v2),
