@@ -21,5 +21,7 @@ cudaError_t vmc_w_quota_refuse(const char *call, uint64_t bytes);
 cudaError_t vmc_w_quota_settle_pitched(const char *call, cudaError_t st, void **ptr, uint64_t want, uint64_t got);
 /* CUDA arrays, mipmapped arrays and cudaMalloc3D (worker_quota_arrays.c): 1 when served. */
 int vmc_w_quota_intercept_arrays(struct vmc_wcall *wc, enum vmc_w_result *r);
+/* cuMemCreate / cuMemRelease (worker_quota_vmm.c). */
+int vmc_w_quota_intercept_vmm(struct vmc_wcall *wc, enum vmc_w_result *r);
 
 #endif

@@ -207,6 +207,6 @@ int vmc_w_quota_intercept_arrays(struct vmc_wcall *wc, enum vmc_w_result *r) {
     case VMC_DRV_cuMipmappedArrayCreate: *r = driver_array(wc); return 1;
     case VMC_DRV_cuArrayDestroy:
     case VMC_DRV_cuMipmappedArrayDestroy: *r = driver_destroy(wc); return 1;
-    default: return 0;
+    default: return vmc_w_quota_intercept_vmm(wc, r);
     }
 }

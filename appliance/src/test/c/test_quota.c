@@ -101,6 +101,17 @@ static CUresult drv_array(CUarray *a, const CUDA_ARRAY_DESCRIPTOR_v2 *d) {
     return gpu_alloc((void **)a, d->Width * d->Height * d->NumChannels * 4) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 static CUresult drv_array_destroy(CUarray a) { return gpu_free(a) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+static CUresult drv_mem_create(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop, unsigned long long f) {
+    (void)prop; (void)f;
+    driver_allocs++;
+    void *p = NULL;
+    if (gpu_alloc(&p, n) != cudaSuccess) return CUDA_ERROR_OUT_OF_MEMORY;
+    *h = (CUmemGenericAllocationHandle)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+static CUresult drv_mem_release(CUmemGenericAllocationHandle h) {
+    return gpu_free((void *)(uintptr_t)h) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 void *vmc_w_drv_resolve(const char *name, int version, int per_thread) {
     (void)version; (void)per_thread;
     if (!strcmp(name, "cuMemAlloc")) return (void *)drv_alloc;
@@ -111,7 +122,13 @@ void *vmc_w_drv_resolve(const char *name, int version, int per_thread) {
     if (!strcmp(name, "cuMemFreeAsync")) return (void *)drv_free_async;
     if (!strcmp(name, "cuArrayCreate")) return (void *)drv_array;
     if (!strcmp(name, "cuArrayDestroy")) return (void *)drv_array_destroy;
+    if (!strcmp(name, "cuMemCreate")) return (void *)drv_mem_create;
+    if (!strcmp(name, "cuMemRelease")) return (void *)drv_mem_release;
     return NULL;
+}
+void *vmc_w_drv_proc(uint32_t id, const char *name, int version, int per_thread) {
+    (void)id;
+    return vmc_w_drv_resolve(name, version, per_thread);
 }
 CUresult vmc_w_drv_missing(const char *function) { (void)function; return CUDA_ERROR_NOT_SUPPORTED; }
 
@@ -319,6 +336,28 @@ int main(void) {
         memcpy(payload, &arr, 8);
         CHECK(call(VMC_DRV_cuArrayDestroy, 0, 8, &ha) == VMC_W_DONE && ha);
         CHECK((int)replied_status == CUDA_SUCCESS && vmc_w_quota_used() == 0 && gpu_bytes == gpu_before);
+        /* the virtual memory API: cuMemCreate counts its size, refused past the quota, cuMemRelease frees */
+        CUmemAllocationProp prop;
+        memset(&prop, 0, sizeof prop);
+        size_t vmm = 2u << 20; /* past the quota */
+        len = 0;
+        payload[len++] = 1; memset(payload + len, 0, 8); len += 8;
+        memcpy(payload + len, &vmm, 8); len += 8;
+        payload[len++] = 1; memcpy(payload + len, &prop, sizeof prop); len += sizeof prop;
+        memset(payload + len, 0, 8); len += 8;
+        before = driver_allocs;
+        CHECK(call(VMC_DRV_cuMemCreate, 0, len, &ha) == VMC_W_DONE && ha);
+        CHECK((int)replied_status == CUDA_ERROR_OUT_OF_MEMORY && driver_allocs == before);
+        vmm = 100000;
+        memcpy(payload + 1 + 8, &vmm, 8);
+        CHECK(call(VMC_DRV_cuMemCreate, 0, len, &ha) == VMC_W_DONE && ha);
+        CHECK((int)replied_status == CUDA_SUCCESS && vmc_w_quota_used() == 100000);
+        CUmemGenericAllocationHandle vh = 0;
+        memcpy(&vh, reply_buf, 8);
+        memcpy(payload, &vh, 8);
+        CHECK(call(VMC_DRV_cuMemRelease, 0, 8, &ha) == VMC_W_DONE && ha);
+        CHECK((int)replied_status == CUDA_SUCCESS && vmc_w_quota_used() == 0 && gpu_bytes == gpu_before);
+        CHECK(call(VMC_DRV_cuMemCreate, 0, 9, &ha) == VMC_W_BAD_ARGS && ha); /* malformed */
         /* a context destroyed: plain allocations the driver no longer knows stop counting, arrays do not
          * (their handles cannot be asked about), so destroying an empty context frees no quota */
         len = 0;
