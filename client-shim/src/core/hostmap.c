@@ -66,18 +66,32 @@ static void detach(uintptr_t base) {
 /* Puts private pages with the same contents back under [start, start + len). */
 static void make_private(uintptr_t start, size_t len);
 
+static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER; /* one registration or unregistration at a time */
+
 /* A child of fork must not share these pages with its parent (natively it writes to copies of its own), and
- * its worker (if it ever has one) knows none of them: they become private, and stay usable as memory. */
+ * its worker (if it ever has one) knows none of them: they become private, and stay usable as memory. Both
+ * locks are held across the fork, so that the list is whole and no registration is half done. */
+static void before_fork(void) {
+    pthread_mutex_lock(&register_lock);
+    pthread_mutex_lock(&lock);
+}
+
+static void after_fork_in_parent(void) {
+    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&register_lock);
+}
+
 static void after_fork_in_child(void) {
-    pthread_mutex_init(&lock, NULL); /* another thread of the parent may have held it */
     for (size_t i = 0; i < n_mappings; i++)
         if (!mappings[i].orphaned) {
             make_private(mappings[i].base, mappings[i].size);
             mappings[i].orphaned = 1;
         }
+    pthread_mutex_unlock(&lock); /* held by this thread, the child's only one */
+    pthread_mutex_unlock(&register_lock);
 }
 
-static void watch_forks(void) { pthread_atfork(NULL, NULL, after_fork_in_child); }
+static void watch_forks(void) { pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child); }
 
 /* Asks the worker to map and register the file at `path` (this process maps it at `base`); unlinks it. */
 static cudaError_t attach(const char *path, uintptr_t base, size_t bytes, uint64_t *device) {
@@ -107,10 +121,10 @@ cudaError_t vmc_hostmap_alloc(void **p, size_t size, unsigned flags) {
     /* The worker maps the file at this process's address or not at all (programs use the host pointer as
      * the device pointer, as unified addressing lets them): when that range is taken there, try another. */
     void *tried[4] = {NULL, NULL, NULL, NULL};
-    cudaError_t st = cudaErrorMemoryAllocation;
+    cudaError_t st = cudaErrorAlreadyMapped; /* the worker's answer when the range is taken there */
     uint64_t device = 0;
     void *base = NULL;
-    for (int attempt = 0; attempt < 4 && st == cudaErrorMemoryAllocation; attempt++) {
+    for (int attempt = 0; attempt < 4 && st == cudaErrorAlreadyMapped; attempt++) {
         char path[128];
         base = vmc_shm_new_file(bytes, 1, path, sizeof path);
         if (!base)
@@ -121,6 +135,8 @@ cudaError_t vmc_hostmap_alloc(void **p, size_t size, unsigned flags) {
     for (int k = 0; k < 4; k++)
         if (tried[k] && (st != cudaSuccess || tried[k] != base))
             munmap(tried[k], bytes);
+    if (st == cudaErrorAlreadyMapped || (st != cudaSuccess && !base))
+        return cudaErrorMemoryAllocation;
     if (st != cudaSuccess)
         return st;
     if (remember((uintptr_t)base, bytes, device, 0) != 0) {
@@ -146,28 +162,35 @@ static void make_private(uintptr_t start, size_t len) {
         munmap(copy, len);
 }
 
-/* Only what can be moved: every page of [start, end) in private, anonymous, readable and writable memory
- * (the heap, anonymous mappings), not a file's pages, which would stop reaching their file. */
-static int private_anonymous(uintptr_t start, uintptr_t end) {
+/* What [start, end) is: 1 when every page is private, anonymous, readable, writable and not executable
+ * memory (the heap, anonymous mappings: what can be moved), 0 when a page is of another kind (a file's pages
+ * would stop reaching their file; executable pages would lose their execute permission), -1 when a page is
+ * not mapped at all. */
+static int movable(uintptr_t start, uintptr_t end) {
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f)
         return 0;
-    char line[512];
+    char *line = NULL;
+    size_t cap = 0;
     uintptr_t covered = start;
-    while (covered < end && fgets(line, sizeof line, f)) {
+    int kind = 1;
+    while (covered < end && getline(&line, &cap, f) > 0) {
         unsigned long lo, hi, inode;
         char perms[8];
         if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &lo, &hi, perms, &inode) != 4 || hi <= covered)
             continue;
-        if (lo > covered || perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p' || inode != 0 || strstr(line, "[stack]"))
+        if (lo > covered)
+            break; /* a hole */
+        if (perms[0] != 'r' || perms[1] != 'w' || perms[2] != '-' || perms[3] != 'p' || inode != 0 || strstr(line, "[stack]")) {
+            kind = 0;
             break;
+        }
         covered = hi;
     }
+    free(line);
     fclose(f);
-    return covered >= end;
+    return kind == 0 ? 0 : covered >= end ? 1 : -1;
 }
-
-static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER; /* one registration or unregistration at a time */
 
 static cudaError_t refuse(const char *why) {
     static int told;
@@ -183,8 +206,12 @@ static cudaError_t register_locked(uintptr_t start, uintptr_t end) {
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
     if (start < here + (64u << 10) && here - (64u << 10) < end)
         return refuse("memory on the calling thread's stack");
-    if (!private_anonymous(start, end))
-        return refuse("memory that is not private, anonymous, readable and writable (a file's pages, say)");
+    int kind = movable(start, end);
+    if (kind < 0)
+        return cudaErrorInvalidValue; /* not memory of this process, as natively */
+    if (kind == 0)
+        return refuse("memory that is not private, anonymous, readable, writable and not executable (a file's "
+                      "pages, say)");
     pthread_mutex_lock(&lock);
     int shares_a_page = 0;
     for (size_t i = 0; i < n_mappings; i++)

@@ -107,8 +107,12 @@ static CUresult get_attribute(int *pi, CUfunction_attribute attrib, uint64_t han
     }
     uint64_t before = __atomic_load_n(&sets_made, __ATOMIC_ACQUIRE);
     CUresult st = ask(pi, attrib, handle, device);
-    if (st == CUDA_SUCCESS && pi && __atomic_load_n(&sets_made, __ATOMIC_ACQUIRE) == before)
+    if (st == CUDA_SUCCESS && pi && __atomic_load_n(&sets_made, __ATOMIC_ACQUIRE) == before) {
         vmc_drv_cache_put(&attributes, handle, (uint64_t)attrib, device, (uint64_t)*pi);
+        /* a set that began meanwhile may have forgotten this handle before the put: forget it again */
+        if (__atomic_load_n(&sets_made, __ATOMIC_ACQUIRE) != before)
+            vmc_drv_cache_remove_handles(&attributes, &handle, 1);
+    }
     return st;
 }
 

@@ -9,7 +9,7 @@
 #include "drv_call.h"
 #include "vmc_drv_api.h"
 
-/* The size of an attribute's value: 0 for one this build does not know (the worker's driver decides). */
+/* The size of an attribute's value: 0 for one this build does not know. */
 static size_t value_size(CUmemPool_attribute attr) {
     switch (attr) {
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
@@ -26,10 +26,10 @@ static size_t value_size(CUmemPool_attribute attr) {
 
 static CUresult pool_attribute(uint32_t id, CUmemoryPool pool, CUmemPool_attribute attr, void *value, int set) {
     size_t n = value_size(attr);
-    if (!value)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (!value || !n)
+        return CUDA_ERROR_INVALID_VALUE; /* an attribute this build does not know: its size is unknown too */
     uint64_t v = 0;
-    if (set && n)
+    if (set)
         memcpy(&v, value, n);
     struct vmc_call c;
     CUresult st = vmc_drv_call_begin(&c, id, 0);
@@ -40,7 +40,7 @@ static CUresult pool_attribute(uint32_t id, CUmemoryPool pool, CUmemPool_attribu
     vmc_arg_u64(&c, v);
     st = (CUresult)vmc_call_finish(&c);
     v = vmc_ret_u64(&c);
-    if (st == CUDA_SUCCESS && !set && n)
+    if (st == CUDA_SUCCESS && !set)
         memcpy(value, &v, n);
     return st;
 }

@@ -116,6 +116,11 @@ void vmc_w_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * below `number` is dispatched; say that call `number` is (async: submitted; sync: started). */
 void vmc_w_order_wait(uint64_t number);
 void vmc_w_order_done(uint64_t number);
+/* An asynchronous call `number` is being dispatched and holds the order until vmc_w_order_done: the others
+ * wait for it beyond the gap time (it has arrived; a long copy may take seconds). */
+void vmc_w_order_holding(uint64_t number);
+/* How long a number that has not arrived holds the others back (default 2 s; tests shorten it). */
+void vmc_w_order_set_gap_ms(long ms);
 
 /* ---- tenant isolation and fault handling (worker_quota.c, worker_idle.c, worker_daemon.c) ---- */
 /* Device-memory quota (VMCUDA_MEMORY_QUOTA bytes, set by the daemon per tenant). For the calls that

@@ -56,6 +56,8 @@ void vmc_w_reply_u32(struct vmc_wcall *wc, uint32_t v);
 /* An @out[N] array: the first min(room, count) elements (room: what vmc_w_arg_array gave it) when the call
  * succeeded, none when it failed. */
 void vmc_w_reply_array(struct vmc_wcall *wc, const void *p, size_t size, uint64_t count, int succeeded);
+/* A char @out[N] array (a log): its text up to and with its NUL, whether the call succeeded or not. */
+void vmc_w_reply_text(struct vmc_wcall *wc, const char *p, uint64_t count);
 /* Records the outcome of an async call (the first error is reported with the next REPLY). */
 void vmc_w_async_done(struct vmc_wcall *wc, cudaError_t st);
 

@@ -60,7 +60,7 @@ enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc) {
     else if ((fd = vmc_w_shm_open_file(path, size)) < 0)
         st = CUDA_ERROR_INVALID_VALUE; /* not a file of this client's (or the client is not on this host) */
     else if (!(here = map_file(fd, (size_t)size, client)))
-        st = CUDA_ERROR_OUT_OF_MEMORY; /* that range is taken in this process */
+        st = CUDA_ERROR_ALREADY_MAPPED; /* that range is taken in this process: the client tries another */
     if (fd >= 0)
         close(fd);
     if (st == CUDA_SUCCESS)

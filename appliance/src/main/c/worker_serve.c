@@ -108,6 +108,20 @@ void vmc_w_reply_pointee(struct vmc_wcall *wc, const void *p, size_t n) {
 
 void vmc_w_reply_u32(struct vmc_wcall *wc, uint32_t v) { vmc_out_u32(&wc->conn->reply, v); }
 
+void vmc_w_reply_text(struct vmc_wcall *wc, const char *p, uint64_t count) {
+    uint64_t room = 0;
+    for (int i = 0; i < wc->n_arrays; i++)
+        if (p && wc->arrays[i].p == p)
+            room = wc->arrays[i].count;
+    uint64_t m = count < room ? count : room;
+    uint64_t n = p ? strnlen(p, (size_t)m) : 0;
+    if (n < m)
+        n++; /* its NUL */
+    vmc_out_u64(&wc->conn->reply, n);
+    if (n)
+        vmc_out_bytes(&wc->conn->reply, p, (size_t)n);
+}
+
 void vmc_w_reply_array(struct vmc_wcall *wc, const void *p, size_t size, uint64_t count, int succeeded) {
     uint64_t room = 0;
     for (int i = 0; i < wc->n_arrays; i++)
@@ -319,8 +333,11 @@ void vmc_w_serve(int fd, int primary) {
         vmc_in_init(&wc.in, c.payload, h.len);
         /* the client's order across its threads (PROTOCOL.md "Calls from several threads") */
         wc.number = (h.flags & VMC_FLAG_ORDERED) ? vmc_in_u64(&wc.in) : 0;
-        if (wc.number)
+        if (wc.number) {
             vmc_w_order_wait(wc.number);
+            if (wc.async)
+                vmc_w_order_holding(wc.number);
+        }
         if (!wc.async)
             vmc_w_order_submitted(&wc); /* a synchronous call may block: what comes after it goes on */
         vmc_w_count_call();

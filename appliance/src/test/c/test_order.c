@@ -35,6 +35,16 @@ static void *dispatcher(void *arg) {
     return NULL;
 }
 
+static int later_ran;
+
+static void *wait_for_next_two(void *arg) {
+    (void)arg;
+    vmc_w_order_wait(N + 2);
+    __atomic_store_n(&later_ran, 1, __ATOMIC_RELEASE);
+    vmc_w_order_done(N + 2);
+    return NULL;
+}
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -42,6 +52,7 @@ static double now(void) {
 }
 
 int main(void) {
+    vmc_w_order_set_gap_ms(30000); /* a dispatcher descheduled for seconds on a loaded machine is no gap */
     double start = now();
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++)
@@ -52,17 +63,32 @@ int main(void) {
     for (unsigned k = 0; k < ran_count && in_order; k++)
         in_order = ran[k] == k + 1;
     CHECK(in_order, "%u calls ran, not in the order 1..%d", ran_count, N);
-    /* a lost wake-up would show as 2-s waits that end by the gap timeout, not as disorder */
+    /* a lost wake-up would show as waits that end by the gap timeout (30 s here), not as disorder */
     CHECK(now() - start < 20, "%d calls in order took %.1f s: wake-ups were lost", N, now() - start);
 
-    /* N + 1 never comes: N + 2 goes on after the gap time, and then N + 1 itself would not wait */
-    double t0 = now();
-    vmc_w_order_wait(N + 2);
-    double waited = now() - t0;
-    CHECK(waited > 1.5 && waited < 10, "a missing number held the next one back %.2f s (2 s expected)", waited);
-    vmc_w_order_done(N + 2);
-    t0 = now();
+    /* an asynchronous call being dispatched (a long copy) holds the others beyond the gap time */
+    vmc_w_order_set_gap_ms(200);
     vmc_w_order_wait(N + 1);
+    vmc_w_order_holding(N + 1);
+    pthread_t later;
+    double t1 = now();
+    pthread_create(&later, NULL, wait_for_next_two, NULL);
+    struct timespec nap = {0, 700 * 1000000L};
+    nanosleep(&nap, NULL); /* longer than the gap time */
+    CHECK(!__atomic_load_n(&later_ran, __ATOMIC_ACQUIRE), "a call ran while the one before it was still being dispatched");
+    vmc_w_order_done(N + 1);
+    pthread_join(later, NULL);
+    CHECK(__atomic_load_n(&later_ran, __ATOMIC_ACQUIRE) && now() - t1 < 5, "the next call did not run once the running one was done");
+
+    /* N + 3 never comes: N + 4 goes on after the gap time, and then N + 3 itself would not wait */
+    vmc_w_order_set_gap_ms(300);
+    double t0 = now();
+    vmc_w_order_wait(N + 4);
+    double waited = now() - t0;
+    CHECK(waited > 0.25 && waited < 10, "a missing number held the next one back %.2f s (0.3 s expected)", waited);
+    vmc_w_order_done(N + 4);
+    t0 = now();
+    vmc_w_order_wait(N + 3);
     CHECK(now() - t0 < 0.5, "a number below the next one waited");
     printf("test_order: %d calls of %d threads in order; a missing number held the next back %.1f s; %d failures\n",
            N, THREADS, waited, failures);

@@ -112,6 +112,11 @@ static CUresult drv_mem_create(CUmemGenericAllocationHandle *h, size_t n, const 
 static CUresult drv_mem_release(CUmemGenericAllocationHandle h) {
     return gpu_free((void *)(uintptr_t)h) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+static CUresult drv_mem_map(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long f) {
+    (void)p; (void)n; (void)off; (void)h; (void)f;
+    return CUDA_SUCCESS;
+}
+static CUresult drv_mem_unmap(CUdeviceptr p, size_t n) { (void)p; (void)n; return CUDA_SUCCESS; }
 void *vmc_w_drv_resolve(const char *name, int version, int per_thread) {
     (void)version; (void)per_thread;
     if (!strcmp(name, "cuMemAlloc")) return (void *)drv_alloc;
@@ -124,6 +129,8 @@ void *vmc_w_drv_resolve(const char *name, int version, int per_thread) {
     if (!strcmp(name, "cuArrayDestroy")) return (void *)drv_array_destroy;
     if (!strcmp(name, "cuMemCreate")) return (void *)drv_mem_create;
     if (!strcmp(name, "cuMemRelease")) return (void *)drv_mem_release;
+    if (!strcmp(name, "cuMemMap")) return (void *)drv_mem_map;
+    if (!strcmp(name, "cuMemUnmap")) return (void *)drv_mem_unmap;
     return NULL;
 }
 void *vmc_w_drv_proc(uint32_t id, const char *name, int version, int per_thread) {
@@ -358,6 +365,21 @@ int main(void) {
         CHECK(call(VMC_DRV_cuMemRelease, 0, 8, &ha) == VMC_W_DONE && ha);
         CHECK((int)replied_status == CUDA_SUCCESS && vmc_w_quota_used() == 0 && gpu_bytes == gpu_before);
         CHECK(call(VMC_DRV_cuMemCreate, 0, 9, &ha) == VMC_W_BAD_ARGS && ha); /* malformed */
+        /* created, mapped, released at once (the usual pattern): still counted until it is unmapped */
+        memcpy(payload + 1 + 8, &vmm, 8);
+        payload[0] = 1;
+        CHECK(call(VMC_DRV_cuMemCreate, 0, len, &ha) == VMC_W_DONE && ha && (int)replied_status == CUDA_SUCCESS);
+        memcpy(&vh, reply_buf, 8);
+        uint64_t map_args[5] = {0x7e0000000000ull, 100000, 0, vh, 0};
+        memcpy(payload, map_args, sizeof map_args);
+        CHECK(call(VMC_DRV_cuMemMap, 0, sizeof map_args, &ha) == VMC_W_DONE && ha && (int)replied_status == CUDA_SUCCESS);
+        memcpy(payload, &vh, 8);
+        CHECK(call(VMC_DRV_cuMemRelease, 0, 8, &ha) == VMC_W_DONE && ha && (int)replied_status == CUDA_SUCCESS);
+        CHECK(vmc_w_quota_used() == 100000); /* mapped: still in use */
+        uint64_t unmap_args[2] = {0x7e0000000000ull, 100000};
+        memcpy(payload, unmap_args, sizeof unmap_args);
+        CHECK(call(VMC_DRV_cuMemUnmap, 0, sizeof unmap_args, &ha) == VMC_W_DONE && ha && (int)replied_status == CUDA_SUCCESS);
+        CHECK(vmc_w_quota_used() == 0);
         /* a context destroyed: plain allocations the driver no longer knows stop counting, arrays do not
          * (their handles cannot be asked about), so destroying an empty context frees no quota */
         len = 0;

@@ -163,6 +163,12 @@ public final class GenerateDriver extends SpecSupport {
         }
     }
 
+    /**
+     * A char array (a log buffer): its text comes back whether the call succeeded or not (the driver writes
+     * its error log precisely when it fails), up to its NUL, so that a large buffer costs only its text.
+     */
+    static boolean text(Param<Kind> p) { return p.kind() == Kind.OUT_ARRAY && p.pointee().equals("char"); }
+
     /** The element count of array parameter {@code p} as C reads it (the count parameter or what it points to). */
     static String countOf(Entry e, Param<Kind> p) {
         Param<Kind> n = e.params().stream().filter(q -> q.name().equals(p.count())).findFirst().orElseThrow();
@@ -249,7 +255,7 @@ public final class GenerateDriver extends SpecSupport {
             for (Param<Kind> p : e.params())
                 if (p.kind() == Kind.OUT_ARRAY)
                     s.append("    vmc_ret_array(&vmc_c, ").append(p.name()).append(", sizeof *").append(p.name())
-                     .append(", vmc_n_").append(p.name()).append(", vmc_st == CUDA_SUCCESS);\n");
+                     .append(", vmc_n_").append(p.name()).append(text(p) ? ", 1" : ", vmc_st == CUDA_SUCCESS").append(");\n");
             s.append("    return vmc_st;\n}\n\n");
         }
         return s.toString();
@@ -366,8 +372,9 @@ public final class GenerateDriver extends SpecSupport {
                         s.append("        vmc_w_reply_pointee(vmc_wc, ").append(p.name()).append(", sizeof ").append(p.name()).append("_v);\n");
                 for (Param<Kind> p : e.params())
                     if (p.kind() == Kind.OUT_ARRAY)
-                        s.append("        vmc_w_reply_array(vmc_wc, ").append(p.name()).append(", sizeof *").append(p.name())
-                         .append(", ").append(countOf(e, p)).append(", vmc_st == CUDA_SUCCESS);\n");
+                        s.append(text(p) ? "        vmc_w_reply_text(vmc_wc, " + p.name() + ", " + countOf(e, p) + ");\n"
+                                 : "        vmc_w_reply_array(vmc_wc, " + p.name() + ", sizeof *" + p.name() + ", "
+                                   + countOf(e, p) + ", vmc_st == CUDA_SUCCESS);\n");
             }
             s.append("        return VMC_W_DONE;\n    }\n");
         }
