@@ -41,3 +41,9 @@ extern "C" __global__ void fill(float *p, int n, float v) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) p[i] = v + (float)i;
 }
+
+// One thread: log[1 + log[0]++] = v; the launches' order is the log's (drv_threads.c).
+extern "C" __global__ void append(int *log, int v) {
+    int at = log[0]++;
+    log[1 + at] = v;
+}

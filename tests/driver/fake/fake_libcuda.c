@@ -120,6 +120,7 @@ static const struct kernel kernels[] = {
     {"scale2d", 5, {0, 8, 16, 20, 24}, {8, 8, 4, 4, 4}},
     {"bump", 1, {0}, {4}},
     {"fill", 3, {0, 8, 12}, {8, 4, 4}},
+    {"append", 2, {0, 8}, {8, 4}},
 };
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
 
@@ -197,6 +198,11 @@ static CUresult run(const struct function *f, unsigned gx, unsigned gy, unsigned
             return CUDA_ERROR_ILLEGAL_ADDRESS;
         for (int i = 0; i < n && (unsigned)i < gx * bx; i++)
             p[i] = v + (float)i;
+    } else if (!strcmp(k->name, "append")) {
+        int *log = (int *)(uintptr_t)ARG(uint64_t, 0);
+        if (!valid((CUdeviceptr)(uintptr_t)log, 4) || !valid((CUdeviceptr)(uintptr_t)log, (size_t)(log[0] + 2) * 4))
+            return CUDA_ERROR_ILLEGAL_ADDRESS;
+        log[1 + log[0]++] = ARG(int, 1);
     }
 #undef ARG
     return CUDA_SUCCESS;

@@ -139,6 +139,15 @@ class DriverFrontEndTest {
             assertTrue(p.stderr().matches("(?s).*vmcuda stats: +3 (a)?sync +vmc_drv_MappedCopy.*")
                     || p.stderr().matches("(?s).*vmcuda stats: +[12] async +vmc_drv_MappedCopy.*"), pctx);
 
+            // two threads taking turns on one stream: the worker runs their launches in the order they were
+            // issued (the stand-in driver runs a launch when the worker dispatches it, so any reordering shows)
+            String threadsExpected = Files.readString(root.resolve("tests/driver/drv_threads.expected"));
+            for (String transport : List.of("tcp", "shm")) {
+                ProgramRunner.Result t2 = viaVmcuda(d, "drv_threads", transport);
+                assertEquals(threadsExpected, t2.stdout(), "drv_threads over " + transport + "\n" + t2.describe());
+                assertEquals(0, t2.exitCode(), t2.describe());
+            }
+
             // mapped host memory, allocated and registered: co-located, kernels write the client's own pages;
             // over TCP it is refused with a line saying why
             String mapExpected = Files.readString(root.resolve("tests/driver/drv_hostmap.expected"));
