@@ -4,32 +4,13 @@
  * cuMemHostGetDevicePointer gives, read by the host with no copy; the registered memory keeps its contents
  * when registered and unregistered. Through vmcuda this needs the co-located path (over TCP it is refused),
  * so the test scripts run it co-located only; CI runs it against the stand-in driver. */
-#include <cuda.h>
+#include "drv_check.h"
 #include <libgen.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CU(call)                                                                                   \
-    do {                                                                                           \
-        CUresult e_ = (call);                                                                      \
-        if (e_ != CUDA_SUCCESS) {                                                                  \
-            const char *n_ = "?";                                                                  \
-            cuGetErrorName(e_, &n_);                                                               \
-            printf("%s: %s\n", #call, n_);                                                         \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static void check(int ok, const char *what) {
-    printf("%s: %s\n", what, ok ? "ok" : "WRONG");
-    if (!ok)
-        failures++;
-}
 
 /* fill(p, n, v): p[i] = v + i, one thread per element */
 static void fill(CUfunction f, CUdeviceptr p, int n, float v) {

@@ -3,7 +3,7 @@
  * in the order it was issued, so the log the kernel keeps must alternate exactly. Through vmcuda each thread
  * has its own connection; the worker keeps the client's order across them (PROTOCOL.md "Calls from several
  * threads"). CI runs it against the stand-in driver, whose launches run when the worker dispatches them. */
-#include <cuda.h>
+#include "drv_check.h"
 #include <libgen.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -12,17 +12,6 @@
 #include <unistd.h>
 
 #define ROUNDS 2000
-
-#define CU(call)                                                                                   \
-    do {                                                                                           \
-        CUresult e_ = (call);                                                                      \
-        if (e_ != CUDA_SUCCESS) {                                                                  \
-            const char *n_ = "?";                                                                  \
-            cuGetErrorName(e_, &n_);                                                               \
-            printf("%s: %s\n", #call, n_);                                                         \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static CUcontext ctx;
 static CUfunction append;
@@ -84,12 +73,12 @@ int main(int argc, char **argv) {
         if (log[1 + k] != (k % 2 == 0 ? k / 2 + 1 : -(k / 2 + 1)))
             first_wrong = k;
     printf("launches that ran: %d of %d\n", log[0], 2 * ROUNDS);
-    printf("launches of two threads in the order they were issued: %s\n", first_wrong < 0 ? "ok" : "WRONG");
+    check(first_wrong < 0, "launches of two threads in the order they were issued");
     if (first_wrong >= 0)
         fprintf(stderr, "drv_threads: first out of order at %d\n", first_wrong);
     CU(cuMemFree_v2(dlog));
     CU(cuStreamDestroy_v2(stream));
     CU(cuModuleUnload(module));
     CU(cuDevicePrimaryCtxRelease_v2(dev));
-    return first_wrong < 0 && log[0] == 2 * ROUNDS ? 0 : 1;
+    return failures == 0 && log[0] == 2 * ROUNDS ? 0 : 1;
 }
