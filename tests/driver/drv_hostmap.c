@@ -5,12 +5,10 @@
  * when registered and unregistered. Through vmcuda this needs the co-located path (over TCP it is refused),
  * so the test scripts run it co-located only; CI runs it against the stand-in driver. */
 #include "drv_check.h"
-#include <libgen.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* fill(p, n, v): p[i] = v + i, one thread per element */
 static void fill(CUfunction f, CUdeviceptr p, int n, float v) {
@@ -28,10 +26,7 @@ static int filled(const float *p, int n, float v) {
 
 int main(int argc, char **argv) {
     (void)argc;
-    char self[4096], path[4200];
-    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[sn > 0 ? sn : 0] = 0;
-    snprintf(path, sizeof path, "%s/drv_kernels.cubin", sn > 0 ? dirname(self) : dirname(argv[0]));
+    const char *path = kernels_cubin(argv[0]);
 
     CU(cuInit(0));
     CUdevice dev;

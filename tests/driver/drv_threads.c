@@ -4,12 +4,10 @@
  * has its own connection; the worker keeps the client's order across them (PROTOCOL.md "Calls from several
  * threads"). CI runs it against the stand-in driver, whose launches run when the worker dispatches them. */
 #include "drv_check.h"
-#include <libgen.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #define ROUNDS 2000
 
@@ -46,10 +44,7 @@ static void *other(void *arg) {
 
 int main(int argc, char **argv) {
     (void)argc;
-    char self[4096], path[4200];
-    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[sn > 0 ? sn : 0] = 0;
-    snprintf(path, sizeof path, "%s/drv_kernels.cubin", sn > 0 ? dirname(self) : dirname(argv[0]));
+    const char *path = kernels_cubin(argv[0]);
     CU(cuInit(0));
     CUdevice dev;
     CU(cuDeviceGet(&dev, 0));
