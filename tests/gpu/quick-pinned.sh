@@ -48,5 +48,9 @@ if [ -x "$B" ]; then
     paste "$W/bn" "$W/bv" | awk -F'\t' '{ r = ($2 > 0) ? $5 / $2 : 0; printf "%-22s native %8s  vmcuda %8s  ratio %.2f\n", $1, $2, $5, r }'
     tail -2 "$W/bv.err"
 fi
-kill -- -"$(pgrep -f 'vmcudad.*17170' | head -1)" 2>/dev/null
+# wait for the daemon to be gone: its shutdown removes the state directory's socket, which a second run of
+# this script (same paths) would otherwise lose
+dpid="$(pgrep -f 'vmcudad.*17170' | head -1)"
+[ -n "$dpid" ] && kill -- -"$dpid" 2>/dev/null
+for _ in $(seq 1 100); do pgrep -f 'vmcudad.*17170' >/dev/null || break; sleep 0.1; done
 echo "RESULT: $([ $fail = 0 ] && echo PASS || echo FAIL)"

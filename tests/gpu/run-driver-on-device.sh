@@ -199,21 +199,22 @@ fi
 
 if want probes; then
     say ""
-    say "== framework probes (tests/gpu/framework_probe.py, issue 16; not counted in RESULT): native vs vmcuda over the ring"
+    say "== framework probes (tests/gpu/framework_probe.py, issue 16; not counted in RESULT): native vs vmcuda over ${PROBE_MODE:-ring} (PROBE_MODE=ring|tcp)"
+    pm="${PROBE_MODE:-ring}"
     for fw in ${PROBE_FRAMEWORKS:-torch cupy jax nvml}; do
         run_prog native "$WORK/native" "probe_$fw" python3 -X faulthandler "$REPO/tests/gpu/framework_probe.py" "$fw"
-        run_prog ring "$WORK/ring" "probe_$fw" python3 -X faulthandler "$REPO/tests/gpu/framework_probe.py" "$fw"
-        cp "$WORK/ring/probe_$fw.err" "$OUT/probe_$fw-vmcuda.err" 2>/dev/null
-        say "  $fw: native exit $(cat "$WORK/native/probe_$fw.rc") in $(cat "$WORK/native/probe_$fw.t") s, vmcuda exit $(cat "$WORK/ring/probe_$fw.rc") in $(cat "$WORK/ring/probe_$fw.t") s"
+        run_prog "$pm" "$WORK/$pm" "probe_$fw" python3 -X faulthandler "$REPO/tests/gpu/framework_probe.py" "$fw"
+        cp "$WORK/$pm/probe_$fw.err" "$OUT/probe_$fw-vmcuda.err" 2>/dev/null
+        say "  $fw: native exit $(cat "$WORK/native/probe_$fw.rc") in $(cat "$WORK/native/probe_$fw.t") s, vmcuda exit $(cat "$WORK/$pm/probe_$fw.rc") in $(cat "$WORK/$pm/probe_$fw.t") s"
         # one line per probe of the native run: the same line through vmcuda, or what vmcuda printed instead
         awk -F': ' 'NR == FNR { v[$1] = $0; next } { k = $1; if (!(k in v)) print "    DIFF  " $0 "  <>  vmcuda: (nothing)"; else if (v[k] == $0) print "    same  " $0; else print "    DIFF  " $0 "  <>  vmcuda: " v[k] }' \
-            "$WORK/ring/probe_$fw.out" "$WORK/native/probe_$fw.out" | cut -c1-400 | tee -a "$SUMMARY"
+            "$WORK/$pm/probe_$fw.out" "$WORK/native/probe_$fw.out" | cut -c1-400 | tee -a "$SUMMARY"
         for key in $(grep -h '^time ' "$WORK/native/probe_$fw.err" | awk '{print $2}'); do
             n="$(grep -h "^time $key " "$WORK/native/probe_$fw.err" | awk '{print $3}')"
-            v="$(grep -h "^time $key " "$WORK/ring/probe_$fw.err" | awk '{print $3}')"
+            v="$(grep -h "^time $key " "$WORK/$pm/probe_$fw.err" | awk '{print $3}')"
             say "    time $key: native $n, vmcuda ${v:-(none)}$( [ -n "$v" ] && awk -v a="$n" -v b="$v" 'BEGIN { printf ", ratio %.2f", b / a }')"
         done
-        grep -h "^vmcuda: " "$WORK/ring/probe_$fw.err" | sort | uniq | head -15 | sed 's/^/    vmcuda said: /' | tee -a "$SUMMARY"
+        grep -h "^vmcuda: " "$WORK/$pm/probe_$fw.err" | sort | uniq | head -15 | sed 's/^/    vmcuda said: /' | tee -a "$SUMMARY"
     done
 fi
 

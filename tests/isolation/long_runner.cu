@@ -3,6 +3,8 @@
 // Usage: long_runner ITERATIONS PAUSE_MS [IDLE_MS]
 // It defines a kernel (never launched) so that its executable is shipped and cached: the tests that use it
 // are about program sessions (a rewritten binary, the cache that outlives a daemon restart).
+// Each call is cudaMemGetInfo: its answer changes, so it always reaches the worker (the client keeps the
+// device count and attributes after their first answer, so those would not notice a lost worker).
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -17,16 +19,16 @@ int main(int argc, char **argv)
     int idle_ms = argc > 3 ? atoi(argv[3]) : 0;
     cudaError_t e = cudaSuccess;
     for (int i = 0; i < n; i++) {
-        int count = -1;
-        e = cudaGetDeviceCount(&count);
+        size_t free_bytes = 0, total_bytes = 0;
+        e = cudaMemGetInfo(&free_bytes, &total_bytes);
         printf("call %d: %s\n", i, cudaGetErrorName(e));
         fflush(stdout);
         usleep(pause_ms * 1000);
     }
     if (idle_ms > 0) {
         usleep(idle_ms * 1000);
-        int count = -1;
-        e = cudaGetDeviceCount(&count);
+        size_t free_bytes = 0, total_bytes = 0;
+        e = cudaMemGetInfo(&free_bytes, &total_bytes);
         printf("after idle: %s\n", cudaGetErrorName(e));
     }
     printf("done\n");
