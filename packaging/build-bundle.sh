@@ -54,6 +54,8 @@ copy_required "$repo/client-shim/target/lib/libvmcuda-client.so" "$top/client"
 copy_required "$repo/client-shim/target/lib/libcudart.so.13" "$top/client"
 copy_required "$repo/client-shim/target/lib/libcuda.so.1" "$top/client"
 [ -f "$top/client/libcuda.so.1" ] && ln -sf libcuda.so.1 "$top/client/libcuda.so"
+copy_required "$repo/client-shim/target/lib/libnvidia-ml.so.1" "$top/client"
+[ -f "$top/client/libnvidia-ml.so.1" ] && ln -sf libnvidia-ml.so.1 "$top/client/libnvidia-ml.so"
 copy_required "$repo/client-shim/target/bin/vmcuda-doctor" "$top/client"
 
 shopt -s nullglob

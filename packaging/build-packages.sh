@@ -72,20 +72,21 @@ build_deb() { # STAGE OUT
 # ============================================================================================
 client_libs="$repo/client-shim/target/lib"
 doctor="$repo/client-shim/target/bin/vmcuda-doctor"
-for lib in libvmcuda-client.so libcudart.so.13 libcuda.so.1; do need "$client_libs/$lib"; done
+for lib in libvmcuda-client.so libcudart.so.13 libcuda.so.1 libnvidia-ml.so.1; do need "$client_libs/$lib"; done
 need "$doctor"
 need "$repo/bin/vmcuda"
 
 cfiles="$stage_root/client-files"
 mkdir -p "$cfiles/usr/lib/vmcuda" "$cfiles/usr/bin" "$cfiles/etc/vmcuda" "$cfiles/etc/ld.so.conf.d" \
          "$cfiles/usr/share/man/man1"
-# the core and both front ends (runtime: libcudart.so.13; driver: libcuda.so.1, and libcuda.so for the
-# tools that look that name up, as Triton does)
-for lib in libvmcuda-client.so libcudart.so.13 libcuda.so.1; do
+# the core and the front ends (runtime: libcudart.so.13; driver: libcuda.so.1, and libcuda.so for the
+# tools that look that name up, as Triton does; NVML: libnvidia-ml.so.1)
+for lib in libvmcuda-client.so libcudart.so.13 libcuda.so.1 libnvidia-ml.so.1; do
     install -m 644 "$client_libs/$lib" "$cfiles/usr/lib/vmcuda/$lib"
 done
 ln -s libcudart.so.13 "$cfiles/usr/lib/vmcuda/libcudart.so"
 ln -s libcuda.so.1 "$cfiles/usr/lib/vmcuda/libcuda.so"
+ln -s libnvidia-ml.so.1 "$cfiles/usr/lib/vmcuda/libnvidia-ml.so"
 install -m 755 "$doctor" "$cfiles/usr/lib/vmcuda/vmcuda-doctor"
 if command -v strip >/dev/null; then
     strip --strip-debug "$cfiles"/usr/lib/vmcuda/lib*.so* "$cfiles/usr/lib/vmcuda/vmcuda-doctor" 2>/dev/null || true
@@ -114,7 +115,8 @@ Priority: optional
 Homepage: https://github.com/vmcuda/vmcuda
 Description: run CUDA programs of a GPU-less VM on a vmcuda appliance's GPUs
  Installs vmcuda's client libraries in /usr/lib/vmcuda (libcudart.so.13, the CUDA runtime front end;
- libcuda.so.1, the CUDA driver front end; libvmcuda-client.so, their core) and makes them the system's
+ libcuda.so.1, the CUDA driver front end; libnvidia-ml.so.1, the NVML front end; libvmcuda-client.so,
+ their core) and makes them the system's
  (/etc/ld.so.conf.d/vmcuda.conf): unmodified CUDA programs - built with the shared or the static CUDA
  runtime, using the CUDA libraries or the driver API - then run their CUDA calls on the GPUs of a
  vmcuda appliance (set it in /etc/vmcuda/client.conf). Also installs the vmcuda launcher (vmcuda run,
@@ -135,7 +137,7 @@ if [ "$1" = configure ]; then
     chown root:vmcuda /etc/vmcuda/client.conf
     chmod 0640 /etc/vmcuda/client.conf
     # The libraries are meant for GPU-less VMs: say so when NVIDIA's own are installed system-wide.
-    for lib in libcudart.so.13 libcuda.so.1; do
+    for lib in libcudart.so.13 libcuda.so.1 libnvidia-ml.so.1; do
         if ldconfig -p 2>/dev/null | grep "$lib " | grep -vq '/usr/lib/vmcuda/'; then
             echo "vmcuda-client: NOTE: another $lib is installed; /usr/lib/vmcuda now shadows it for every program." >&2
         fi

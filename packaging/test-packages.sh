@@ -53,6 +53,7 @@ expect_grep "client Depends" '^libc6 \(>= 2\.3[0-9]\)$' "$work/client.depends"
 dpkg-deb -c "$cdeb" | awk '{ o = $2; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print o " " $0 }' > "$work/client.list"
 for p in './usr/lib/vmcuda/libcudart.so.13' './usr/lib/vmcuda/libcudart.so -> libcudart.so.13' \
          './usr/lib/vmcuda/libcuda.so.1' './usr/lib/vmcuda/libcuda.so -> libcuda.so.1' './usr/lib/vmcuda/libvmcuda-client.so' \
+         './usr/lib/vmcuda/libnvidia-ml.so.1' './usr/lib/vmcuda/libnvidia-ml.so -> libnvidia-ml.so.1' \
          './usr/lib/vmcuda/vmcuda-doctor' './etc/ld.so.conf.d/vmcuda.conf' './etc/vmcuda/client.conf' \
          './usr/bin/vmcuda' './usr/share/man/man1/vmcuda.1.gz' './usr/share/doc/vmcuda-client/copyright'; do
     grep -Fqx "root/root $p" "$work/client.list" || fail "client file list lacks $p"

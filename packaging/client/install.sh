@@ -7,6 +7,7 @@
 # Installs what the vmcuda-client .deb installs:
 #   /usr/lib/vmcuda/libcudart.so.13 (+ libcudart.so)  the runtime front end
 #   /usr/lib/vmcuda/libcuda.so.1 (+ libcuda.so)        the driver front end (static cudart, CUDA libraries)
+#   /usr/lib/vmcuda/libnvidia-ml.so.1 (+ .so)          the NVML front end (nvidia-ml-py, frameworks)
 #   /usr/lib/vmcuda/libvmcuda-client.so                their core
 #   /usr/lib/vmcuda/vmcuda-doctor                     the program behind `vmcuda doctor`
 #   /usr/bin/vmcuda                                   the launcher (run, doctor, status)
@@ -125,12 +126,12 @@ if $system && [ "$(id -u)" = 0 ]; then
 fi
 
 echo "install.sh: vmcuda client $VERSION installed into ${dest:-/}"
-echo "  libraries: $libdir/libcudart.so.13, libcuda.so.1, libvmcuda-client.so"
+echo "  libraries: $libdir/libcudart.so.13, libcuda.so.1, libnvidia-ml.so.1, libvmcuda-client.so"
 echo "  launcher: $dest/usr/bin/vmcuda (vmcuda run | doctor | status)"
 echo "  config:   $dest/etc/vmcuda/client.conf"
 if $system; then
     echo "  every program now loads the shim (/etc/ld.so.conf.d/vmcuda.conf): meant for VMs without a GPU"
-    for lib in libcudart.so.13 libcuda.so.1; do
+    for lib in libcudart.so.13 libcuda.so.1 libnvidia-ml.so.1; do
         if ldconfig -p 2>/dev/null | grep "$lib " | grep -vq '/usr/lib/vmcuda/'; then
             echo "  NOTE: another $lib is installed on this machine; /usr/lib/vmcuda shadows it"
         fi

@@ -177,6 +177,22 @@ if want programs; then
         [ -f "$p" ] && [ -x "$p" ] || continue
         compare "$(basename "$p")" "$p"
     done
+    # NVML: the same program against NVIDIA's NVML and vmcuda's, without and with a CUDA context
+    if [ -x "$D/driver/nvml_probe" ]; then
+        compare nvml_probe "$D/driver/nvml_probe"
+        compare nvml_probe_context "$D/driver/nvml_probe" --context
+        real_nvml="$(ldconfig -p | awk '/libnvidia-ml\.so\.1 /{print $NF; exit}')"
+        if [ -n "$real_nvml" ]; then
+            nm -D --defined-only "$real_nvml" | awk '{print $3}' | sed 's/@.*//' | grep '^nvml' | sort -u >"$WORK/nvml-real.txt"
+            nm -D --defined-only "$CLIENT/libnvidia-ml.so.1" | awk '{print $3}' | sort -u >"$WORK/nvml-vmcuda.txt"
+            cp "$WORK/nvml-real.txt" "$OUT/nvml-exports-real.txt"
+            say "NVML exports: NVIDIA's $(wc -l <"$WORK/nvml-real.txt") nvml* names ($real_nvml), vmcuda's $(wc -l <"$WORK/nvml-vmcuda.txt");" \
+                "only NVIDIA's: $(comm -23 "$WORK/nvml-real.txt" "$WORK/nvml-vmcuda.txt" | wc -l)" \
+                "($(comm -23 "$WORK/nvml-real.txt" "$WORK/nvml-vmcuda.txt" | head -12 | tr '\n' ' '))," \
+                "only vmcuda's: $(comm -13 "$WORK/nvml-real.txt" "$WORK/nvml-vmcuda.txt" | wc -l)" \
+                "($(comm -13 "$WORK/nvml-real.txt" "$WORK/nvml-vmcuda.txt" | head -12 | tr '\n' ' '))"
+        fi
+    fi
 fi
 
 if want libs; then

@@ -31,6 +31,9 @@ enum vmc_w_result vmc_w_hostmap_detach(struct vmc_wcall *wc);
 /* vmc_drv_MappedCopy: a copy between device memory and such memory, by the GPU, no bytes on the wire. */
 enum vmc_w_result vmc_w_hostmap_copy(struct vmc_wcall *wc);
 
+/* vmc_drv_NvmlQuery: the appliance's NVML answers about one GPU of the session (worker_nvml.c). */
+enum vmc_w_result vmc_w_nvml_query(struct vmc_wcall *wc);
+
 /* cuMemPoolGetAttribute (set 0) / cuMemPoolSetAttribute (set 1): the value as 8 bytes (worker_pools.c). */
 enum vmc_w_result vmc_w_pool_attribute(struct vmc_wcall *wc, int set);
 

@@ -204,6 +204,39 @@ class DriverFrontEndTest {
      * tenant, and a tenant that never uploaded them runs the program without sending any: the seed finds
      * the very images (and hashes) the client asks for.
      */
+    /**
+     * NVML through vmcuda's front end (libnvidia-ml.so.1): the session's GPU with the identity the driver
+     * front end gives (the stand-in's name, UUID, PCI location), the telemetry the appliance's NVML gives
+     * (none with the stand-in: NOT_SUPPORTED, memory from the CUDA driver once a context exists), NVML's
+     * reference-counted init and its error texts; the same program on the GPU machine is compared with
+     * NVIDIA's NVML (tests/gpu/run-driver-on-device.sh).
+     */
+    @Test
+    void nvmlAnswersFromTheSession() throws Exception {
+        try (DaemonProcess d = DaemonProcess.start(root, work, standInConfig(), null, "daemon-nvml.log")) {
+            for (String mode : List.of("", "--context")) {
+                List<String> cmd = new java.util.ArrayList<>(List.of(root.resolve("bin/vmcuda").toString(), "run",
+                        "--appliance", "127.0.0.1:" + d.port, "--", driverDir.resolve("nvml_probe").toString()));
+                if (!mode.isEmpty()) cmd.add(mode);
+                ProgramRunner.Result r = ProgramRunner.run(cmd, env(d, "tcp"), driverDir, work.resolve("nvml_probe" + mode));
+                String ctx = "\n" + r.describe() + "--- workers ---\n" + workerLogs(d);
+                String expected = Files.readString(root.resolve("tests/driver/nvml_probe" + mode.replace("--", "-") + ".expected"));
+                assertEquals(expected, r.stdout(), ctx);
+                assertEquals(0, r.exitCode(), ctx);
+            }
+            // the worker said why telemetry is not there (the stand-in has no NVML beside it)
+            assertTrue(workerLogs(d).contains("nvml: NVIDIA's libnvidia-ml.so.1 is not available here"), workerLogs(d));
+        }
+        // no GPU on the appliance: NVML says what it says on a machine without NVIDIA's driver, and vmcuda why
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of(), null, "daemon-nvml-gpuless.log")) {
+            ProgramRunner.Result r = viaVmcuda(d, "nvml_probe", "tcp");
+            String ctx = "\n" + r.describe();
+            assertEquals("before init, count: Uninitialized\nnvmlInit_v2: Driver Not Loaded\n", r.stdout(), ctx);
+            assertEquals(1, r.exitCode(), ctx);
+            assertTrue(r.stderr().contains("vmcuda: NVML has no GPU to report"), ctx);
+        }
+    }
+
     @Test
     void seededModuleImagesAreNotSentEvenTheFirstTime() throws Exception {
         Map<String, String> config = standInConfig();

@@ -1,0 +1,93 @@
+/* The session's GPUs as NVML devices: read once through the driver front end (its answers are kept on the
+ * client, so this costs a few round trips at nvmlInit), handles that point into the table, and the query of
+ * the appliance's NVML through the worker. */
+#include <stdio.h>
+#include <string.h>
+
+#include "nvml_front.h"
+#include "shim_call.h"
+#include "vmc_drv_api.h"
+
+static struct vmc_nvml_gpu gpus[VMC_NVML_MAX_GPUS];
+static int gpu_count;
+
+int vmc_nvml_gpu_count(void) { return __atomic_load_n(&gpu_count, __ATOMIC_ACQUIRE); }
+
+struct vmc_nvml_gpu *vmc_nvml_gpu_at(int index) {
+    return index >= 0 && index < vmc_nvml_gpu_count() ? &gpus[index] : NULL;
+}
+
+struct vmc_nvml_gpu *vmc_nvml_gpu_of(nvmlDevice_t device) {
+    for (int i = 0; i < vmc_nvml_gpu_count(); i++)
+        if ((void *)device == (void *)&gpus[i])
+            return &gpus[i];
+    return NULL;
+}
+
+static CUresult read_gpu(struct vmc_nvml_gpu *g, int ordinal) {
+    g->ordinal = ordinal;
+    CUresult st = cuDeviceGet(&g->dev, ordinal);
+    CUuuid u;
+    int domain = 0, bus = 0, device = 0;
+    if (st == CUDA_SUCCESS)
+        st = cuDeviceGetName(g->name, sizeof g->name, g->dev);
+    if (st == CUDA_SUCCESS)
+        st = cuDeviceGetUuid_v2(&u, g->dev);
+    if (st == CUDA_SUCCESS)
+        st = cuDeviceGetAttribute(&g->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev);
+    if (st == CUDA_SUCCESS)
+        st = cuDeviceGetAttribute(&g->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev);
+    if (st == CUDA_SUCCESS)
+        st = cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, g->dev);
+    if (st == CUDA_SUCCESS)
+        st = cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, g->dev);
+    if (st == CUDA_SUCCESS)
+        st = cuDeviceGetAttribute(&device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, g->dev);
+    if (st != CUDA_SUCCESS)
+        return st;
+    const unsigned char *b = (const unsigned char *)u.bytes;
+    snprintf(g->uuid, sizeof g->uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    memset(&g->pci, 0, sizeof g->pci);
+    g->pci.domain = (unsigned)domain, g->pci.bus = (unsigned)bus, g->pci.device = (unsigned)device;
+    snprintf(g->pci.busIdLegacy, sizeof g->pci.busIdLegacy, "%04X:%02X:%02X.0", g->pci.domain & 0xffff, g->pci.bus, g->pci.device);
+    snprintf(g->pci.busId, sizeof g->pci.busId, "%08X:%02X:%02X.0", g->pci.domain, g->pci.bus, g->pci.device);
+    /* the PCI ids only the appliance's NVML knows (0 when it cannot say) */
+    struct vmc_nvml_answer a;
+    if (vmc_nvml_query(ordinal, &a) == NVML_SUCCESS && a.status[VMC_NVML_Q_PCI] == NVML_SUCCESS)
+        g->pci.pciDeviceId = a.pci_device_id, g->pci.pciSubSystemId = a.pci_subsystem_id;
+    return CUDA_SUCCESS;
+}
+
+CUresult vmc_nvml_read_gpus(void) {
+    int count = 0;
+    CUresult st = cuInit(0);
+    if (st == CUDA_SUCCESS)
+        st = cuDeviceGetCount(&count);
+    if (st == CUDA_SUCCESS && count == 0)
+        st = CUDA_ERROR_NO_DEVICE;
+    if (count > VMC_NVML_MAX_GPUS)
+        count = VMC_NVML_MAX_GPUS;
+    for (int i = 0; st == CUDA_SUCCESS && i < count; i++)
+        st = read_gpu(&gpus[i], i);
+    if (st == CUDA_SUCCESS)
+        __atomic_store_n(&gpu_count, count, __ATOMIC_RELEASE);
+    return st;
+}
+
+nvmlReturn_t vmc_nvml_query(int ordinal, struct vmc_nvml_answer *answer) {
+    struct vmc_call c;
+    int32_t device = ordinal;
+    if (vmc_call_begin_ex(&c, VMC_DRV_vmc_drv_NvmlQuery, 0, 0) != cudaSuccess)
+        return NVML_ERROR_GPU_IS_LOST;
+    vmc_arg(&c, &device, sizeof device);
+    CUresult st = (CUresult)vmc_call_finish(&c);
+    if (st == CUDA_SUCCESS) {
+        vmc_ret_pointee(&c, answer, sizeof *answer);
+        if (!vmc_call_reply_ok(&c))
+            return NVML_ERROR_UNKNOWN;
+        return NVML_SUCCESS;
+    }
+    /* the session is gone (CUDA's "devices unavailable"), or the worker could not ask its driver */
+    return st == CUDA_ERROR_NOT_SUPPORTED ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_GPU_IS_LOST;
+}

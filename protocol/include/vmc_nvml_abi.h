@@ -1,0 +1,86 @@
+/* The part of NVML's C ABI (NVIDIA's nvml.h, NVML API version 13) that vmcuda's NVML front end serves and
+ * its worker asks of the appliance's libnvidia-ml.so.1: opaque handles, the structures those functions fill
+ * and the enumerations they take. Written from NVIDIA's public documentation of nvml.h (the toolkits that
+ * build vmcuda do not all ship the header); the layouts must stay byte-identical to NVIDIA's, and
+ * tests/driver/nvml_probe.c, built with this header, is run against NVIDIA's own library on the GPU
+ * machine. The return codes are generated from protocol/nvml.spec (vmc_nvml_codes.h). */
+#ifndef VMC_NVML_ABI_H
+#define VMC_NVML_ABI_H
+
+#include "vmc_nvml_codes.h"
+
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st *nvmlDevice_t;
+
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
+#define NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE 80
+#define NVML_INIT_FLAG_NO_GPUS 1u
+#define NVML_VALUE_NOT_AVAILABLE (-1)
+
+typedef struct nvmlPciInfo_st {
+    char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE]; /* "%04X:%02X:%02X.0" */
+    unsigned int domain;
+    unsigned int bus;
+    unsigned int device;
+    unsigned int pciDeviceId;    /* device id << 16 | vendor id */
+    unsigned int pciSubSystemId;
+    char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE]; /* "%08X:%02X:%02X.0" */
+} nvmlPciInfo_t;
+
+typedef struct nvmlUtilization_st {
+    unsigned int gpu;
+    unsigned int memory;
+} nvmlUtilization_t;
+
+typedef struct nvmlMemory_st {
+    unsigned long long total;
+    unsigned long long free;
+    unsigned long long used;
+} nvmlMemory_t;
+
+typedef struct nvmlMemory_v2_st {
+    unsigned int version; /* nvmlMemory_v2 */
+    unsigned long long total;
+    unsigned long long reserved;
+    unsigned long long free;
+    unsigned long long used;
+} nvmlMemory_v2_t;
+
+/* NVML_STRUCT_VERSION(Memory, 2): the size of the structure with the version in the top byte. */
+#define nvmlMemory_v2 ((unsigned int)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
+
+typedef struct nvmlProcessInfo_v1_st {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+
+typedef struct nvmlProcessInfo_v2_st {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId;     /* 0xFFFFFFFF without MIG */
+    unsigned int computeInstanceId; /* 0xFFFFFFFF without MIG */
+} nvmlProcessInfo_v2_t;
+
+typedef enum nvmlTemperatureSensors_enum { NVML_TEMPERATURE_GPU = 0 } nvmlTemperatureSensors_t;
+
+typedef enum nvmlClockType_enum {
+    NVML_CLOCK_GRAPHICS = 0,
+    NVML_CLOCK_SM = 1,
+    NVML_CLOCK_MEM = 2,
+    NVML_CLOCK_VIDEO = 3,
+    NVML_CLOCK_COUNT
+} nvmlClockType_t;
+
+typedef int nvmlBrandType_t;  /* nvmlBrandType_enum: NVML_BRAND_UNKNOWN = 0 ... */
+typedef int nvmlPstates_t;    /* nvmlPstates_enum: NVML_PSTATE_0 = 0 ... NVML_PSTATE_UNKNOWN = 32 */
+
+_Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t as in nvml.h");
+_Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t as in nvml.h");
+_Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t as in nvml.h");
+_Static_assert(sizeof(nvmlProcessInfo_v2_t) == 24, "nvmlProcessInfo_v2_t as in nvml.h");
+
+#endif

@@ -1,0 +1,52 @@
+/* The answer of vmc_drv_NvmlQuery (cuda-driver.spec 3012, PROTOCOL.md "NVML"): what the worker's own NVML
+ * says of one GPU of the session (the session's CUDA device ordinal) or, for device -1, of the appliance.
+ * The client's NVML front end (client-shim/src/nvml) returns each status as NVIDIA's NVML returned it on the
+ * appliance (NVML_ERROR_NOT_SUPPORTED for a fan the board does not have, say), so a program sees the same
+ * answer as on the appliance itself. Both ends are C compiled from this header on x86-64 (explicit widths);
+ * the struct travels as one pointee of sizeof bytes after the REPLY status, and the client checks the size. */
+#ifndef VMC_NVML_WIRE_H
+#define VMC_NVML_WIRE_H
+
+#include <stdint.h>
+
+/* Indexes of vmc_nvml_answer.status: one NVML return code per query. */
+enum vmc_nvml_query {
+    VMC_NVML_Q_MEMORY,       /* memory_* (nvmlDeviceGetMemoryInfo_v2, else v1: reserved then 0) */
+    VMC_NVML_Q_UTILIZATION,  /* util_gpu, util_memory */
+    VMC_NVML_Q_TEMPERATURE,  /* temperature_c (the GPU die sensor) */
+    VMC_NVML_Q_POWER,        /* power_mw */
+    VMC_NVML_Q_POWER_LIMIT,  /* power_limit_mw (nvmlDeviceGetPowerManagementLimit) */
+    VMC_NVML_Q_ENFORCED_LIMIT, /* enforced_power_limit_mw */
+    VMC_NVML_Q_FAN,          /* fan_percent */
+    VMC_NVML_Q_PSTATE,       /* pstate */
+    VMC_NVML_Q_CLOCK,        /* clock_mhz[0..3] = +0..+3 (graphics, SM, memory, video) */
+    VMC_NVML_Q_MAX_CLOCK = VMC_NVML_Q_CLOCK + 4,
+    VMC_NVML_Q_MINOR = VMC_NVML_Q_MAX_CLOCK + 4,
+    VMC_NVML_Q_BRAND,
+    VMC_NVML_Q_PCI,          /* pci_device_id, pci_subsystem_id */
+    VMC_NVML_Q_PROCESS,      /* process_memory: this worker's entry in the compute-process list */
+    VMC_NVML_Q_VERSIONS,     /* device -1: driver_version, nvml_version */
+    VMC_NVML_Q_COUNT
+};
+
+struct vmc_nvml_answer {
+    uint64_t memory_total, memory_reserved, memory_free, memory_used;
+    uint64_t process_memory;   /* bytes NVML counts for the worker's process on this GPU */
+    int32_t status[VMC_NVML_Q_COUNT];
+    uint32_t util_gpu, util_memory;
+    uint32_t temperature_c;
+    uint32_t power_mw, power_limit_mw, enforced_power_limit_mw;
+    uint32_t fan_percent;
+    uint32_t pstate;
+    uint32_t clock_mhz[4], max_clock_mhz[4];
+    uint32_t minor_number;
+    uint32_t brand;
+    uint32_t pci_device_id, pci_subsystem_id;
+    uint32_t context_active;   /* the worker holds this GPU's primary context: the program "runs" on it */
+    uint32_t reserved0;
+    char driver_version[80], nvml_version[80];
+};
+
+_Static_assert(sizeof(struct vmc_nvml_answer) == 376, "vmc_nvml_answer changed: both ends must agree");
+
+#endif
