@@ -249,6 +249,7 @@ EOF
 #tenant.NAME.max_sessions = 0
 #tenant.NAME.max_gpus = 0
 #tenant.NAME.max_memory_bytes = 0
+#tenant.NAME.max_connections = (control.tenant_max_connections; 0 = no limit)
 # The daemon refuses to listen on 0.0.0.0 without a tenant. When this file declares none, vmcudad.service
 # creates tenant 'default' at its first start (/opt/vmcuda/libexec/vmcudad-prestart): it appends its
 # token_sha256 line below and writes the token to /etc/vmcuda/tenant-default.token (root only).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A short check of page-locked memory shared with the worker (co-located path, client setting
-# pinned_in_region; run with VMCUDA_PINNED_IN_REGION=1 to check it, without to compare): the programs that
+# pinned_in_region, on by default; VMCUDA_PINNED_IN_REGION=0 to compare without): the programs that
 # use page-locked and mapped memory, built both ways, native vs vmcuda over the ring (client GPU-less for the
 # static builds), and pinned copy bandwidth native vs vmcuda (bench_transfer --pinned). For a device call
 # with little time left; the full suites are run-on-device.sh and run-driver-on-device.sh.
@@ -14,9 +14,10 @@ ROOT="$(ls -d "$W"/vmcuda-*/ | head -1)"; ROOT="${ROOT%/}"
 CUDART="$(dirname "$(readlink -f "$(ldconfig -p | awk '/libcudart\.so\.13 /{print $NF; exit}')")")"
 setsid "$ROOT/bin/vmcudad" --listen 127.0.0.1:17170 --admin 127.0.0.1:17171 --state-dir "$W/state" \
     --worker-lib-dir "$ROOT/native" >"$OUT/daemon.log" 2>&1 </dev/null &
+DPID=$! # the leader of the daemon's process group (setsid)
 for _ in $(seq 1 100); do grep -q "listening on" "$OUT/daemon.log" && break; sleep 0.2; done
 fail=0
-for name in hostmem zero_copy streams_events big_copies callbacks memory stream_ptds threads thread_order errors drv_hostmap; do
+for name in hostmem zero_copy streams_events big_copies callbacks memory stream_ptds threads thread_order errors fork_pinned drv_hostmap; do
     for build in shared static; do # with VMCUDA_PINNED_IN_REGION=1 exported by the caller, or not
         if [ $build = shared ]; then p="$REPO/.carry/cuda/$name"; else p="$W/d/cuda-static/$name"; fi
         [ "$name" = drv_hostmap ] && { [ $build = static ] || continue; p="$W/d/driver/drv_hostmap"; }
@@ -48,9 +49,9 @@ if [ -x "$B" ]; then
     paste "$W/bn" "$W/bv" | awk -F'\t' '{ r = ($2 > 0) ? $5 / $2 : 0; printf "%-22s native %8s  vmcuda %8s  ratio %.2f\n", $1, $2, $5, r }'
     tail -2 "$W/bv.err"
 fi
-# wait for the daemon to be gone: its shutdown removes the state directory's socket, which a second run of
-# this script (same paths) would otherwise lose
-dpid="$(pgrep -f 'vmcudad.*17170' | head -1)"
-[ -n "$dpid" ] && kill -- -"$dpid" 2>/dev/null
-for _ in $(seq 1 100); do pgrep -f 'vmcudad.*17170' >/dev/null || break; sleep 0.1; done
+# the daemon's whole group, and wait until it is gone: its shutdown removes the state directory's socket,
+# and its port must be free for whatever runs next on this machine
+kill -- -"$DPID" 2>/dev/null
+for _ in $(seq 1 100); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
+pkill -KILL -g "$DPID" 2>/dev/null
 echo "RESULT: $([ $fail = 0 ] && echo PASS || echo FAIL)"

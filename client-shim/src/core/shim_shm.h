@@ -23,8 +23,8 @@ cudaError_t vmc_shm_device_to_host(void *dst, uint32_t symbol, uint64_t src, siz
 /* 1 when this process and the appliance are on one OS instance and may share memory through files in
  * /dev/shm (transport shm, or auto with a local appliance; not a shared region between two VMs). */
 int vmc_shm_colocated(void);
-/* Co-located and set to share all page-locked memory with the worker (`pinned_in_region`, off by default:
- * not yet run on a GPU). Mapped memory (DEVICEMAP / cudaHostAllocMapped) is shared whenever co-located. */
+/* Co-located and set to share all page-locked memory with the worker (`pinned_in_region`, on by default).
+ * Mapped memory (DEVICEMAP / cudaHostAllocMapped) is shared whenever co-located. */
 int vmc_shm_pinned_in_region(void);
 /* A new file of `size` bytes for this session's worker to open (its path, under this process's private
  * /dev/shm directory, in `path`), mapped shared here, its pages taken at once when `reserve`: the mapping,

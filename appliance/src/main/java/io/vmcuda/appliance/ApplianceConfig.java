@@ -24,9 +24,17 @@ public final class ApplianceConfig {
     static final String DEFAULTS_RESOURCE = "vmcudad-defaults.properties";
     static final String TENANT_PREFIX = "tenant.";
     private static final java.util.regex.Pattern TENANT_KEY =
-            java.util.regex.Pattern.compile("tenant\\.([A-Za-z0-9_-]{1,64})\\.(token_sha256|max_sessions|max_gpus|max_memory_bytes|shm_regions|gpu_share)");
+            java.util.regex.Pattern.compile("tenant\\.([A-Za-z0-9_-]{1,64})\\.(token_sha256|max_sessions|max_gpus|max_memory_bytes|shm_regions|gpu_share|max_connections)");
     /** Most {@code shm.regions} entries; vmcuda-sandbox takes at most this many --region paths (SANDBOX_MAX_REGIONS). */
     public static final int MAX_SHM_REGIONS = 8;
+    /**
+     * The default of tenant.NAME.max_connections (and the cap of an open appliance's clients together); its
+     * built-in value (vmcudad-defaults.properties, 256) is far above what a program normally opens (one
+     * connection per CUDA-calling thread, plus up to VMCUDA_COPY_THREADS - 1 copy helpers and one callback
+     * thread, e.g. 12 for 8 threads with 4 TCP stripes) even for a tenant running a dozen such sessions, and
+     * far below the descriptors of the daemon (LimitNOFILE 65536) and of one worker (worker.max_open_files).
+     */
+    static final String TENANT_MAX_CONNECTIONS = "control.tenant_max_connections";
     private static final java.util.regex.Pattern SHA256_HEX = java.util.regex.Pattern.compile("[0-9a-fA-F]{64}");
 
     private final Properties props;
@@ -43,6 +51,7 @@ public final class ApplianceConfig {
         workerBlockSize();
         maxHandshakes();
         maxHandshakesPerSource();
+        tenantMaxConnections();
         authFailuresPerMinute();
         workerExtraEnv();
         workerStartTimeout();
@@ -183,7 +192,8 @@ public final class ApplianceConfig {
 
     /**
      * {@code tenant.NAME.token_sha256} (required per tenant) and the optional caps
-     * {@code tenant.NAME.max_sessions}, {@code .max_gpus}, {@code .max_memory_bytes} (0 = no limit).
+     * {@code tenant.NAME.max_sessions}, {@code .max_gpus}, {@code .max_memory_bytes} (0 = no limit), and
+     * {@code .max_connections} (0 = no limit; unset: control.tenant_max_connections).
      */
     public List<io.vmcuda.appliance.auth.Tenant> tenants() {
         Map<String, Map<String, String>> byName = new java.util.TreeMap<>();
@@ -192,7 +202,8 @@ public final class ApplianceConfig {
             java.util.regex.Matcher m = TENANT_KEY.matcher(key);
             if (!m.matches()) {
                 throw new IllegalArgumentException("config key '" + key + "' is not tenant.NAME.{token_sha256,"
-                        + "max_sessions,max_gpus,max_memory_bytes,shm_regions,gpu_share} (NAME: letters, digits, _ and -)");
+                        + "max_sessions,max_gpus,max_memory_bytes,shm_regions,gpu_share,max_connections} (NAME: letters, digits, _ "
+                        + "and -)");
             }
             byName.computeIfAbsent(m.group(1), n -> new java.util.HashMap<>()).put(m.group(2), props.getProperty(key).strip());
         }
@@ -214,7 +225,9 @@ public final class ApplianceConfig {
                     (int) tenantLong(name, f, "max_gpus", 1024),
                     tenantLong(name, f, "max_memory_bytes", Long.MAX_VALUE),
                     regions("tenant." + name + ".shm_regions", f.getOrDefault("shm_regions", "")),
-                    (int) tenantLong(name, f, "gpu_share", 100)));
+                    (int) tenantLong(name, f, "gpu_share", 100),
+                    f.getOrDefault("max_connections", "").isEmpty() ? io.vmcuda.appliance.auth.Tenant.DEFAULT_CONNECTIONS
+                            : (int) tenantLong(name, f, "max_connections", 1_000_000)));
         }
         return out;
     }
@@ -250,6 +263,15 @@ public final class ApplianceConfig {
     /** {@code control.max_handshakes_per_source}: connections awaiting their HELLO from one client address. */
     public int maxHandshakesPerSource() {
         return (int) longValue("control.max_handshakes_per_source", 1, 1_000_000);
+    }
+
+    /**
+     * {@code control.tenant_max_connections}: open client connections (NEW and JOIN) of all of one tenant's
+     * sessions together, for tenants without tenant.NAME.max_connections, and of all clients of an appliance
+     * without tenants; 0 = no limit.
+     */
+    public int tenantMaxConnections() {
+        return (int) longValue(TENANT_MAX_CONNECTIONS, 0, 1_000_000);
     }
 
     /** {@code control.auth_failures_per_minute}: failed HELLOs one address may make in a minute; 0 = no limit. */

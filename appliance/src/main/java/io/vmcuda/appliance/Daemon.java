@@ -13,6 +13,7 @@ import io.vmcuda.appliance.session.DaemonMetrics;
 import io.vmcuda.appliance.session.Refusals;
 import io.vmcuda.appliance.session.SessionManager;
 import io.vmcuda.appliance.session.SessionRecordLog;
+import io.vmcuda.appliance.session.TenantConnections;
 import io.vmcuda.appliance.worker.WorkerLauncher;
 import io.vmcuda.appliance.auth.Authenticator;
 import io.vmcuda.appliance.worker.Sandbox;
@@ -128,7 +129,7 @@ public final class Daemon implements AutoCloseable {
             control = new ControlServer(options.listen(), boss, io, cache, sessions, refusals, blocking,
                     config.binaryMaxBytes(), auth, config.handshakeTimeout(),
                     new io.vmcuda.appliance.auth.AuthThrottle(config.authFailuresPerMinute()), config.maxHandshakes(),
-                    config.maxHandshakesPerSource());
+                    config.maxHandshakesPerSource(), new TenantConnections(config.tenantMaxConnections(), blocking));
             admin = new AdminServer(options.admin(), io,
                     new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions),
                     new io.vmcuda.appliance.admin.AdminAccess(auth.required(), config.adminTokenSha256()));

@@ -11,14 +11,34 @@ package io.vmcuda.appliance.auth;
  *                       tenant's workers get, besides the appliance-wide shm.regions
  * @param gpuSharePercent the share of the appliance's GPU slots this tenant's sessions may hold at once,
  *                       1..100; 0: scheduler.tenant_gpu_share
+ * @param maxConnections open client connections of all this tenant's sessions together (NEW and JOIN);
+ *                       0: no limit; {@link #DEFAULT_CONNECTIONS}: control.tenant_max_connections
  */
 public record Tenant(String name, byte[] tokenSha256, int maxSessions, int maxGpus, long maxMemoryBytes,
-                     java.util.List<java.nio.file.Path> shmRegions, int gpuSharePercent) {
-    /** The tenant of every client when no tenants are configured (open loopback appliance). */
-    public static final Tenant ANONYMOUS = new Tenant("anonymous", new byte[0], 0, 0, 0, java.util.List.of(), 100);
+                     java.util.List<java.nio.file.Path> shmRegions, int gpuSharePercent, int maxConnections) {
+    /** {@link #maxConnections} when tenant.NAME.max_connections is not set: the appliance-wide default applies. */
+    public static final int DEFAULT_CONNECTIONS = -1;
+
+    /**
+     * The tenant of every client when no tenants are configured (open loopback appliance). Its connections
+     * are capped by control.tenant_max_connections like a tenant's: one runaway program must not take every
+     * descriptor of the appliance there either.
+     */
+    public static final Tenant ANONYMOUS = new Tenant("anonymous", new byte[0], 0, 0, 0, java.util.List.of(), 100,
+            DEFAULT_CONNECTIONS);
 
     public Tenant(String name, byte[] tokenSha256, int maxSessions, int maxGpus, long maxMemoryBytes) {
-        this(name, tokenSha256, maxSessions, maxGpus, maxMemoryBytes, java.util.List.of(), 0);
+        this(name, tokenSha256, maxSessions, maxGpus, maxMemoryBytes, java.util.List.of(), 0, DEFAULT_CONNECTIONS);
+    }
+
+    /** The cap on this tenant's open connections: its own, else {@code defaultCap}; 0 = no cap. */
+    public int connectionCap(int defaultCap) {
+        return maxConnections == DEFAULT_CONNECTIONS ? defaultCap : maxConnections;
+    }
+
+    /** True when the cap comes from tenant.NAME.max_connections rather than the appliance-wide default. */
+    public boolean ownConnectionCap() {
+        return maxConnections != DEFAULT_CONNECTIONS;
     }
 
     /**

@@ -3,16 +3,20 @@ package io.vmcuda.appliance.control;
 import io.vmcuda.appliance.cache.BinaryCache;
 import io.vmcuda.appliance.session.Refusals;
 import io.vmcuda.appliance.session.SessionManager;
+import io.vmcuda.appliance.session.TenantConnections;
 import java.util.concurrent.Executor;
 
-/** What every control connection shares. {@code blocking} runs disk work and rewriting. */
+/**
+ * What every control connection shares. {@code blocking} runs disk work and rewriting; {@code connections}
+ * caps each tenant's open connections.
+ */
 record ControlContext(BinaryCache cache, SessionManager sessions, Refusals refusals, Executor blocking,
                       long binaryMaxBytes, io.vmcuda.appliance.auth.Authenticator auth,
                       java.time.Duration handshakeTimeout, io.vmcuda.appliance.auth.AuthThrottle throttle,
-                      PendingHandshakes pending) {
+                      PendingHandshakes pending, TenantConnections connections) {
     ControlContext(BinaryCache cache, SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes,
                    io.vmcuda.appliance.auth.Authenticator auth, java.time.Duration handshakeTimeout) {
         this(cache, sessions, refusals, blocking, binaryMaxBytes, auth, handshakeTimeout,
-                new io.vmcuda.appliance.auth.AuthThrottle(0), PendingHandshakes.unlimited());
+                new io.vmcuda.appliance.auth.AuthThrottle(0), PendingHandshakes.unlimited(), TenantConnections.unlimited());
     }
 }

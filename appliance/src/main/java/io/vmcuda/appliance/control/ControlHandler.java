@@ -161,6 +161,26 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
             refuse(ctx, "bad token");
             return;
         }
+        // from here the connection counts against its tenant's cap on open connections (NEW and JOIN alike)
+        java.util.concurrent.CompletableFuture<String> admitted = ctxShared.connections().admit(tenant, ctx.channel());
+        if (admitted.isDone()) {
+            afterAdmission(ctx, h, admitted.join());
+        } else {
+            admitted.whenComplete((why, e) -> ctx.executor().execute(() ->
+                    afterAdmission(ctx, h, e != null ? "connection cap check failed: " + e : why)));
+        }
+    }
+
+    /** {@code capRefusal}: why the tenant may not open another connection now, or null. */
+    private void afterAdmission(ChannelHandlerContext ctx, Hello h, String capRefusal) {
+        if (!ctx.channel().isActive()) return;
+        if (capRefusal != null) {
+            // logged once per burst by TenantConnections, not once per connection
+            phase = Phase.BUSY;
+            closeUpload();
+            ctxShared.refusals().refuse(ctx.channel(), capRefusal, false);
+            return;
+        }
         if (h.role() == Wire.ROLE_JOIN) {
             ctxShared.sessions().join(ctx.channel(), h.sessionId(), h.sessionKey(),
                     ctxShared.auth().required() ? tenant : null);

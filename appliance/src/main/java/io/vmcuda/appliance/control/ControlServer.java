@@ -10,6 +10,7 @@ import io.netty.channel.epoll.EpollSocketChannel;
 import io.vmcuda.appliance.cache.BinaryCache;
 import io.vmcuda.appliance.session.Refusals;
 import io.vmcuda.appliance.session.SessionManager;
+import io.vmcuda.appliance.session.TenantConnections;
 import io.vmcuda.appliance.wire.FrameDecoder;
 import java.net.InetSocketAddress;
 import java.util.concurrent.Executor;
@@ -33,21 +34,24 @@ public final class ControlServer implements AutoCloseable {
                          io.vmcuda.appliance.auth.Authenticator auth, java.time.Duration handshakeTimeout)
             throws InterruptedException {
         this(listen, boss, workers, cache, sessions, refusals, blocking, binaryMaxBytes, auth, handshakeTimeout,
-                new io.vmcuda.appliance.auth.AuthThrottle(0), Integer.MAX_VALUE, Integer.MAX_VALUE);
+                new io.vmcuda.appliance.auth.AuthThrottle(0), Integer.MAX_VALUE, Integer.MAX_VALUE,
+                TenantConnections.unlimited());
     }
 
     /**
      * @param throttle               control.auth_failures_per_minute
      * @param maxHandshakes          control.max_handshakes: connections awaiting their HELLO, in all
      * @param maxHandshakesPerSource control.max_handshakes_per_source: the same per client address
+     * @param connections            each tenant's cap on open connections (tenant.NAME.max_connections)
      */
     public ControlServer(InetSocketAddress listen, EventLoopGroup boss, EventLoopGroup workers, BinaryCache cache,
                          SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes,
                          io.vmcuda.appliance.auth.Authenticator auth, java.time.Duration handshakeTimeout,
-                         io.vmcuda.appliance.auth.AuthThrottle throttle, int maxHandshakes, int maxHandshakesPerSource)
+                         io.vmcuda.appliance.auth.AuthThrottle throttle, int maxHandshakes, int maxHandshakesPerSource,
+                         TenantConnections connections)
             throws InterruptedException {
         ControlContext shared = new ControlContext(cache, sessions, refusals, blocking, binaryMaxBytes, auth,
-                handshakeTimeout, throttle, new PendingHandshakes(maxHandshakes, maxHandshakesPerSource));
+                handshakeTimeout, throttle, new PendingHandshakes(maxHandshakes, maxHandshakesPerSource), connections);
         this.server = new ServerBootstrap()
                 .group(boss, workers)
                 .channel(EpollServerSocketChannel.class)

@@ -21,8 +21,16 @@ public final class Refusals {
     }
 
     public void refuse(Channel ch, String why) {
+        refuse(ch, why, true);
+    }
+
+    /**
+     * As above; with {@code log} false the refusal is logged only at FINE: for refusals that come in bursts
+     * and are logged once per burst by whoever decides them (a tenant at its connection cap).
+     */
+    public void refuse(Channel ch, String why, boolean log) {
         metrics.refused();
-        LOG.info("refused " + ch.remoteAddress() + ": " + why);
+        LOG.log(log ? java.util.logging.Level.INFO : java.util.logging.Level.FINE, "refused " + ch.remoteAddress() + ": " + why);
         if (!ch.isActive()) return;
         ch.writeAndFlush(Frames.helloReply(ch.alloc(), HelloReply.refused(why)))
                 .addListener(ChannelFutureListener.CLOSE);

@@ -38,6 +38,8 @@ public final class Session {
     /** Hand-offs run one after another so the NEW connection reaches the worker first. */
     CompletableFuture<Void> handoffTail = CompletableFuture.completedFuture(null);
     String abortReason;
+    /** The client connections handed (or being handed) to the worker: their tenant's count frees them at the end. */
+    final List<ConnectionSlot> connectionSlots = new ArrayList<>();
     /** The worker's own uid (worker.uid_range), 0 when it runs as worker.user or unsandboxed. */
     volatile long uid;
     /** Where the daemon lends this session cached module images (SessionModules), or null. */

@@ -331,11 +331,23 @@ public final class SessionManager implements WorkerEvents {
         synchronized (s) {
             s.handoffTail = s.handoffTail.handle((x, e) -> null).thenCompose(x -> {
                 if (!client.isActive()) return CompletableFuture.completedFuture(null);
+                // from here the daemon's copy closing does not end the connection: it counts against its
+                // tenant's cap until the session ends or the socket table shows it closed (ConnectionSlot)
+                ConnectionSlot slot = ConnectionSlot.of(client);
+                if (slot != null) {
+                    slot.handingOver();
+                    synchronized (s) {
+                        // those a scan found closed go now: a long session of short-lived threads keeps few
+                        s.connectionSlots.removeIf(ConnectionSlot::released);
+                        s.connectionSlots.add(slot);
+                    }
+                }
                 return FdHandoff.handOff(client,
                         Frames.helloReply(client.alloc(), HelloReply.ready(s.id(), s.key(), gpus, msg)), worker)
                         .thenRun(s::handedOver)
                         .exceptionally(e -> {
                             LOG.warning("session " + s.id() + ": hand-off failed: " + e.getMessage());
+                            if (slot != null) slot.release(); // the worker never got it
                             return null;
                         });
             });
@@ -411,6 +423,13 @@ public final class SessionManager implements WorkerEvents {
             }
         }
         s.ended(status);
+        // the worker and every descriptor it held are gone: so are the session's connections
+        List<ConnectionSlot> slots;
+        synchronized (s) {
+            slots = new ArrayList<>(s.connectionSlots);
+            s.connectionSlots.clear();
+        }
+        slots.forEach(ConnectionSlot::release);
         // the worker is PID 1 of its PID namespace (and dies with its launcher): with it gone, nothing of the
         // session runs as its uid. Giving the directory back walks a tree the tenant made: off the event loop.
         SessionModules m = modules;
