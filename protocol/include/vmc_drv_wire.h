@@ -69,4 +69,22 @@ static inline int vmc_jit_option_by_value(CUjit_option o) {
     }
 }
 
+/* vmc_drv_GraphAddNode / vmc_drv_GraphSetNodeParams: the node types whose parameters travel as the union of
+ * CUgraphNodeParams as it is (numbers and handles; a copy node's sides must be device memory or arrays).
+ * Kernel nodes have their own layout; every other type is not served. */
+#define VMC_GRAPH_MAX_DEPENDENCIES 4096
+static inline int vmc_graph_node_raw_type(CUgraphNodeType t) {
+    switch (t) {
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE: return 1;
+    default: return 0;
+    }
+}
+static inline int vmc_graph_copy_on_device(CUmemorytype t) { return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY; }
+
 #endif

@@ -539,6 +539,89 @@ int main(int argc, char **argv) {
     check(cuGraphAddDependencies_v2(graph, &loop, &loop, NULL, 1) != CUDA_SUCCESS, "a node cannot depend on itself");
     CU(cuGraphDestroy(graph));
 
+    /* a graph made node by node and run: memset -> kernel fill(p, n, v) -> copy p to q; then the kernel
+     * node's argument changed in the instance (the driver copied the arguments when the node was made, so
+     * the new value counts only once set again) and run again */
+    CUfunction fill_fn;
+    CU(cuModuleGetFunction(&fill_fn, from_cubin, "fill"));
+    enum { GN = 4096 };
+    CUdeviceptr gp, gq;
+    CU(cuMemAlloc_v2(&gp, GN * sizeof(float)));
+    CU(cuMemAlloc_v2(&gq, GN * sizeof(float)));
+    CUgraph built;
+    CU(cuGraphCreate(&built, 0));
+    CUgraphNodeParams set_params;
+    memset(&set_params, 0, sizeof set_params);
+    set_params.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    set_params.memset.dst = gp;
+    set_params.memset.pitch = GN * sizeof(float);
+    set_params.memset.value = 0;
+    set_params.memset.elementSize = 4;
+    set_params.memset.width = GN;
+    set_params.memset.height = 1;
+    set_params.memset.ctx = ctx;
+    int gn = GN;
+    float fill_value = 2.5f;
+    void *fill_args[] = {&gp, &gn, &fill_value};
+    CUDA_KERNEL_NODE_PARAMS_v2 fill_params;
+    memset(&fill_params, 0, sizeof fill_params);
+    fill_params.func = fill_fn;
+    fill_params.gridDimX = GN / 256, fill_params.gridDimY = 1, fill_params.gridDimZ = 1;
+    fill_params.blockDimX = 256, fill_params.blockDimY = 1, fill_params.blockDimZ = 1;
+    fill_params.kernelParams = fill_args;
+    CUDA_MEMCPY3D copy_params;
+    memset(&copy_params, 0, sizeof copy_params);
+    copy_params.srcMemoryType = CU_MEMORYTYPE_DEVICE, copy_params.srcDevice = gp;
+    copy_params.dstMemoryType = CU_MEMORYTYPE_DEVICE, copy_params.dstDevice = gq;
+    copy_params.WidthInBytes = GN * sizeof(float), copy_params.Height = 1, copy_params.Depth = 1;
+    CUgraphNode set_node, fill_node, copy_node;
+    CU(cuGraphAddNode_v2(&set_node, built, NULL, NULL, 0, &set_params));
+    CU(cuGraphAddKernelNode_v2(&fill_node, built, &set_node, 1, &fill_params));
+    CU(cuGraphAddMemcpyNode(&copy_node, built, &fill_node, 1, &copy_params, ctx));
+    CUgraphExec instance;
+    CU(cuGraphInstantiateWithFlags(&instance, built, 0));
+    static float graph_out[GN];
+    int graph_ok = 1;
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            fill_value = 7.0f;
+            CU(cuGraphExecKernelNodeSetParams_v2(instance, fill_node, &fill_params));
+        }
+        CU(cuGraphLaunch(instance, stream));
+        CU(cuStreamSynchronize(stream));
+        CU(cuMemcpyDtoH_v2(graph_out, gq, sizeof graph_out));
+        for (int i = 0; i < GN; i++)
+            graph_ok = graph_ok && graph_out[i] == (round ? 7.0f : 2.5f) + (float)i;
+    }
+    check(graph_ok, "a graph made node by node (memset, kernel, copy), run, and run again with a new kernel argument");
+    CU(cuGraphExecDestroy(instance));
+    CU(cuGraphDestroy(built));
+    CU(cuMemFree_v2(gp));
+    CU(cuMemFree_v2(gq));
+
+    /* a tensor map (a TMA descriptor): encoded by the driver, 128 bytes the program keeps and passes to its
+     * kernels by value; replacing its address changes it; a rank the driver does not take is refused */
+    CUdeviceptr tile_memory;
+    CU(cuMemAlloc_v2(&tile_memory, 64 * 64 * sizeof(float)));
+    CUtensorMap map, moved;
+    memset(&map, 0, sizeof map);
+    cuuint64_t global_dim[6] = {64, 64, 1, 1, 1, 1}, global_strides[5] = {64 * sizeof(float), 4096, 4096, 4096, 4096};
+    cuuint32_t box[6] = {16, 16, 1, 1, 1, 1}, element_strides[6] = {1, 1, 1, 1, 1, 1};
+    CU(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)(uintptr_t)tile_memory, global_dim,
+                              global_strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                              CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+    int encoded = 0;
+    for (int i = 0; i < CU_TENSOR_MAP_NUM_QWORDS; i++)
+        encoded |= map.opaque[i] != 0;
+    moved = map;
+    CU(cuTensorMapReplaceAddress(&moved, (void *)(uintptr_t)(tile_memory + 1024)));
+    check(encoded && memcmp(&map, &moved, sizeof map) != 0, "cuTensorMapEncodeTiled, then cuTensorMapReplaceAddress");
+    status("cuTensorMapEncodeTiled of rank 6",
+           cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 6, (void *)(uintptr_t)tile_memory, global_dim,
+                                  global_strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+    CU(cuMemFree_v2(tile_memory));
+
     CU(cuStreamDestroy_v2(stream));
     CU(cuModuleUnload(from_cubin));
     CU(cuModuleUnload(from_ptx));

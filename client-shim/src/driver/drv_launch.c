@@ -400,6 +400,12 @@ static CUresult arguments(const void *f, unsigned kind, void **kernelParams, voi
     return CUDA_SUCCESS;
 }
 
+CUresult vmc_drv_kernel_arguments(const void *f, void **kernelParams, void **extra, unsigned char **buf, size_t *size,
+                                  int *owned, unsigned *kind) {
+    *kind = kind_of(f);
+    return arguments(f, *kind, kernelParams, extra, buf, size, owned);
+}
+
 /* The grid part of a launch configuration, as the worker reads it (read_grid in worker_driver.c). */
 static void arg_grid(struct vmc_call *c, const struct grid *g, CUstream stream) {
     vmc_arg_u32(c, g->gx);

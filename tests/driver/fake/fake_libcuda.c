@@ -678,12 +678,23 @@ static CUresult f_cuPointerGetAttributes(unsigned n, CUpointer_attribute *attrs,
     return CUDA_SUCCESS;
 }
 
-/* ---- graphs: topology only (nodes and edges), enough for the array arguments of the graph API ---- */
+/* ---- graphs: topology (nodes and edges), enough for the array arguments of the graph API, and nodes
+ * that run (kernel, memset, device-to-device copy), run in the order they were added ---- */
 
+struct fake_work {
+    CUgraphNodeType type;
+    CUfunction f;
+    unsigned gx, gy, bx, by;
+    unsigned char args[256];
+    CUdeviceptr dst, src;
+    size_t bytes;      /* memcpy: bytes; memset: elements */
+    unsigned value, element;
+};
 struct fake_node {
     struct fake_graph *graph;
     struct fake_node *deps[8];
     int n_deps;
+    struct fake_work work; /* type 0 (kernel) unused: empty nodes have type CU_GRAPH_NODE_TYPE_EMPTY */
 };
 struct fake_graph {
     struct fake_node nodes[16];
@@ -733,6 +744,7 @@ static CUresult f_cuGraphAddEmptyNode(CUgraphNode *node, CUgraph g, const CUgrap
     struct fake_node *x = &fg->nodes[fg->n_nodes++];
     memset(x, 0, sizeof *x);
     x->graph = fg;
+    x->work.type = CU_GRAPH_NODE_TYPE_EMPTY;
     for (size_t i = 0; i < n; i++)
         if (add_edge((struct fake_node *)deps[i], x) != CUDA_SUCCESS)
             return CUDA_ERROR_INVALID_VALUE;
@@ -845,6 +857,146 @@ static CUresult f_cuMemPoolGetAccess(CUmemAccess_flags *f, CUmemoryPool p, CUmem
     return CUDA_SUCCESS;
 }
 
+/* What a node does, from the generic parameters (the only ones the worker uses for these types). */
+static CUresult work_of(const CUgraphNodeParams *p, struct fake_work *w) {
+    memset(w, 0, sizeof *w);
+    w->type = p->type;
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+        const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->kernel;
+        if (!k->func) return CUDA_ERROR_INVALID_VALUE; /* the tests make nodes of CUfunctions */
+        const struct kernel *kn = ((struct function *)k->func)->k;
+        w->f = k->func, w->gx = k->gridDimX, w->gy = k->gridDimY, w->bx = k->blockDimX, w->by = k->blockDimY;
+        if (k->extra) {
+            const void *buf = NULL;
+            size_t size = 0;
+            for (int i = 0; k->extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+                if (k->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = k->extra[i + 1];
+                if (k->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *(const size_t *)k->extra[i + 1];
+            }
+            if (!buf || size > sizeof w->args) return CUDA_ERROR_INVALID_VALUE;
+            memcpy(w->args, buf, size);
+        } else {
+            for (int i = 0; i < kn->n; i++) memcpy(w->args + kn->offset[i], k->kernelParams[i], kn->size[i]);
+        }
+        return CUDA_SUCCESS;
+    }
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        if (p->memset.height != 1 || (p->memset.elementSize != 1 && p->memset.elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
+        w->dst = p->memset.dst, w->bytes = p->memset.width, w->value = p->memset.value, w->element = p->memset.elementSize;
+        return valid(w->dst, w->bytes * w->element) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_GRAPH_NODE_TYPE_MEMCPY: {
+        const CUDA_MEMCPY3D *m = &p->memcpy.copyParams;
+        if (m->srcMemoryType != CU_MEMORYTYPE_DEVICE || m->dstMemoryType != CU_MEMORYTYPE_DEVICE || m->Height != 1 || m->Depth != 1)
+            return CUDA_ERROR_INVALID_VALUE;
+        w->dst = m->dstDevice + m->dstXInBytes, w->src = m->srcDevice + m->srcXInBytes, w->bytes = m->WidthInBytes;
+        return valid(w->dst, w->bytes) && valid(w->src, w->bytes) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    case CU_GRAPH_NODE_TYPE_EMPTY: return CUDA_SUCCESS;
+    default: return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+static CUresult f_cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                                    size_t n, CUgraphNodeParams *p) {
+    (void)edges;
+    struct fake_work w;
+    CUresult st = p ? work_of(p, &w) : CUDA_ERROR_INVALID_VALUE;
+    if (st == CUDA_SUCCESS) st = f_cuGraphAddEmptyNode(node, g, deps, n);
+    if (st == CUDA_SUCCESS) ((struct fake_node *)*node)->work = w;
+    return st;
+}
+static CUresult f_cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams *p) {
+    struct fake_node *x = (struct fake_node *)node;
+    struct fake_work w;
+    CUresult st = x && p ? work_of(p, &w) : CUDA_ERROR_INVALID_VALUE;
+    if (st == CUDA_SUCCESS && w.type != x->work.type) st = CUDA_ERROR_INVALID_VALUE;
+    if (st == CUDA_SUCCESS) x->work = w;
+    return st;
+}
+
+/* An instantiated graph: a copy of the nodes' work, updated by cuGraphExecNodeSetParams. */
+struct fake_exec {
+    struct fake_graph *from;
+    struct fake_work work[16];
+    int n, live;
+};
+static struct fake_exec execs[8];
+
+static CUresult f_cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags) {
+    (void)flags;
+    struct fake_graph *fg = graph_of(g);
+    if (!fg || !e) return CUDA_ERROR_INVALID_VALUE;
+    for (int i = 0; i < 8; i++)
+        if (!execs[i].live) {
+            execs[i].live = 1, execs[i].from = fg, execs[i].n = fg->n_nodes;
+            for (int j = 0; j < fg->n_nodes; j++) execs[i].work[j] = fg->nodes[j].work;
+            *e = (CUgraphExec)&execs[i];
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+static struct fake_exec *exec_of(CUgraphExec e) {
+    struct fake_exec *x = (struct fake_exec *)e;
+    return x >= execs && x < execs + 8 && x->live ? x : NULL;
+}
+static CUresult f_cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CUgraphNodeParams *p) {
+    struct fake_exec *x = exec_of(e);
+    struct fake_node *nd = (struct fake_node *)node;
+    if (!x || !nd || nd->graph != x->from || !p) return CUDA_ERROR_INVALID_VALUE;
+    struct fake_work w;
+    CUresult st = work_of(p, &w);
+    int i = (int)(nd - x->from->nodes);
+    if (st == CUDA_SUCCESS && w.type != x->work[i].type) st = CUDA_ERROR_INVALID_VALUE;
+    if (st == CUDA_SUCCESS) x->work[i] = w;
+    return st;
+}
+static CUresult f_cuGraphLaunch(CUgraphExec e, CUstream s) {
+    (void)s;
+    struct fake_exec *x = exec_of(e);
+    if (!x) return CUDA_ERROR_INVALID_VALUE;
+    for (int i = 0; i < x->n; i++) {
+        struct fake_work *w = &x->work[i];
+        CUresult st = CUDA_SUCCESS;
+        if (w->type == CU_GRAPH_NODE_TYPE_KERNEL) st = run((struct function *)w->f, w->gx, w->gy, w->bx, w->by, w->args);
+        else if (w->type == CU_GRAPH_NODE_TYPE_MEMCPY) memmove((void *)(uintptr_t)w->dst, (void *)(uintptr_t)w->src, w->bytes);
+        else if (w->type == CU_GRAPH_NODE_TYPE_MEMSET && w->element == 1) memset((void *)(uintptr_t)w->dst, (int)w->value, w->bytes);
+        else if (w->type == CU_GRAPH_NODE_TYPE_MEMSET)
+            for (size_t k = 0; k < w->bytes; k++) ((uint32_t *)(uintptr_t)w->dst)[k] = w->value;
+        if (st != CUDA_SUCCESS) return st;
+    }
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuGraphExecDestroy(CUgraphExec e) {
+    struct fake_exec *x = exec_of(e);
+    if (!x) return CUDA_ERROR_INVALID_VALUE;
+    x->live = 0;
+    return CUDA_SUCCESS;
+}
+
+/* ---- tensor maps: not NVIDIA's encoding, but one that depends on every input, so that the test sees the
+ * worker encode what the client asked (and a replaced address change the map) ---- */
+static CUresult f_cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType type, cuuint32_t rank, void *address,
+                                         const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                         const cuuint32_t *element_strides, CUtensorMapInterleave interleave,
+                                         CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+    if (!m || rank < 1 || rank > 5 || !dims || !box || !element_strides || (rank > 1 && !strides)) return CUDA_ERROR_INVALID_VALUE;
+    memset(m, 0, sizeof *m);
+    m->opaque[0] = (cuuint64_t)(uintptr_t)address;
+    m->opaque[1] = (cuuint64_t)type | (cuuint64_t)rank << 8 | (cuuint64_t)interleave << 16 | (cuuint64_t)swizzle << 24 |
+                   (cuuint64_t)l2 << 32 | (cuuint64_t)oob << 40;
+    for (cuuint32_t i = 0; i < rank; i++) {
+        m->opaque[2 + i] = dims[i] ^ (i + 1 < rank ? strides[i] << 20 : 0);
+        m->opaque[8 + i] = (cuuint64_t)box[i] << 32 | element_strides[i];
+    }
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuTensorMapReplaceAddress(CUtensorMap *m, void *address) {
+    if (!m) return CUDA_ERROR_INVALID_VALUE;
+    m->opaque[0] = (cuuint64_t)(uintptr_t)address;
+    return CUDA_SUCCESS;
+}
+
 /* ---- cuGetProcAddress: by name ---- */
 
 #define F(name, fn) {#name, (void *)fn}
@@ -909,6 +1061,10 @@ static const struct {
     F(cuGraphCreate, f_cuGraphCreate), F(cuGraphDestroy, f_cuGraphDestroy), F(cuGraphAddEmptyNode, f_cuGraphAddEmptyNode),
     F(cuGraphAddDependencies, f_cuGraphAddDependencies_v2), F(cuGraphGetNodes, f_cuGraphGetNodes),
     F(cuGraphGetRootNodes, f_cuGraphGetRootNodes), F(cuGraphNodeGetDependencies, f_cuGraphNodeGetDependencies_v2),
+    F(cuTensorMapEncodeTiled, f_cuTensorMapEncodeTiled), F(cuTensorMapReplaceAddress, f_cuTensorMapReplaceAddress),
+    F(cuGraphAddNode, f_cuGraphAddNode_v2), F(cuGraphNodeSetParams, f_cuGraphNodeSetParams),
+    F(cuGraphExecNodeSetParams, f_cuGraphExecNodeSetParams), F(cuGraphInstantiateWithFlags, f_cuGraphInstantiateWithFlags),
+    F(cuGraphLaunch, f_cuGraphLaunch), F(cuGraphExecDestroy, f_cuGraphExecDestroy),
 };
 
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,

@@ -77,11 +77,6 @@ CUresult vmc_w_drv_missing(const char *function) {
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-/* The hand-written operations' own functions, resolved once each. */
-#define DRV(type, var, name, version, per_thread)                                                  \
-    static type var;                                                                               \
-    if (!var)                                                                                      \
-        var = (type)vmc_w_drv_resolve(name, version, per_thread)
 
 /* ---- the snapshot: the driver and the session's GPUs, once per client process ---- */
 
@@ -595,6 +590,9 @@ static int still_allocated(uintptr_t ptr) {
 /* ---- dispatch ---- */
 
 enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
+    enum vmc_w_result served;
+    if (vmc_w_tensormap_dispatch(wc, &served) || vmc_w_graph_nodes_dispatch(wc, &served))
+        return served;
     switch (wc->id) {
     case VMC_DRV_vmc_drv_Snapshot: return snapshot(wc);
     case VMC_DRV_vmc_drv_ImageQuery: return vmc_w_image_query(wc);

@@ -13,6 +13,12 @@
 void *vmc_w_drv_proc(uint32_t id, const char *name, int version, int per_thread);
 /* The same without the id (the hand-written operations keep their own). */
 void *vmc_w_drv_resolve(const char *name, int version, int per_thread);
+/* The hand-written operations' own functions, resolved once each. */
+#define DRV(type, var, name, version, per_thread)                                                  \
+    static type var;                                                                               \
+    if (!var)                                                                                      \
+        var = (type)vmc_w_drv_resolve(name, version, per_thread)
+
 /* What a call returns when its function could not be resolved. */
 CUresult vmc_w_drv_missing(const char *function);
 /* 1 when NVIDIA's driver could be loaded in this process. */
@@ -30,6 +36,12 @@ enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_hostmap_detach(struct vmc_wcall *wc);
 /* vmc_drv_MappedCopy: a copy between device memory and such memory, by the GPU, no bytes on the wire. */
 enum vmc_w_result vmc_w_hostmap_copy(struct vmc_wcall *wc);
+
+/* The tensor-map encoders (worker_tensormap.c): 1 when wc is one of them (*r then says how it went). */
+int vmc_w_tensormap_dispatch(struct vmc_wcall *wc, enum vmc_w_result *r);
+
+/* Graph nodes made node by node (worker_graph_nodes.c): 1 when wc is such a call (*r then says how it went). */
+int vmc_w_graph_nodes_dispatch(struct vmc_wcall *wc, enum vmc_w_result *r);
 
 /* vmc_drv_NvmlQuery: the appliance's NVML answers about one GPU of the session (worker_nvml.c). */
 enum vmc_w_result vmc_w_nvml_query(struct vmc_wcall *wc);

@@ -1,0 +1,229 @@
+/* Graph nodes built node by node (cuGraphAddNode, cuGraphAddKernelNode, cuGraphAddMemcpyNode and setting
+ * their parameters on a graph or an instantiated graph): XLA's command buffers, CUTLASS and hand-built
+ * graphs make them instead of capturing a stream. The graph lives on the worker, so each node's parameters
+ * travel there (vmc_drv_GraphAddNode / vmc_drv_GraphSetNodeParams, PROTOCOL.md "Graph nodes"): a kernel's
+ * arguments as a launch sends them (laid out by the kernel's parameter layout, which the driver copies
+ * when the node is made, as natively), the other supported types as their parameter union, which holds
+ * only numbers and handles once host memory is ruled out. Host nodes (a host function) and copies from or
+ * to host memory would run on the appliance, away from this process's memory: they are refused with a line
+ * saying so, as are the node types not served yet. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drv_call.h"
+#include "drv_launch.h"
+#include "vmc_drv_api.h"
+#include "vmc_drv_wire.h"
+
+static int told_type, told_host_copy;
+
+static CUresult not_served(const char *what, const char *why, int *told) { return vmc_drv_not_supported(what, why, told); }
+
+/* A node's parameters, checked and ready to send: for a kernel, its argument bytes laid out. */
+struct prepared {
+    const CUgraphNodeParams *p;
+    const void *f;    /* kernel: the CUfunction or CUkernel */
+    unsigned kind;
+    unsigned char *args;
+    size_t size;
+    int owned;        /* args allocated here */
+};
+
+static CUresult prepare(const CUgraphNodeParams *p, struct prepared *out) {
+    memset(out, 0, sizeof *out);
+    out->p = p;
+    if (p->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+        const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->kernel;
+        out->f = k->func ? (const void *)k->func : (const void *)k->kern;
+        if (!out->f)
+            return CUDA_ERROR_INVALID_VALUE;
+        return vmc_drv_kernel_arguments(out->f, k->kernelParams, k->extra, &out->args, &out->size, &out->owned, &out->kind);
+    }
+    if (vmc_graph_node_raw_type(p->type)) {
+        if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY && (!vmc_graph_copy_on_device(p->memcpy.copyParams.srcMemoryType) ||
+                                                     !vmc_graph_copy_on_device(p->memcpy.copyParams.dstMemoryType)))
+            return not_served("a graph copy node from or to host memory",
+                              "the graph runs on the appliance, which cannot reach this process's memory; copy "
+                              "with cuMemcpy*Async on a stream instead",
+                              &told_host_copy);
+        return CUDA_SUCCESS; /* numbers and handles only */
+    }
+    char what[112];
+    snprintf(what, sizeof what, "a graph node of type %d (host, conditional, allocation, semaphore or batch)", (int)p->type);
+    return not_served(what, "vmcuda serves kernel, copy, memset, empty, child-graph, event and free nodes", &told_type);
+}
+
+/* The node's type, then a kernel's handle, context, dimensions and argument bytes, or any other type's
+ * parameter union as it is. */
+static void send_params(struct vmc_call *c, const struct prepared *n) {
+    const CUgraphNodeParams *p = n->p;
+    vmc_arg_u32(c, (uint32_t)p->type);
+    if (p->type != CU_GRAPH_NODE_TYPE_KERNEL) {
+        vmc_arg(c, p->reserved1, sizeof p->reserved1);
+        return;
+    }
+    const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->kernel;
+    vmc_arg_u64(c, (uint64_t)(uintptr_t)n->f);
+    vmc_arg_u8(c, (uint8_t)n->kind);
+    vmc_arg_u64(c, (uint64_t)(uintptr_t)k->ctx);
+    uint32_t dims[7] = {k->gridDimX, k->gridDimY, k->gridDimZ, k->blockDimX, k->blockDimY, k->blockDimZ, k->sharedMemBytes};
+    vmc_arg(c, dims, sizeof dims);
+    vmc_arg_u32(c, (uint32_t)n->size);
+    vmc_arg(c, n->args, n->size);
+}
+
+/* Parameters are checked and laid out before the call starts, so a refusal sends nothing. */
+static CUresult add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                         const CUgraphEdgeData *edges, size_t n, const CUgraphNodeParams *params) {
+    if (!phGraphNode || !params || (n && !dependencies) || n > VMC_GRAPH_MAX_DEPENDENCIES)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct prepared node_params;
+    CUresult st = prepare(params, &node_params);
+    struct vmc_call c;
+    if (st == CUDA_SUCCESS)
+        st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_GraphAddNode, 0);
+    if (st != CUDA_SUCCESS) {
+        if (node_params.owned)
+            free(node_params.args);
+        return st;
+    }
+    vmc_arg_u64(&c, (uint64_t)(uintptr_t)hGraph);
+    vmc_arg_u32(&c, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        vmc_arg_u64(&c, (uint64_t)(uintptr_t)dependencies[i]);
+    vmc_arg_u8(&c, edges != NULL);
+    if (edges)
+        vmc_arg(&c, edges, n * sizeof *edges);
+    send_params(&c, &node_params);
+    st = (CUresult)vmc_call_finish(&c);
+    if (node_params.owned)
+        free(node_params.args);
+    if (st != CUDA_SUCCESS)
+        return st;
+    uint64_t node = vmc_ret_u64(&c);
+    if (!vmc_call_reply_ok(&c))
+        return CUDA_ERROR_UNKNOWN;
+    *phGraphNode = (CUgraphNode)(uintptr_t)node;
+    return CUDA_SUCCESS;
+}
+
+/* exec NULL: cuGraphNodeSetParams on the graph's node; else cuGraphExecNodeSetParams on the instance. */
+static CUresult set_params(CUgraphExec exec, CUgraphNode node, const CUgraphNodeParams *params, int on_exec) {
+    if (!params)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct prepared n;
+    CUresult st = prepare(params, &n);
+    struct vmc_call c;
+    if (st == CUDA_SUCCESS)
+        st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_GraphSetNodeParams, 0);
+    if (st == CUDA_SUCCESS) {
+        vmc_arg_u8(&c, (uint8_t)(on_exec != 0));
+        vmc_arg_u64(&c, (uint64_t)(uintptr_t)exec);
+        vmc_arg_u64(&c, (uint64_t)(uintptr_t)node);
+        send_params(&c, &n);
+        st = (CUresult)vmc_call_finish(&c);
+    }
+    if (n.owned)
+        free(n.args);
+    return st;
+}
+
+static CUgraphNodeParams kernel_params(CUfunction f, CUkernel kern, CUcontext ctx, unsigned gx, unsigned gy, unsigned gz,
+                                       unsigned bx, unsigned by, unsigned bz, unsigned shared, void **kernelParams,
+                                       void **extra) {
+    CUgraphNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    p.kernel = (CUDA_KERNEL_NODE_PARAMS_v3){f, gx, gy, gz, bx, by, bz, shared, kernelParams, extra, kern, ctx};
+    return p;
+}
+
+static CUgraphNodeParams from_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *k) {
+    return kernel_params(k->func, NULL, NULL, k->gridDimX, k->gridDimY, k->gridDimZ, k->blockDimX, k->blockDimY,
+                         k->blockDimZ, k->sharedMemBytes, k->kernelParams, k->extra);
+}
+
+static CUgraphNodeParams from_v2(const CUDA_KERNEL_NODE_PARAMS_v2 *k) {
+    return kernel_params(k->func, k->kern, k->ctx, k->gridDimX, k->gridDimY, k->gridDimZ, k->blockDimX, k->blockDimY,
+                         k->blockDimZ, k->sharedMemBytes, k->kernelParams, k->extra);
+}
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                               size_t numDependencies, CUgraphNodeParams *nodeParams) {
+    return add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams);
+}
+
+EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                  const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                  CUgraphNodeParams *nodeParams) {
+    return add_node(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
+}
+
+EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                     size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams) {
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams p = from_v1(nodeParams);
+    return add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                        size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams) {
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams p = from_v2(nodeParams);
+    return add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                     size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx) {
+    if (!copyParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+    p.memcpy.copyCtx = ctx;
+    p.memcpy.copyParams = *copyParams;
+    return add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+EXPORT CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) {
+    return set_params(NULL, hNode, nodeParams, 0);
+}
+
+EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams) {
+    return set_params(hGraphExec, hNode, nodeParams, 1);
+}
+
+EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams) {
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams p = from_v1(nodeParams);
+    return set_params(NULL, hNode, &p, 0);
+}
+
+EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams) {
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams p = from_v2(nodeParams);
+    return set_params(NULL, hNode, &p, 0);
+}
+
+EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                               const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams) {
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams p = from_v1(nodeParams);
+    return set_params(hGraphExec, hNode, &p, 1);
+}
+
+EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                  const CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams) {
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams p = from_v2(nodeParams);
+    return set_params(hGraphExec, hNode, &p, 1);
+}
