@@ -87,4 +87,9 @@ static inline int vmc_graph_node_raw_type(CUgraphNodeType t) {
 }
 static inline int vmc_graph_copy_on_device(CUmemorytype t) { return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY; }
 
+/* vmc_drv_MirrorAlloc: mapped host memory mirrored for a client across machines (drv_mirror.c): each is
+ * copied whole at every synchronising call, so it is meant for flags and small buffers (cuDNN's). */
+#define VMC_MAX_MIRRORS 256
+#define VMC_MAX_MIRROR_BYTES (64ull << 20)
+
 #endif

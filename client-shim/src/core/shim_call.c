@@ -162,12 +162,24 @@ static cudaError_t await_reply(struct vmc_call *c) {
     return (cudaError_t)status;
 }
 
+static void (*reply_hook)(uint32_t id);
+
+void vmc_call_set_reply_hook(void (*hook)(uint32_t id)) { __atomic_store_n(&reply_hook, hook, __ATOMIC_RELEASE); }
+
+static void after_reply(uint32_t id) {
+    void (*hook)(uint32_t) = __atomic_load_n(&reply_hook, __ATOMIC_ACQUIRE);
+    if (hook)
+        hook(id);
+}
+
 cudaError_t vmc_call_finish(struct vmc_call *c) {
     if (send_frame(c) != 0)
         return vmc_session_lost(c->conn, c->conn->out.broken ? "out of memory building a call" : "cannot send to the worker");
     if (c->async)
         return cudaSuccess;
-    return await_reply(c);
+    cudaError_t st = await_reply(c);
+    after_reply(c->id);
+    return st;
 }
 
 cudaError_t vmc_call_finish_upload(struct vmc_call *c, const void *data, size_t count) {

@@ -2,9 +2,11 @@
 
 #include <stdio.h>
 
+#include "drv_mirror.h"
 #include "drv_unsupported.h"
 
 CUresult vmc_drv_call_begin(struct vmc_call *c, uint32_t id, int async) {
+    vmc_drv_mirror_push(); /* mapped memory across machines: the GPU must see what the program wrote */
     return (CUresult)vmc_call_begin_ex(c, id, async, 0);
 }
 

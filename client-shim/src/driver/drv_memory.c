@@ -9,6 +9,7 @@
 #include "bulk.h"
 #include "drv.h"
 #include "drv_call.h"
+#include "drv_mirror.h"
 #include "hostmap.h"
 #include "hostmem.h"
 #include "shim_shm.h"
@@ -373,8 +374,7 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned flags) {
         if (st == CUDA_SUCCESS || mapped)
             return st;
     } else if (mapped) {
-        return vmc_drv_not_supported("cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP) (mapped host memory)", ACROSS_MACHINES,
-                                     &told_mapped);
+        return vmc_drv_mirror_alloc(pp, bytesize, flags); /* across machines: mirrored (drv_mirror.c) */
     }
     return (CUresult)vmc_host_alloc(pp, bytesize, flags);
 }
@@ -384,7 +384,7 @@ __attribute__((visibility("default"))) CUresult cuMemHostGetDevicePointer_v2(CUd
     if (!pdptr || Flags)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t device = 0;
-    if (vmc_hostmap_device_pointer(p, &device)) {
+    if (vmc_hostmap_device_pointer(p, &device) || vmc_drv_mirror_device_pointer(p, &device)) {
         *pdptr = (CUdeviceptr)device;
         return CUDA_SUCCESS;
     }
@@ -403,7 +403,9 @@ __attribute__((visibility("default"))) CUresult cuMemHostAlloc(void **pp, size_t
     return host_alloc(pp, bytesize, Flags);
 }
 
-__attribute__((visibility("default"))) CUresult cuMemFreeHost(void *p) { return (CUresult)vmc_host_free(p); }
+__attribute__((visibility("default"))) CUresult cuMemFreeHost(void *p) {
+    return vmc_drv_mirror_free(p) ? CUDA_SUCCESS : (CUresult)vmc_host_free(p);
+}
 
 /* Registered memory stays in this process; asked for mapped (DEVICEMAP), on the co-located path its pages
  * become memory shared with the worker, in place (hostmap.h). */

@@ -390,6 +390,22 @@ static CUresult f_cuMemHostUnregister(void *p) {
     pthread_mutex_unlock(&lock);
     return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
+/* Page-locked memory of the worker (mapped memory mirrored for a client across machines): host memory that
+ * the test double's "device" reaches as it reaches registered memory. */
+static CUresult f_cuMemHostAlloc(void **pp, size_t n, unsigned flags) {
+    (void)flags;
+    void *p = calloc(1, n ? n : 1);
+    if (!pp || !p) { free(p); return CUDA_ERROR_OUT_OF_MEMORY; }
+    CUresult st = f_cuMemHostRegister(p, n ? n : 1, 0);
+    if (st != CUDA_SUCCESS) { free(p); return st; }
+    *pp = p;
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuMemFreeHost(void *p) {
+    CUresult st = f_cuMemHostUnregister(p);
+    if (st == CUDA_SUCCESS) free(p);
+    return st == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 static CUresult f_cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned flags) {
     if (!d || flags)
         return CUDA_ERROR_INVALID_VALUE;
@@ -1054,7 +1070,8 @@ static const struct {
     F(cuStreamGetCaptureInfo, f_cuStreamGetCaptureInfo),
     F(cuPointerGetAttributes, f_cuPointerGetAttributes),
     F(cuMemHostRegister, f_cuMemHostRegister), F(cuMemHostUnregister, f_cuMemHostUnregister),
-    F(cuMemHostGetDevicePointer, f_cuMemHostGetDevicePointer),
+    F(cuMemHostGetDevicePointer, f_cuMemHostGetDevicePointer), F(cuMemHostAlloc, f_cuMemHostAlloc),
+    F(cuMemFreeHost, f_cuMemFreeHost),
     F(cuDeviceGetDefaultMemPool, f_cuDeviceGetDefaultMemPool), F(cuMemPoolCreate, f_cuMemPoolCreate),
     F(cuMemPoolDestroy, f_cuMemPoolDestroy), F(cuMemPoolSetAttribute, f_cuMemPoolSetAttribute),
     F(cuMemPoolGetAttribute, f_cuMemPoolGetAttribute), F(cuMemPoolGetAccess, f_cuMemPoolGetAccess),

@@ -607,6 +607,8 @@ enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
     case VMC_DRV_vmc_drv_HostMapDetach: return vmc_w_hostmap_detach(wc);
     case VMC_DRV_vmc_drv_MappedCopy: return vmc_w_hostmap_copy(wc);
     case VMC_DRV_vmc_drv_NvmlQuery: return vmc_w_nvml_query(wc);
+    case VMC_DRV_vmc_drv_MirrorAlloc: return vmc_w_mirror_alloc(wc);
+    case VMC_DRV_vmc_drv_MirrorFree: return vmc_w_mirror_free(wc);
     case VMC_DRV_cuMemPoolGetAttribute: return vmc_w_pool_attribute(wc, 0);
     case VMC_DRV_cuMemPoolSetAttribute: return vmc_w_pool_attribute(wc, 1);
     case VMC_DRV_cuPointerGetAttributes: return pointer_attributes(wc);

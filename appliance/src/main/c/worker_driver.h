@@ -43,6 +43,10 @@ int vmc_w_tensormap_dispatch(struct vmc_wcall *wc, enum vmc_w_result *r);
 /* Graph nodes made node by node (worker_graph_nodes.c): 1 when wc is such a call (*r then says how it went). */
 int vmc_w_graph_nodes_dispatch(struct vmc_wcall *wc, enum vmc_w_result *r);
 
+/* vmc_drv_MirrorAlloc / vmc_drv_MirrorFree: mapped host memory of a client across machines (worker_mirror.c). */
+enum vmc_w_result vmc_w_mirror_alloc(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_mirror_free(struct vmc_wcall *wc);
+
 /* vmc_drv_NvmlQuery: the appliance's NVML answers about one GPU of the session (worker_nvml.c). */
 enum vmc_w_result vmc_w_nvml_query(struct vmc_wcall *wc);
 
