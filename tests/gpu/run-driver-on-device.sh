@@ -21,6 +21,10 @@
 #   driver call of the vmcuda runs on their stderr, in diffs.txt for failures; the default is "errors")
 #   bench       bench_cublas (SGEMM 4096, 10,000 small SGEMMs, start-up) native vs vmcuda (ring, TCP),
 #               and the start-up of a static-runtime sample, cold (first session) and warm
+#   framebench  issue 16's framework figures in one run (only when named in SECTIONS, bench-frameworks.txt):
+#               the GPT-style step native vs ring vs TCP with round trips per step (VMCUDA_STATS), PyTorch's
+#               start-up (`torch.ones(1).cuda()`) against an empty module cache and again, and a training
+#               process SIGKILLed mid-step: how long until its GPU memory is back
 #
 # $OUT gets: summary.txt (also on stdout), diffs.txt, daemon.log, worker-logs.tar.gz, bench-driver.txt,
 # procmap.tsv, traces.tar.gz. Exit code 0 when every correctness check passed.
@@ -294,6 +298,89 @@ if want bench; then
         line="startup $(basename "$s"): native $(cat "$WORK/native/startup.t") s, vmcuda first $(cat "$WORK/ring/startup-cold.t") s, again $(cat "$WORK/ring/startup-warm.t") s"
         say "  $line"
         echo "$line" >>"$B"
+    fi
+fi
+
+if want framebench; then
+    say ""
+    say "== frameworks in one run (bench-frameworks.txt): native vs vmcuda over the ring and over TCP"
+    FB="$OUT/bench-frameworks.txt"
+    echo "# tests/gpu/run-driver-on-device.sh framebench, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)" >"$FB"
+    steps="${PROBE_GPT_STEPS:-20}"
+    parts="${FRAMEBENCH_PARTS:-gpt startup kill}"
+    part() { [[ " $parts " == *" $1 "* ]]; }
+    part gpt && for mode in native ring tcp; do
+        PROBE_ONLY=gpt PROBE_GPT_STEPS="$steps" VMCUDA_STATS=1 run_prog "$mode" "$WORK/$mode" gpt python3 "$REPO/tests/gpu/framework_probe.py" torch
+    done
+    part gpt && for key in gpt_train_step_ms gpt_infer_batch1_ms; do
+        n="$(grep -h "^time $key " "$WORK/native/gpt.err" | awk '{print $3}')"
+        row="$key native $n"
+        for mode in ring tcp; do
+            v="$(grep -h "^time $key " "$WORK/$mode/gpt.err" | awk '{print $3}')"
+            row="$row $mode ${v:-none}$( [ -n "$v" ] && [ -n "$n" ] && awk -v a="$n" -v b="$v" 'BEGIN { printf " (%.2fx)", b / a }')"
+        done
+        say "  $row"; echo "$row" >>"$FB"
+    done
+    part gpt && for mode in ring tcp; do
+        line="gpt $mode calls for $steps training steps + inference + set-up: $(grep -h 'vmcuda stats: .* synchronous calls' "$WORK/$mode/gpt.err" | sed 's/^vmcuda stats: //')"
+        say "  $line"; echo "$line" >>"$FB"
+        grep -h "^vmcuda stats: " "$WORK/$mode/gpt.err" | head -12 | sed "s/^/  [$mode] /" >>"$FB"
+    done
+    # PyTorch's start-up against a second daemon whose module cache is empty, then again (client hash cache
+    # emptied first too): time to a first matrix product on the GPU (torch.ones(1).cuda() alone launches no
+    # kernel, so loads no module), and the module bytes the client sent
+    STARTUP='import time; t = time.perf_counter(); import torch; a = torch.ones(256, 256).cuda(); (a @ a).sum().item(); print("startup_s %.3f" % (time.perf_counter() - t))'
+    if part startup; then
+    CSTATE="$WORK/torch-cold-state"; rm -rf "$CSTATE"; mkdir -p "$CSTATE"
+    setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:17180" --admin "127.0.0.1:17181" --state-dir "$CSTATE" \
+        --worker-lib-dir "$ROOT/native" >"$WORK/torch-cold-daemon.log" 2>&1 </dev/null &
+    CPID=$!
+    for _ in $(seq 1 300); do grep -q "listening on" "$WORK/torch-cold-daemon.log" 2>/dev/null && break; sleep 0.2; done
+    (cd "$WORK" && timeout "$TIMEOUT" python3 -c "$STARTUP" >"$WORK/native/torch-startup.out" 2>&1 </dev/null)
+    rm -rf "$WORK/client-cache"
+    for round in cold warm; do
+        for mode in ring tcp; do
+            [ "$round" = cold ] && [ "$mode" = tcp ] && continue # cold once: the ring run fills both caches
+            (cd "$WORK" && XDG_CACHE_HOME="$WORK/client-cache" VMCUDA_APPLIANCE="127.0.0.1:17180" \
+                VMCUDA_TRANSPORT="$([ "$mode" = tcp ] && echo tcp || echo shm)" LD_LIBRARY_PATH="$REAL_CUDART_DIR" \
+                timeout "$TIMEOUT" bash "$REPO/tests/gpu/gpuless.sh" "$CLIENT" python3 -c "$STARTUP" \
+                >"$WORK/$mode/torch-startup-$round.out" 2>&1 </dev/null)
+            sleep 1 # the session's images are admitted to the cache when it ends
+            log="$(ls -dtr "$CSTATE"/sessions/*/ 2>/dev/null | tail -1)worker.log"
+            sent="$(awk '/received from the client/ {gsub(/[(]/, "", $0); for (i = 1; i <= NF; i++) if ($i == "bytes)") s += $(i - 1)} END {print s + 0}' "$log" 2>/dev/null)"
+            cached="$(grep -c "from the appliance's cache" "$log" 2>/dev/null)"
+            line="torch start-up $round $mode: $(awk '/^startup_s/ {print $2}' "$WORK/$mode/torch-startup-$round.out") s (native $(awk '/^startup_s/ {print $2}' "$WORK/native/torch-startup.out") s); module bytes sent $sent, images from the appliance's cache $cached"
+            say "  $line"; echo "$line" >>"$FB"
+        done
+    done
+    kill -TERM -- "-$CPID" 2>/dev/null; sleep 1; kill -KILL -- "-$CPID" 2>/dev/null
+    fi
+    # a training process SIGKILLed mid-step: its worker ends and the GPU memory comes back (the issue: within 1 s)
+    used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1 | tr -d ' '; }
+    if part kill; then
+    base="$(used)"
+    TRAIN='import torch, sys
+m = torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096)).cuda()
+o = torch.optim.AdamW(m.parameters())
+x = torch.randn(4096, 4096, device="cuda")
+for i in range(100000):
+    o.zero_grad(); m(x).square().mean().backward(); o.step()
+    if i % 10 == 0: torch.cuda.synchronize(); print("step", i, flush=True)'
+    (cd "$WORK" && VMCUDA_APPLIANCE="127.0.0.1:$PORT" VMCUDA_TRANSPORT=tcp LD_LIBRARY_PATH="$REAL_CUDART_DIR" \
+        timeout 120 bash "$REPO/tests/gpu/gpuless.sh" "$CLIENT" python3 -c "$TRAIN" >"$WORK/tcp/train-kill.out" 2>&1 </dev/null) &
+    trainer=$!
+    for _ in $(seq 1 600); do grep -q "^step 20" "$WORK/tcp/train-kill.out" 2>/dev/null && break; sleep 0.1; done
+    during="$(used)"
+    pkill -KILL -f "^python3 -c import torch, sys" 2>/dev/null
+    t0="$(now)"; back=""
+    for _ in $(seq 1 100); do
+        [ "$(used)" -le $((base + 64)) ] && { back="$(secs "$t0" "$(now)")"; break; }
+        sleep 0.05
+    done
+    wait "$trainer" # (not a bare wait: the daemons are this shell's children too)
+    line="training process SIGKILLed at $(grep -c '^step' "$WORK/tcp/train-kill.out") progress lines: GPU memory ${base} MiB before, ${during} MiB while training, back to ≤ base + 64 MiB after ${back:-more than 5} s"
+    say "  $line"; echo "$line" >>"$FB"
+    [ -n "$back" ] || fail "framebench: the killed training process's GPU memory was not back within 5 s"
     fi
 fi
 
