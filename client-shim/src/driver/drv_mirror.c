@@ -7,8 +7,9 @@
  * program, one that reads what kernels wrote only after synchronising with them and writes what they read
  * before launching them, sees what it sees natively; one that polls the memory while a kernel runs, without
  * CUDA calls, never sees the GPU's writes. cuDNN allocates such memory for its handles: with the mirror,
- * its convolutions work across machines. Each mirror is copied whole at every synchronising call, so they
- * are limited to VMC_MAX_MIRROR_BYTES each. */
+ * its convolutions work across machines. Every driver call compares each mirror with its shadow (memcmp) and
+ * every synchronising call copies each mirror back whole, so mirrors are meant for flags and small buffers
+ * and are limited to VMC_MAX_MIRROR_BYTES each. */
 #define _GNU_SOURCE /* MAP_FIXED_NOREPLACE */
 #include "drv_mirror.h"
 
@@ -71,11 +72,11 @@ void vmc_drv_mirror_push(void) {
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_mirrors; i++) {
         struct mirror *m = &mirrors[i];
-        size_t first = 0, last = m->size;
-        while (first < m->size && m->local[first] == m->shadow[first])
-            first++;
-        if (first == m->size)
+        if (memcmp(m->local, m->shadow, m->size) == 0) /* the usual case, at memcmp's speed */
             continue;
+        size_t first = 0, last = m->size;
+        while (m->local[first] == m->shadow[first])
+            first++;
         while (last > first && m->local[last - 1] == m->shadow[last - 1])
             last--;
         if (vmc_copy_to_device(VMC_NO_INDEX, m->device + first, m->local + first, last - first, 0, COPY_DRIVER) ==
