@@ -7,7 +7,9 @@
 #ifndef VMC_NVML_WIRE_H
 #define VMC_NVML_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Indexes of vmc_nvml_answer.status: one NVML return code per query. */
 enum vmc_nvml_query {
@@ -48,5 +50,13 @@ struct vmc_nvml_answer {
 };
 
 _Static_assert(sizeof(struct vmc_nvml_answer) == 376, "vmc_nvml_answer changed: both ends must agree");
+
+/* NVML's text form of a GPU UUID ("GPU-" and the 16 bytes of CUuuid as 8-4-4-4-12 hex digits). Both ends
+ * write it, the worker to find its GPU in its own NVML and the client to answer nvmlDeviceGetUUID, and the
+ * two texts must be identical for that lookup to work: hence one definition here. */
+static inline void vmc_nvml_format_uuid(const unsigned char b[16], char *out, size_t room) {
+    snprintf(out, room, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+             b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
 
 #endif

@@ -45,9 +45,7 @@ static CUresult read_gpu(struct vmc_nvml_gpu *g, int ordinal) {
         st = cuDeviceGetAttribute(&device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, g->dev);
     if (st != CUDA_SUCCESS)
         return st;
-    const unsigned char *b = (const unsigned char *)u.bytes;
-    snprintf(g->uuid, sizeof g->uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    vmc_nvml_format_uuid((const unsigned char *)u.bytes, g->uuid, sizeof g->uuid);
     memset(&g->pci, 0, sizeof g->pci);
     g->pci.domain = (unsigned)domain, g->pci.bus = (unsigned)bus, g->pci.device = (unsigned)device;
     snprintf(g->pci.busIdLegacy, sizeof g->pci.busIdLegacy, "%04X:%02X:%02X.0", g->pci.domain & 0xffff, g->pci.bus, g->pci.device);

@@ -178,9 +178,7 @@ static CUresult cuda_side(int ordinal, char *uuid_text, size_t room, struct vmc_
         st = get_uuid(&u, dev);
     if (st != CUDA_SUCCESS)
         return st;
-    const unsigned char *b = (const unsigned char *)u.bytes;
-    snprintf(uuid_text, room, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    vmc_nvml_format_uuid((const unsigned char *)u.bytes, uuid_text, room);
     unsigned int flags = 0;
     int active = 0;
     if (ctx_state(dev, &flags, &active) == CUDA_SUCCESS)
