@@ -307,6 +307,10 @@ if [ -x "$CARRY/bench/vmcuda_bench" ]; then
             timeout -k 5 60 "$CARRY/bench/tcp_ceiling" --shapes --streams 4
         echo "# vmcuda_bench: native, vmcuda over TCP, vmcuda over the shared-memory ring; block size ${VMCUDA_BLOCK_SIZE:-4194304 (default)}"
         timeout -k 5 120 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" "$ROOT/bin/vmcuda" "127.0.0.1:$PORT"
+        echo "# the same with calls_in_region off (calls over the socket, bulk data still in the ring): what the"
+        echo "# call pipe changes is the shm column of the table above against this one's (tcp is not co-located)"
+        VMCUDA_CALLS_IN_REGION=0 timeout -k 5 120 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" \
+            "$ROOT/bin/vmcuda" "127.0.0.1:$PORT" | sed 's/^/nopipe_/'
     } >"$OUT/bench.txt" 2>&1 || say "benchmark run failed (see bench.txt)"
     cat "$OUT/bench.txt"
     if [ -x "$CARRY/bench/bench_transfer" ]; then

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "call_stats.h"
+#include "shim_pipe.h"
 #include "shim_registry.h"
 #include "shim_session.h"
 #include "vmc_api.h"
@@ -57,6 +58,8 @@ cudaError_t vmc_call_begin_ex(struct vmc_call *c, uint32_t id, int async, int ru
     c->conn = vmc_thread_conn(&err);
     if (!c->conn)
         return err;
+    if (c->conn->pipe_state == 0)
+        vmc_pipe_attach(c->conn); /* before this call's frame: attaching is a call of its own */
     vmc_out_begin_frame(&c->conn->out);
     vmc_out_u64(&c->conn->out, 0); /* the call's number, set when it is sent */
     return cudaSuccess;
@@ -132,7 +135,7 @@ static int finish_frame(struct vmc_call *c) {
 }
 
 static int send_frame(struct vmc_call *c) {
-    return finish_frame(c) == 0 ? vmc_write_full(c->conn->fd, c->conn->out.data, c->conn->out.len) : -1;
+    return finish_frame(c) == 0 ? vmc_conn_write(c->conn, c->conn->out.data, c->conn->out.len) : -1;
 }
 
 /* Waits for the REPLY to this call; returns its status, or the session-lost error. */
@@ -188,10 +191,10 @@ cudaError_t vmc_call_finish_upload(struct vmc_call *c, const void *data, size_t 
         /* Latency-bound: frame and data in one write (the data is outside the frame's length). */
         rc = finish_frame(c);
         vmc_out_bytes(&c->conn->out, data, count);
-        rc = rc || c->conn->out.broken || vmc_write_full(c->conn->fd, c->conn->out.data, c->conn->out.len);
+        rc = rc || c->conn->out.broken || vmc_conn_write(c->conn, c->conn->out.data, c->conn->out.len);
     } else {
         /* Bulk data is sent straight from the application's buffer. */
-        rc = send_frame(c) || vmc_write_full(c->conn->fd, data, count);
+        rc = send_frame(c) || vmc_conn_write(c->conn, data, count);
     }
     if (rc != 0)
         return vmc_session_lost(c->conn, "cannot send to the worker");

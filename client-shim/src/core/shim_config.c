@@ -24,6 +24,11 @@ static char *trim(char *s) {
     return s;
 }
 
+/* An on/off switch: anything but 0, off or false is on. */
+static int switched_on(const char *value) {
+    return !(strcmp(value, "0") == 0 || strcmp(value, "off") == 0 || strcmp(value, "false") == 0);
+}
+
 static void set(const char *key, const char *value) {
     if (strcmp(key, "appliance") == 0)
         snprintf(config.appliance, sizeof config.appliance, "%s", value);
@@ -60,7 +65,9 @@ static void set(const char *key, const char *value) {
     } else if (strcmp(key, "shm_region") == 0) {
         snprintf(config.shm_region, sizeof config.shm_region, "%s", value);
     } else if (strcmp(key, "pinned_in_region") == 0) {
-        config.pinned_in_region = !(strcmp(value, "0") == 0 || strcmp(value, "off") == 0 || strcmp(value, "false") == 0);
+        config.pinned_in_region = switched_on(value);
+    } else if (strcmp(key, "calls_in_region") == 0) {
+        config.calls_in_region = switched_on(value);
     } else if (strcmp(key, "gpus") == 0) {
         long v = strtol(value, NULL, 10);
         config.gpus = v > 0 && v < 1024 ? (uint32_t)v : 1;
@@ -97,6 +104,7 @@ static void load(void) {
     /* on since GPU runs 20-21 of 2026-11-23: the project's programs, both builds, and PyTorch's probes gave
      * native output with it; pinned copies reach 0.96-0.99 of native from 64 MiB instead of about half */
     config.pinned_in_region = 1;
+    config.calls_in_region = 1;
     const char *path = getenv("VMCUDA_CONFIG");
     snprintf(config.config_path, sizeof config.config_path, "%s", path && *path ? path : "/etc/vmcuda/client.conf");
     read_file(config.config_path);
@@ -104,7 +112,8 @@ static void load(void) {
         {"VMCUDA_APPLIANCE", "appliance"}, {"VMCUDA_TOKEN", "token"},
         {"VMCUDA_BLOCK_SIZE", "block_size"}, {"VMCUDA_GPUS", "gpus"}, {"VMCUDA_TRANSPORT", "transport"},
         {"VMCUDA_HANDSHAKE_TIMEOUT", "handshake_timeout_s"}, {"VMCUDA_TCP_STREAMS", "tcp_streams"},
-        {"VMCUDA_SHM_REGION", "shm_region"}, {"VMCUDA_PINNED_IN_REGION", "pinned_in_region"}};
+        {"VMCUDA_SHM_REGION", "shm_region"}, {"VMCUDA_PINNED_IN_REGION", "pinned_in_region"},
+        {"VMCUDA_CALLS_IN_REGION", "calls_in_region"}};
     for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
         const char *v = getenv(env_keys[i][0]);
         if (v && *v)

@@ -15,6 +15,7 @@ struct vmc_client_config {
     uint32_t tcp_streams;  /* TCP connections one large synchronous copy is striped over */
     char shm_region[256];  /* a shared region (ivshmem BAR, or a file) the rings live in; empty = none */
     int pinned_in_region;  /* co-located: all page-locked allocations shared with the worker (default on) */
+    int calls_in_region;   /* co-located: calls and replies through a shared-memory pipe (default on) */
     char config_path[256]; /* the file that was (or would have been) read */
     int config_unreadable; /* errno when the file exists but could not be read (EACCES: not in group vmcuda) */
 };

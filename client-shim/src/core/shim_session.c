@@ -22,6 +22,7 @@
 
 #include "vmc_sha256.h"
 #include "shim_config.h"
+#include "shim_pipe.h"
 #include "shim_registry.h"
 
 enum session_state { SESSION_NONE, SESSION_UP, SESSION_FAILED };
@@ -55,6 +56,7 @@ static void close_thread_conn(void *p) {
     if (c && c != primary) {
         close(c->fd); /* first: the worker gives a lane of a shared region back when it sees the end */
         vmc_shm_forget(c);
+        vmc_pipe_forget(c);
         vmc_out_free(&c->out);
         vmc_reader_free(&c->in);
         free(c->payload);
@@ -209,8 +211,19 @@ static struct vmc_conn *new_conn(int fd) {
 #define IN_BUFFER_BYTES (64u << 10)
 
 int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n) {
+    if (c->pipe_state == 1) {
+        int rc = vmc_pipe_read(&c->pipe, dst, n, vmc_poll_ns());
+        if (rc <= 0)
+            return rc;
+        /* the worker has said its last word on the socket (ending the session, and why): read it there */
+        vmc_pipe_forget(c);
+    }
     c->in.cap = IN_BUFFER_BYTES;
     return vmc_reader_read(&c->in, c->fd, dst, n);
+}
+
+int vmc_conn_write(struct vmc_conn *c, const void *src, size_t n) {
+    return c->pipe_state == 1 ? vmc_pipe_write(&c->pipe, src, n) : vmc_write_full(c->fd, src, n);
 }
 
 int vmc_conn_read_frame(struct vmc_conn *c, struct vmc_frame_header *h) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 #include "vmc_io.h"
+#include "vmc_pipe.h"
 
 /* One TCP connection to the worker, owned by one client thread. */
 struct vmc_conn {
@@ -22,6 +23,9 @@ struct vmc_conn {
     uint32_t shm_slots;
     int shm_lane;         /* the ring is lane shm_lane of the configured shared region (-1: its own file) */
     uint64_t shm_nonce;   /* what holds that lane */
+    /* Calls through shared memory when co-located (shim_pipe.c): the byte stream of this connection. */
+    int pipe_state;       /* 0 = not tried, 1 = up, -1 = the socket carries it */
+    struct vmc_pipe pipe;
 };
 
 /* The calling thread's connection, opening the session (first thread) or joining it (others).
@@ -42,6 +46,8 @@ size_t vmc_block_size(void);
 /* Reads exactly n bytes from the connection (buffered input first). 0, or -1 on EOF/error.
  * Every read from the connection goes through this. */
 int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n);
+/* Writes n bytes to the connection: its pipe when it has one, else its socket. 0, or -1 when broken. */
+int vmc_conn_write(struct vmc_conn *c, const void *src, size_t n);
 
 /* Reads one frame into c->payload, writing OUTPUT frames to the process's stdout/stderr on the way.
  * Returns 0 with *h filled for a REPLY (or other non-OUTPUT frame), -1 if the connection broke. */

@@ -327,7 +327,7 @@ int vmc_shm_ready(size_t count) {
 
 static int put_token(struct vmc_conn *conn, uint32_t k) {
     uint8_t b[4] = {(uint8_t)k, (uint8_t)(k >> 8), (uint8_t)(k >> 16), (uint8_t)(k >> 24)};
-    return vmc_write_full(conn->fd, b, 4);
+    return vmc_conn_write(conn, b, 4);
 }
 
 /* Reads the token for block `expect`; anything else means the two sides disagree about the stream. */

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 #include "vmc_io.h"
+#include "vmc_pipe.h"
 #include "worker_call.h"
 
 /* ---- registrations recorded while the application's constructors ran (worker_entry.c) ---- */
@@ -37,11 +38,17 @@ struct vmc_wconn {
     struct vmc_wshm *shm;          /* the client's shared-memory ring, when attached */
     /* Buffered input: one read() can bring many small frames (launches arrive back to back). */
     struct vmc_reader in;
+    /* Calls through shared memory (worker_pipe.c): once up, the connection's bytes go through it both
+     * ways and the socket carries nothing but the end of the session. */
+    int piped;
+    struct vmc_pipe pipe;
 };
 
 /* Reads exactly n bytes from the client connection (buffered input first). 0, or -1 on EOF/error.
  * Every read from a client connection must go through this, never read() on c->fd directly. */
 int vmc_w_read_bytes(struct vmc_wconn *c, void *dst, size_t n);
+/* Writes n bytes to the client: through the connection's pipe when it has one, else its socket. 0 or -1. */
+int vmc_w_write(struct vmc_wconn *c, const void *src, size_t n);
 
 /* Serves one connection until the client closes it. */
 void vmc_w_serve(int fd, int primary);
@@ -87,14 +94,17 @@ void vmc_w_shm_release_all_lanes(void);
 enum vmc_w_result vmc_w_shm_host_to_device(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_shm_device_to_host(struct vmc_wcall *wc);
 void vmc_w_shm_release(struct vmc_wconn *c);
+/* Calls through shared memory (worker_pipe.c): the client's pipe taken over for this connection. */
+enum vmc_w_result vmc_w_pipe_attach(struct vmc_wcall *wc);
+void vmc_w_pipe_release(struct vmc_wconn *c);
 enum vmc_w_result vmc_w_kernel_param_layout(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_launch_kernel(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_launch_kernel_ex(struct vmc_wcall *wc);
 
 /* ---- captured stdout/stderr (worker_output.c) ---- */
 int vmc_w_output_start(void);
-/* Sends everything the process wrote so far as OUTPUT frames. Returns 0 or -1. */
-int vmc_w_output_flush(int fd);
+/* Sends everything the process wrote so far as OUTPUT frames on connection c. Returns 0 or -1. */
+int vmc_w_output_flush(struct vmc_wconn *c);
 
 /* ---- the daemon link (worker_daemon.c) ---- */
 int vmc_w_daemon_connect(void);            /* returns 0 or -1 (reason logged) */

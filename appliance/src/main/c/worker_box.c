@@ -328,7 +328,7 @@ enum vmc_w_result vmc_w_memcpy_box_host(struct vmc_wcall *wc) {
     cudaError_t late = cudaSuccess;
     uint64_t sent = 0;
     while (n) {
-        if (vmc_write_full(c->fd, buf, (size_t)n) != 0) {
+        if (vmc_w_write(c, buf, (size_t)n) != 0) {
             result = VMC_W_FATAL;
             break;
         }

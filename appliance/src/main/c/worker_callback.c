@@ -115,7 +115,7 @@ enum vmc_w_result vmc_w_enqueue_host_callback(struct vmc_wcall *wc) {
 
 /* The client closed the channel, or broke the protocol by sending on it while it waits. */
 static int channel_gone(struct vmc_wconn *c) {
-    if (c->in.pos < c->in.len)
+    if (c->in.pos < c->in.len || (c->piped && vmc_pipe_readable(&c->pipe)))
         return 1;
     struct pollfd p = {c->fd, POLLIN | POLLRDHUP, 0};
     int n = poll(&p, 1, 0);

@@ -240,7 +240,7 @@ enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc) {
             late = vmc_w_copy_block(&src, next_off, c->staging[(k + 1) % BUFFERS], next_n, 0, 1, stream, mode);
         if (late != cudaSuccess && k > 0)
             memset(buf, 0, n);
-        if (vmc_write_full(c->fd, buf, n) != 0)
+        if (vmc_w_write(c, buf, n) != 0)
             return VMC_W_FATAL;
         if (next_off < count && late == cudaSuccess)
             late = pinned ? vmc_w_copy_sync(stream, mode) : vmc_w_copy_block(&src, next_off, c->fallback, next_n, 0, 0, stream, mode);

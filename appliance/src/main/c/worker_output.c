@@ -88,7 +88,7 @@ int vmc_w_output_start(void) {
     return 0;
 }
 
-static int send_output(int fd, struct captured *s) {
+static int send_output(struct vmc_wconn *c, struct captured *s) {
     static const char note[] = "\n[vmcuda: output of the worker dropped: more than 64 MiB between two synchronizing calls]\n";
     if (s->dropped) {
         s->dropped = 0;
@@ -96,7 +96,7 @@ static int send_output(int fd, struct captured *s) {
         uint8_t h[VMC_HEADER_BYTES + 1];
         vmc_encode_header(h, VMC_OUTPUT, 0, 0, (uint32_t)(n + 1));
         h[VMC_HEADER_BYTES] = s->which;
-        if (vmc_write_full(fd, h, sizeof h) || vmc_write_full(fd, note, n))
+        if (vmc_w_write(c, h, sizeof h) || vmc_w_write(c, note, n))
             return -1;
     }
     size_t off = 0;
@@ -107,7 +107,7 @@ static int send_output(int fd, struct captured *s) {
         uint8_t h[VMC_HEADER_BYTES + 1];
         vmc_encode_header(h, VMC_OUTPUT, 0, 0, (uint32_t)(n + 1));
         h[VMC_HEADER_BYTES] = s->which;
-        if (vmc_write_full(fd, h, sizeof h) || vmc_write_full(fd, s->data + off, n))
+        if (vmc_w_write(c, h, sizeof h) || vmc_w_write(c, s->data + off, n))
             return -1;
         off += n;
     }
@@ -115,7 +115,7 @@ static int send_output(int fd, struct captured *s) {
     return 0;
 }
 
-int vmc_w_output_flush(int fd) {
+int vmc_w_output_flush(struct vmc_wconn *c) {
     if (!started)
         return 0;
     /* stdio buffers first (the runtime prints device printf through stdout), then whatever is still
@@ -132,9 +132,9 @@ int vmc_w_output_flush(int fd) {
         drain(&streams[1]);
     int rc = 0;
     if (streams[0].len || streams[0].dropped)
-        rc |= send_output(fd, &streams[0]);
+        rc |= send_output(c, &streams[0]);
     if (streams[1].len || streams[1].dropped)
-        rc |= send_output(fd, &streams[1]);
+        rc |= send_output(c, &streams[1]);
     pthread_mutex_unlock(&lock);
     return rc;
 }

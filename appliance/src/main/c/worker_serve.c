@@ -139,7 +139,7 @@ void vmc_w_async_done(struct vmc_wcall *wc, cudaError_t st) {
 }
 
 int vmc_w_send_reply_with_data(struct vmc_wconn *c, uint32_t id, const void *data, size_t n, cudaError_t trailer) {
-    if (vmc_w_output_flush(c->fd) != 0)
+    if (vmc_w_output_flush(c) != 0)
         return -1;
     vmc_out_finish_frame(&c->reply, VMC_REPLY, 0, id);
     vmc_out_bytes(&c->reply, data, n);
@@ -151,11 +151,11 @@ int vmc_w_send_reply_with_data(struct vmc_wconn *c, uint32_t id, const void *dat
     if (c->reply.broken)
         return -1;
     vmc_encode_header(c->reply.data + trailer_at, VMC_REPLY, 0, id, 8);
-    return vmc_write_full(c->fd, c->reply.data, c->reply.len);
+    return vmc_w_write(c, c->reply.data, c->reply.len);
 }
 
 int vmc_w_send_reply(struct vmc_wconn *c, uint32_t id) {
-    if (vmc_w_output_flush(c->fd) != 0)
+    if (vmc_w_output_flush(c) != 0)
         return -1;
     if (!c->reply.broken && c->reply.len > VMC_HEADER_BYTES + VMC_MAX_CALL_PAYLOAD) {
         /* an answer larger than one frame (a graph with tens of thousands of edges asked for all of them):
@@ -171,7 +171,7 @@ int vmc_w_send_reply(struct vmc_wconn *c, uint32_t id) {
     vmc_out_finish_frame(&c->reply, VMC_REPLY, 0, id);
     if (c->reply.broken)
         return -1;
-    return vmc_write_full(c->fd, c->reply.data, c->reply.len);
+    return vmc_w_write(c, c->reply.data, c->reply.len);
 }
 
 /* ---- the manifest: what this process registered, in order ---- */
@@ -202,7 +202,7 @@ static int send_manifest(struct vmc_wconn *c) {
         return -1;
     }
     vmc_out_finish_frame(o, VMC_MANIFEST, 0, 0);
-    return o->broken ? -1 : vmc_write_full(c->fd, o->data, o->len);
+    return o->broken ? -1 : vmc_w_write(c, o->data, o->len);
 }
 
 /* ---- dispatch ---- */
@@ -244,6 +244,7 @@ static enum vmc_w_result dispatch_call(struct vmc_wcall *wc) {
     case VMC_API_vmc_ContextCheck: return context_check(wc);
     case VMC_API_vmc_ShmAttach: return vmc_w_shm_attach(wc);
     case VMC_API_vmc_ShmAttachRegion: return vmc_w_shm_attach_region(wc);
+    case VMC_API_vmc_PipeAttach: return vmc_w_pipe_attach(wc);
     case VMC_API_vmc_MemcpyHostToDeviceShm: return vmc_w_shm_host_to_device(wc);
     case VMC_API_vmc_MemcpyDeviceToHostShm: return vmc_w_shm_device_to_host(wc);
     case VMC_API_cudaDeviceReset: {
@@ -258,13 +259,25 @@ static enum vmc_w_result dispatch_call(struct vmc_wcall *wc) {
 
 #define IN_BUFFER_BYTES (256u << 10)
 
-int vmc_w_read_bytes(struct vmc_wconn *c, void *dst, size_t n) { return vmc_reader_read(&c->in, c->fd, dst, n); }
+int vmc_w_read_bytes(struct vmc_wconn *c, void *dst, size_t n) {
+    if (!c->piped)
+        return vmc_reader_read(&c->in, c->fd, dst, n);
+    int rc = vmc_pipe_read(&c->pipe, dst, n, vmc_poll_ns());
+    if (rc > 0)
+        errno = EPROTO; /* the client wrote on the socket while its pipe is up */
+    return rc == 0 ? 0 : -1;
+}
+
+int vmc_w_write(struct vmc_wconn *c, const void *src, size_t n) {
+    return c->piped ? vmc_pipe_write(&c->pipe, src, n) : vmc_write_full(c->fd, src, n);
+}
 
 void vmc_w_release_conn(struct vmc_wconn *c) {
     for (int i = 0; i < VMC_W_STAGING_BUFFERS; i++)
         if (c->staging[i] && c->staging_state == 1)
             cudaFreeHost(c->staging[i]);
     vmc_w_shm_release(c);
+    vmc_w_pipe_release(c);
     free(c->fallback);
     vmc_reader_free(&c->in);
     free(c->payload);

@@ -269,7 +269,7 @@ enum vmc_w_result vmc_w_shm_attach_region(struct vmc_wcall *wc) {
 
 static int send_token(struct vmc_wconn *c, uint32_t k) {
     uint8_t b[4] = {(uint8_t)k, (uint8_t)(k >> 8), (uint8_t)(k >> 16), (uint8_t)(k >> 24)};
-    return vmc_write_full(c->fd, b, 4);
+    return vmc_w_write(c, b, 4);
 }
 
 static int take_token(struct vmc_wconn *c, uint32_t expect) {

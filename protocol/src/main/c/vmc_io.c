@@ -174,7 +174,7 @@ uint64_t vmc_in_u64(struct vmc_in *in) { const uint8_t *p = vmc_in_view(in, 8); 
  * 1000). A small call's answer, or the next call of a program that makes many, usually comes within a
  * loopback round trip; a thread that sleeps in read() for it pays a wake-up on each side of every round trip,
  * several microseconds on a VM, while one that polls briefly picks the bytes up as they land. */
-static long poll_ns(void) {
+long vmc_poll_ns(void) {
     static long cached = -1;
     long v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (v < 0) {
@@ -196,7 +196,7 @@ static long elapsed_ns(const struct timespec *t0) {
 
 /* read(), after polling the socket for up to poll_ns() when nothing has arrived yet. */
 static ssize_t read_some(int fd, void *p, size_t cap) {
-    long budget = poll_ns();
+    long budget = vmc_poll_ns();
     if (budget > 0) {
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);

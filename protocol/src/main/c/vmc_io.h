@@ -61,6 +61,8 @@ struct vmc_reader {
 /* Reads exactly n bytes: 0, or -1 on end of stream (errno 0) or error. Every read from a connection that
  * has a reader must go through it. */
 int vmc_reader_read(struct vmc_reader *r, int fd, void *dst, size_t n);
+/* How long a reader polls for bytes before it sleeps, in ns (VMCUDA_POLL_US; see vmc_io.c). */
+long vmc_poll_ns(void);
 void vmc_reader_free(struct vmc_reader *r);
 
 /* Send an ERROR frame (best effort). */

@@ -1,0 +1,71 @@
+/* Calls through shared memory (PROTOCOL.md "Calls through shared memory"): when the client and the worker
+ * share an OS instance, a connection's byte stream moves from its socket to a pair of single-producer,
+ * single-consumer byte rings in a file both map. A reader that finds nothing polls briefly, then sleeps on a
+ * futex in the shared page that the writer wakes: no system call at all on a busy round trip, and no busy
+ * core when idle. The socket stays open beside the pipe, carrying nothing, as the connection's life line: a
+ * peer that exits (or is killed) closes it, which a waiting side checks on each timed wake-up.
+ *
+ * The file is written by a process of another user that this side must not trust: each side keeps its own
+ * position authoritative and only reads the peer's, checking it against the capacity, so a scribbled header
+ * can break the stream (an error here) but never make this side read or write outside the rings. */
+#ifndef VMC_PIPE_H
+#define VMC_PIPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VMC_PIPE_MAGIC 0x65706970636d76ull /* "vmcpipe" */
+#define VMC_PIPE_VERSION 1u
+#define VMC_PIPE_HEADER_BYTES 4096u
+#define VMC_PIPE_MIN_CAPACITY (64u << 10)
+#define VMC_PIPE_MAX_CAPACITY (16u << 20)
+
+/* One direction in the shared header: the producer's and the consumer's halves on separate cache lines. */
+struct vmc_pipe_ring {
+    _Alignas(64) uint64_t head;   /* bytes ever written: the producer's */
+    uint32_t data_seq;            /* futex word: bumped when data arrives for a sleeping consumer */
+    uint32_t consumer_sleeping;
+    _Alignas(64) uint64_t tail;   /* bytes ever read: the consumer's */
+    uint32_t space_seq;           /* futex word: bumped when room appears for a sleeping producer */
+    uint32_t producer_sleeping;
+};
+
+struct vmc_pipe_header {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t capacity; /* of each ring, a power of two */
+    struct vmc_pipe_ring to_worker, to_client;
+};
+
+/* One side's view. Positions are this side's own copies; the shared ones are published, never trusted. */
+struct vmc_pipe {
+    struct vmc_pipe_header *shared;
+    uint8_t *base;
+    size_t size;
+    uint64_t capacity;
+    struct vmc_pipe_ring *tx, *rx;
+    uint8_t *tx_data, *rx_data;
+    uint64_t head, tail; /* what this side has written to tx / read from rx */
+    int life_fd;         /* the connection's socket: its peer closing it means the peer is gone */
+    int socket_speaks;   /* the peer wrote on the socket: after the pipe is drained, read there */
+};
+
+/* Bytes of the file for rings of `capacity` bytes each. */
+size_t vmc_pipe_file_bytes(uint32_t capacity);
+/* The client lays out a fresh, zeroed file of vmc_pipe_file_bytes(capacity). 0, or -1 on a bad capacity. */
+int vmc_pipe_format(void *base, size_t size, uint32_t capacity);
+/* Either side takes its view of a mapped file (the client: is_client 1). 0, or -1 with *why set when the
+ * header does not describe a pipe of exactly `size` bytes. */
+int vmc_pipe_open(struct vmc_pipe *p, void *base, size_t size, int is_client, int life_fd, const char **why);
+
+/* Writes all n bytes, waiting for room as needed. 0, or -1 when the peer is gone or broke the stream
+ * (errno 0 for a peer that closed, EPROTO for a scribbled header). */
+int vmc_pipe_write(struct vmc_pipe *p, const void *src, size_t n);
+/* Reads exactly n bytes, polling for up to poll_ns and then sleeping. 0; -1 as for write; 1 when nothing
+ * is left in the pipe and the peer has written on the socket instead (the worker ending the session says
+ * why there): the caller reads the rest of the connection from the socket. */
+int vmc_pipe_read(struct vmc_pipe *p, void *dst, size_t n, long poll_ns);
+/* Bytes waiting to be read (0 when the header is scribbled). */
+uint64_t vmc_pipe_readable(const struct vmc_pipe *p);
+
+#endif
