@@ -65,6 +65,12 @@ int main(int argc, char **argv) {
     t0 = now_s();
     for (int i = 0; i < calls; i++) CK(cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, 0));
     report("device_get_attribute_latency", (now_s() - t0) / calls * 1e6, "us");
+    // A call that does nothing on an idle GPU: natively a fraction of a microsecond, through vmcuda one
+    // round trip between the client and its worker (the co-located path's call pipe, or the socket).
+    CK(cudaDeviceSynchronize());
+    t0 = now_s();
+    for (int i = 0; i < calls; i++) CK(cudaStreamQuery(0));
+    report("sync_call_round_trip", (now_s() - t0) / calls * 1e6, "us");
     cudaDeviceProp prop;
     t0 = now_s();
     for (int i = 0; i < 200; i++) CK(cudaGetDeviceProperties(&prop, 0));
