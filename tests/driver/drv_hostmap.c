@@ -88,6 +88,24 @@ int main(int argc, char **argv) {
     check(r[2] == 7.5f, "and stays writable");
     free(raw);
 
+    /* managed memory: one pointer for the host and for kernels */
+    float *u = NULL;
+    CU(cuMemAllocManaged((CUdeviceptr *)&u, N * sizeof(float), CU_MEM_ATTACH_GLOBAL));
+    for (int i = 0; i < N; i++)
+        u[i] = -1.0f;
+    CUmemLocation on_gpu = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    CU(cuMemAdvise_v2((CUdeviceptr)u, N * sizeof(float), CU_MEM_ADVISE_SET_PREFERRED_LOCATION, on_gpu));
+    CU(cuMemPrefetchAsync_v2((CUdeviceptr)u, N * sizeof(float), on_gpu, 0, 0));
+    fill(f, (CUdeviceptr)u, N, 3.0f);
+    check(filled(u, N, 3.0f), "a kernel wrote managed memory the host reads");
+    int is_managed = 0;
+    CU(cuPointerGetAttribute(&is_managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)(u + 10)));
+    check(is_managed == 1, "the driver calls it managed");
+    u[1] = 11.0f;
+    CU(cuMemcpyDtoH_v2(&back, (CUdeviceptr)(u + 1), sizeof back));
+    check(back == 11.0f, "a copy from it sees what the host wrote");
+    CU(cuMemFree_v2((CUdeviceptr)u));
+
     CU(cuModuleUnload(module));
     CU(cuCtxPopCurrent_v2(NULL));
     CU(cuDevicePrimaryCtxRelease_v2(dev));

@@ -136,7 +136,7 @@ compare() { # NAME COMMAND...: native, ring, tcp
     run_prog ring "$WORK/ring" "$name" "$@"
     judge ring "$name" "$WORK/ring"
     case "$name" in
-    zero_copy | drv_hostmap) # mapped host memory exists on the co-located path only (over TCP it is refused)
+    zero_copy | drv_hostmap | managed) # mapped and managed memory exist on the co-located path only (over TCP: refused)
         printf 'SKIP   %-26s %-5s mapped host memory needs the co-located path\n' "$name" tcp | tee -a "$SUMMARY"
         return 0 ;;
     esac

@@ -117,6 +117,18 @@ static cudaError_t attach(const char *path, uintptr_t base, size_t bytes, uint64
 static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
 
 cudaError_t vmc_hostmap_alloc(void **p, size_t size, unsigned flags) {
+    cudaError_t st = vmc_hostmap_map(p, size);
+    if (st != cudaSuccess)
+        return st;
+    if (vmc_host_adopt(*p, size ? size : 1, flags) != cudaSuccess) {
+        vmc_hostmap_release(*p, size);
+        *p = NULL;
+        return cudaErrorMemoryAllocation;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t vmc_hostmap_map(void **p, size_t size) {
     *p = NULL;
     size_t page = page_size();
     size_t bytes = size ? (size + page - 1) / page * page : page;
@@ -146,10 +158,6 @@ cudaError_t vmc_hostmap_alloc(void **p, size_t size, unsigned flags) {
     if (remember((uintptr_t)base, bytes, device, 0) != 0) {
         detach((uintptr_t)base);
         munmap(base, bytes);
-        return cudaErrorMemoryAllocation;
-    }
-    if (vmc_host_adopt(base, size ? size : 1, flags) != cudaSuccess) {
-        vmc_hostmap_release(base, bytes);
         return cudaErrorMemoryAllocation;
     }
     *p = base;

@@ -12,6 +12,8 @@
 
 /* Allocates it (also recorded as a page-locked allocation with `flags`, see hostmem.h). */
 cudaError_t vmc_hostmap_alloc(void **p, size_t size, unsigned flags);
+/* Allocates it without that record (managed memory, managed.h); vmc_hostmap_release frees it. */
+cudaError_t vmc_hostmap_map(void **p, size_t size);
 /* Makes the program's own pages [p, p + size) (whole pages) memory shared with the worker, in place and
  * with their contents, and registered with the GPU there (cuMemHostRegister / cudaHostRegister asking for
  * mapped memory). The caller records the registration (hostmem.h) first. */

@@ -11,6 +11,7 @@
 #include "drv_call.h"
 #include "drv_mirror.h"
 #include "hostmap.h"
+#include "managed.h"
 #include "hostmem.h"
 #include "shim_shm.h"
 #include "shim_registry.h"
@@ -58,6 +59,13 @@ __attribute__((visibility("default"))) CUresult cuMemAllocPitch_v2(CUdeviceptr *
 }
 
 __attribute__((visibility("default"))) CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    if (dptr && vmc_managed_contains((const void *)(uintptr_t)dptr, 0)) {
+        /* as natively, freeing waits for the device: nothing may still use the pages it takes away */
+        CUresult st = cuCtxSynchronize();
+        if (st != CUDA_SUCCESS)
+            return st;
+        return vmc_managed_free((void *)(uintptr_t)dptr) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
     return untrack(vmc_forward_cuMemFree_v2(dptr), dptr);
 }
 
@@ -479,11 +487,41 @@ static size_t attribute_size(CUpointer_attribute a) {
     }
 }
 
+/* Managed memory (managed.h): 1 and the attribute, as the driver describes a managed allocation; 0 when ptr
+ * is not in one. The worker knows these pages as registered host memory, so it is answered here. */
+static int managed_attribute(void *data, CUpointer_attribute a, CUdeviceptr ptr, CUresult *st) {
+    void *base = NULL;
+    size_t size = 0;
+    if (!vmc_managed_find((const void *)(uintptr_t)ptr, &base, &size))
+        return 0;
+    *st = CUDA_SUCCESS;
+    switch (a) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data = CU_MEMORYTYPE_DEVICE; break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: *(void **)data = (void *)(uintptr_t)ptr; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = ptr; break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(int *)data = 1; break;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *(int *)data = 1; break;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: *st = cuCtxGetCurrent((CUcontext *)data); break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: {
+        CUdevice d = 0;
+        *st = cuCtxGetDevice(&d);
+        *(int *)data = (int)d;
+        break;
+    }
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(void **)data = base; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = size; break;
+    default: *st = CUDA_ERROR_INVALID_VALUE;
+    }
+    return 1;
+}
+
 /* A page-locked allocation or registration of this process: 1 and the attribute, 0 when it is neither. */
 static int host_attribute(void *data, CUpointer_attribute a, CUdeviceptr ptr, CUresult *st) {
     void *base = NULL;
     size_t size = 0;
     unsigned flags = 0;
+    if (managed_attribute(data, a, ptr, st))
+        return 1;
     int registered = vmc_registered_flags((const void *)(uintptr_t)ptr, &flags);
     if (!registered && !vmc_host_alloc_find((const void *)(uintptr_t)ptr, &base, &size, &flags))
         return 0;

@@ -5,17 +5,20 @@
  *     such memory are ordinary bulk transfers.
  *   Mapped memory on the co-located path: cudaHostAlloc(cudaHostAllocMapped) lives in memory this process
  *     shares with its worker, and cudaHostRegister(cudaHostRegisterMapped) makes the program's pages such
- *     memory in place (hostmap.h); cudaHostGetDevicePointer gives its GPU address. Over TCP, and for
- *     managed memory (cudaMallocManaged), the appliance's GPU would have to reach this process's private
- *     memory: they return cudaErrorNotSupported with one line saying why.
+ *     memory in place (hostmap.h); cudaHostGetDevicePointer gives its GPU address. Over TCP the appliance's
+ *     GPU would have to reach this process's private memory: they return cudaErrorNotSupported with one
+ *     line saying why.
+ *   Managed memory (cudaMallocManaged and its hints): mapped memory too, on the co-located path (managed.h).
  * Like the native calls, each first makes sure the device context can exist (the worker's answer), so a
  * machine without a usable GPU reports the same error. */
 #include <cuda_runtime_api.h>
 
 #include <stdint.h>
+#include <string.h>
 
 #include "hostmap.h"
 #include "hostmem.h"
+#include "managed.h"
 #include "shim_call.h"
 #include "shim_hostmem.h"
 #include "shim_shm.h"
@@ -86,22 +89,77 @@ __attribute__((visibility("default"))) cudaError_t cudaHostGetDevicePointer(void
     return ANSWER(host_device_pointer(pDevice, pHost, flags));
 }
 
-static cudaError_t malloc_managed(void **devPtr) {
+/* ---- managed memory (managed.h): co-located only ---- */
+
+static cudaError_t malloc_managed(void **devPtr, size_t size, unsigned int flags) {
     if (!devPtr)
         return cudaErrorInvalidValue;
     *devPtr = NULL;
     cudaError_t st = vmc_context_check();
-    if (st != cudaSuccess)
-        return st;
-    static int told;
-    vmc_not_supported_because("cudaMallocManaged (managed memory)",
-                              "its pages would migrate between this machine and the appliance's GPU; "
-                              "use cudaMalloc and explicit copies", &told);
-    return cudaErrorNotSupported;
+    return st != cudaSuccess ? st : vmc_managed_alloc(devPtr, size, flags);
 }
 
 __attribute__((visibility("default"))) cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
-    (void)size;
-    (void)flags;
-    return ANSWER(malloc_managed(devPtr));
+    return ANSWER(malloc_managed(devPtr, size, flags));
+}
+
+/* Prefetches, advice and stream attachment change where managed pages live and who may touch them when; these
+ * pages stay where they are, shared, so each is accepted for managed memory and changes nothing but speed.
+ * Other memory is refused as natively. */
+static cudaError_t managed_hint(const void *devPtr, size_t count) {
+    return devPtr && vmc_managed_contains(devPtr, count) ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+__attribute__((visibility("default"))) cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count,
+                                                                       struct cudaMemLocation location,
+                                                                       unsigned int flags, cudaStream_t stream) {
+    (void)location, (void)flags, (void)stream;
+    return ANSWER(managed_hint(devPtr, count));
+}
+
+extern cudaError_t cudaMemPrefetchAsync_ptsz(const void *, size_t, struct cudaMemLocation, unsigned int, cudaStream_t);
+__attribute__((visibility("default"))) cudaError_t cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t count,
+                                                                            struct cudaMemLocation location,
+                                                                            unsigned int flags, cudaStream_t stream) {
+    (void)location, (void)flags, (void)stream;
+    return ANSWER(managed_hint(devPtr, count));
+}
+
+__attribute__((visibility("default"))) cudaError_t cudaMemAdvise(const void *devPtr, size_t count,
+                                                                enum cudaMemoryAdvise advice,
+                                                                struct cudaMemLocation location) {
+    (void)advice, (void)location;
+    return ANSWER(managed_hint(devPtr, count));
+}
+
+__attribute__((visibility("default"))) cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr,
+                                                                           size_t length, unsigned int flags) {
+    (void)stream, (void)flags;
+    return ANSWER(managed_hint(devPtr, length));
+}
+
+extern cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t, void *, size_t, unsigned int);
+__attribute__((visibility("default"))) cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void *devPtr,
+                                                                                size_t length, unsigned int flags) {
+    (void)stream, (void)flags;
+    return ANSWER(managed_hint(devPtr, length));
+}
+
+cudaError_t vmc_forward_cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr);
+
+/* Managed memory is answered here (the worker knows it as registered host memory); the rest by the worker. */
+__attribute__((visibility("default"))) cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
+                                                                           const void *ptr) {
+    if (!attributes || !ptr || !vmc_managed_contains(ptr, 0))
+        return vmc_forward_cudaPointerGetAttributes(attributes, ptr);
+    int device = 0;
+    cudaError_t st = cudaGetDevice(&device);
+    if (st != cudaSuccess)
+        return st;
+    memset(attributes, 0, sizeof *attributes);
+    attributes->type = cudaMemoryTypeManaged;
+    attributes->device = device;
+    attributes->devicePointer = (void *)ptr;
+    attributes->hostPointer = (void *)ptr;
+    return cudaSuccess;
 }

@@ -10,6 +10,7 @@
 #include "bulk.h"
 #include "hostmap.h"
 #include "hostmem.h"
+#include "managed.h"
 #include "shim_shm.h"
 #include "shim_call.h"
 #include "shim_hostmem.h"
@@ -44,6 +45,13 @@ __attribute__((visibility("default"))) cudaError_t cudaMalloc(void **devPtr, siz
 }
 
 __attribute__((visibility("default"))) cudaError_t cudaFree(void *devPtr) {
+    if (devPtr && vmc_managed_contains(devPtr, 0)) {
+        /* cudaFree synchronizes the device first: nothing may still use the pages it takes away */
+        cudaError_t st = cudaDeviceSynchronize();
+        if (st != cudaSuccess)
+            return st;
+        return vmc_managed_free(devPtr) ? cudaSuccess : (cudaError_t)vmc_local_error(cudaErrorInvalidValue);
+    }
     return untrack(vmc_forward_cudaFree(devPtr), devPtr);
 }
 
