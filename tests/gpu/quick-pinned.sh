@@ -17,7 +17,8 @@ setsid "$ROOT/bin/vmcudad" --listen 127.0.0.1:17170 --admin 127.0.0.1:17171 --st
 DPID=$! # the leader of the daemon's process group (setsid)
 for _ in $(seq 1 100); do grep -q "listening on" "$OUT/daemon.log" && break; sleep 0.2; done
 fail=0
-for name in hostmem zero_copy streams_events big_copies callbacks memory stream_ptds threads thread_order errors fork_pinned drv_hostmap; do
+# QUICK_PROGRAMS="a b" checks only those
+for name in ${QUICK_PROGRAMS:-hostmem zero_copy managed streams_events big_copies callbacks memory stream_ptds threads thread_order errors fork_pinned drv_hostmap}; do
     for build in shared static; do # with VMCUDA_PINNED_IN_REGION=1 exported by the caller, or not
         if [ $build = shared ]; then p="$REPO/.carry/cuda/$name"; else p="$W/d/cuda-static/$name"; fi
         [ "$name" = drv_hostmap ] && { [ $build = static ] || continue; p="$W/d/driver/drv_hostmap"; }

@@ -11,8 +11,10 @@ cudaError_t vmc_managed_alloc(void **p, size_t size, unsigned flags) {
     if (!p)
         return cudaErrorInvalidValue;
     *p = NULL;
-    if (size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
+    if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
         return cudaErrorInvalidValue;
+    if (size == 0)
+        return cudaSuccess; /* as natively (H100, driver 580): success and no memory */
     if (!vmc_shm_colocated()) {
         static int told;
         vmc_not_supported_because("managed memory (cudaMallocManaged, cuMemAllocManaged)",
