@@ -2,7 +2,9 @@
 # Multi-GPU sessions on a machine with two or more GPUs (device kind nvidia-h200-x2): the daemon binds
 # VMCUDA_GPUS=k GPUs to one session, and tests/cuda/multigpu (every device computes, peer access is
 # queried/enabled, cudaMemcpyPeer(Async) between devices) must print exactly what it prints natively.
-# Builds nothing; uses .carry/ from tests/gpu/prepare-carry.sh. Run: bash tests/gpu/run-multigpu.sh
+# The static build of it (driver front end) and tests/gpu/multigpu_frameworks.py (PyTorch, NVML) run with the
+# client GPU-less (tests/gpu/gpuless.sh). Builds nothing; uses .carry/ from tests/gpu/prepare-carry.sh --driver.
+# Run: bash tests/gpu/run-multigpu.sh   carry: .carry/vmcuda-bundle.tar.gz .carry/cuda .carry/driver.tar.gz
 set -uo pipefail
 REPO="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
 CARRY="${CARRY:-$REPO/.carry}"
@@ -33,6 +35,31 @@ for k in $(seq 1 "$GPUS"); do
     echo "vmcuda VMCUDA_GPUS=$k: exit $rc, stdout $same to native"
     [ "$same" = identical ] || diff "$WORK/native.out" "$WORK/vmcuda-$k.out" | head -20
 done
+# The same program built with nvcc's default static runtime (driver front end), the client GPU-less.
+static="$WORK/d/cuda-static/multigpu"
+if [ -f "$CARRY/driver.tar.gz" ] && mkdir -p "$WORK/d" && tar -xzf "$CARRY/driver.tar.gz" -C "$WORK/d" && [ -x "$static" ]; then
+    LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 120 "$static" >"$WORK/native-static.out" 2>&1
+    VMCUDA_GPUS=$GPUS VMCUDA_APPLIANCE="127.0.0.1:$PORT" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 120 \
+        bash "$REPO/tests/gpu/gpuless.sh" "$ROOT/client" "$static" >"$WORK/vmcuda-static.out" 2>"$WORK/vmcuda-static.err"
+    rc=$?
+    if cmp -s "$WORK/native-static.out" "$WORK/vmcuda-static.out"; then same=identical; else same=DIFFERENT; rc_all=1; fi
+    echo "static build, client GPU-less, VMCUDA_GPUS=$GPUS: exit $rc, stdout $same to native"
+    [ "$same" = identical ] || { diff "$WORK/native-static.out" "$WORK/vmcuda-static.out" | head -20; tail -5 "$WORK/vmcuda-static.err"; }
+else
+    echo "static build: not carried (.carry/driver.tar.gz)"
+fi
+# PyTorch and NVML over all the GPUs (tests/gpu/multigpu_frameworks.py), the client GPU-less.
+if python3 -c "import torch" 2>/dev/null; then
+    timeout 300 python3 "$REPO/tests/gpu/multigpu_frameworks.py" >"$WORK/torch-native.out" 2>"$WORK/torch-native.err"
+    echo "torch native: exit $?"
+    VMCUDA_GPUS=$GPUS VMCUDA_APPLIANCE="127.0.0.1:$PORT" timeout 300 bash "$REPO/tests/gpu/gpuless.sh" "$ROOT/client" \
+        python3 "$REPO/tests/gpu/multigpu_frameworks.py" >"$WORK/torch-vmcuda.out" 2>"$WORK/torch-vmcuda.err"
+    rc=$?
+    if cmp -s "$WORK/torch-native.out" "$WORK/torch-vmcuda.out"; then same=identical; else same=DIFFERENT; rc_all=1; fi
+    echo "torch + NVML, client GPU-less, VMCUDA_GPUS=$GPUS: exit $rc, stdout $same to native"
+    [ "$same" = identical ] || { diff "$WORK/torch-native.out" "$WORK/torch-vmcuda.out" | head -20; tail -8 "$WORK/torch-vmcuda.err"; }
+    cat "$WORK/torch-native.out"
+fi
 # What the appliance bound: the GPUs of each session, and what the program saw there.
 grep -h "ready:" "$OUT/multigpu-daemon.log" | sed 's/.*session [0-9]* ready: /  session: /'
 grep -h "peer\|devices" "$WORK"/state/sessions/*/worker.log 2>/dev/null | head -5
