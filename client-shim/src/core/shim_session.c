@@ -342,12 +342,18 @@ static int check_manifest(struct vmc_conn *c, char *why, size_t why_len) {
     return 0;
 }
 
+/* How long the daemon may take to send its challenge (it sends it at once). */
+#define CHALLENGE_SECONDS 10
+#define TEXT_OF(x) #x
+#define TEXT(x) TEXT_OF(x)
+
 /* Reads the daemon's CHALLENGE (its first frame). Returns 0, or -1 with the reason in msg. */
 static int read_challenge(struct vmc_conn *c, uint8_t nonce[VMC_CHALLENGE_BYTES], char *msg, size_t msg_len) {
     struct vmc_frame_header h;
     if (vmc_conn_read_frame(c, &h) != 0) {
         snprintf(msg, msg_len, errno == EAGAIN || errno == EWOULDBLOCK
-                                   ? "no challenge from the appliance within the deadline (is this vmcudad's port?)"
+                                   ? "no challenge within " TEXT(CHALLENGE_SECONDS) " seconds: this is not vmcudad's client port (its "
+                                     "admin port, which speaks HTTP, stays silent like this)"
                                    : "the appliance closed the connection before the handshake");
         return -1;
     }
@@ -428,10 +434,16 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
     /* Something that is not vmcudad (a wrong port) must not hang the program: every read of the handshake
      * has a deadline. It is generous because the appliance may queue the session for a free GPU. */
     struct timeval deadline = {cfg->handshake_timeout_s, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    /* vmcudad sends its challenge the moment it accepts: a port that stays silent longer is something else
+     * (typically the admin port, whose HTTP server waits for a request), told in seconds, not minutes */
+    struct timeval challenge_deadline = {cfg->handshake_timeout_s < CHALLENGE_SECONDS ? cfg->handshake_timeout_s
+                                                                                       : CHALLENGE_SECONDS, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &challenge_deadline, sizeof challenge_deadline);
     uint8_t nonce[VMC_CHALLENGE_BYTES];
     int status = -1;
-    if (read_challenge(c, nonce, msg, msg_len) == 0) {
+    int challenged = read_challenge(c, nonce, msg, msg_len) == 0;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    if (challenged) {
         put_hello(&c->out, role, size, digest, cfg, nonce);
         status = vmc_write_full(fd, c->out.data, c->out.len) == 0 ? read_hello_reply(c, msg, msg_len, gpu_count) : -1;
     }

@@ -22,6 +22,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.TestInstance;
 
@@ -77,6 +78,24 @@ class EndToEndTest {
         Stream<DynamicTest> sessions = Stream.of(dynamicTest("daemon recorded one session per program",
                 this::checkSessionsRecorded));
         return Stream.concat(perProgram, sessions);
+    }
+
+    /**
+     * A client pointed at the admin port by mistake (an HTTP server, which waits for a request and says
+     * nothing) is told that it is not the client port, after a short deadline for the daemon's challenge
+     * rather than the generous one for the rest of the handshake.
+     */
+    @Test
+    void aClientPointedAtTheAdminPortIsToldSo() throws Exception {
+        Path program = programs.get(0);
+        Map<String, String> env = new HashMap<>();
+        env.put("LD_LIBRARY_PATH", joinPath(cudaLib.toString(), System.getenv("LD_LIBRARY_PATH")));
+        env.put("VMCUDA_TOKEN", daemon.token);
+        ProgramRunner.Result vm = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run",
+                "--appliance", "127.0.0.1:" + daemon.adminPort, "--", program.toString()), env,
+                program.getParent(), work.resolve("admin-port").resolve(program.getFileName().toString()));
+        assertFalse(vm.timedOut(), vm.describe());
+        assertTrue(vm.stderr().contains("this is not vmcudad's client port"), vm.describe());
     }
 
     /** "launch", or "launch (static cudart)" for the build in the -static directory. */
