@@ -117,6 +117,8 @@ int main(int argc, char **argv)
             if (errno == EINTR) continue;
             return 2;
         }
+        /* only the connections this poll looked at have revents: one accepted below waits for the next round */
+        int polled = nclients;
         if (p[0].revents) {
             int fd = recv_fd(us);
             if (fd == -1) {
@@ -129,7 +131,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "fake worker: got client %d\n", nclients);
             }
         }
-        for (int i = 0; i < nclients; i++) {
+        for (int i = 0; i < polled; i++) {
             if (!p[i + 1].revents) continue;
             char buf[4096];
             ssize_t n = read(clients[i], buf, sizeof buf);
