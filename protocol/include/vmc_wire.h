@@ -4,7 +4,10 @@
 
 #include <stdint.h>
 
-#define VMC_PROTO_VERSION 2u
+#define VMC_PROTO_VERSION 3u
+/* HELLO's visible_len when the client has no CUDA_VISIBLE_DEVICES, and the longest one it carries. */
+#define VMC_VISIBLE_UNSET 0xFFFFu
+#define VMC_VISIBLE_MAX_BYTES 1024u
 #define VMC_MAGIC 0x31434D56u /* the bytes 'V' 'M' 'C' '1' read little-endian */
 
 enum vmc_frame_type {

@@ -2,6 +2,8 @@
 count and names, a computation on every device, tensors moved between devices both ways, peer access, and
 NVML's device count and UUIDs matching CUDA's. Prints only what must equal the native run on the same
 machine (no timings, no addresses)."""
+import os
+
 import torch
 
 n = torch.cuda.device_count()
@@ -24,11 +26,13 @@ m = torch.randn(512, 512, device="cuda:0", generator=torch.Generator(device="cud
 r = [float((m.to(f"cuda:{d}") @ m.to(f"cuda:{d}")).sum().item()) for d in range(n)]
 print("same matmul on every device:", all(abs(v - r[0]) < 1e-3 * max(1.0, abs(r[0])) for v in r))
 try:
+    if os.environ.get("MULTIGPU_NVML", "1") == "0":
+        raise ImportError("skipped")  # NVML ignores CUDA_VISIBLE_DEVICES natively; vmcuda's does not (README)
     import pynvml
     pynvml.nvmlInit()
     count = pynvml.nvmlDeviceGetCount()
     uuids = [pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
     cuda_uuids = ["GPU-" + str(torch.cuda.get_device_properties(d).uuid) for d in range(n)]
     print("nvml devices:", count, "uuids match cuda:", sorted(uuids) == sorted(cuda_uuids))
-except ImportError:
-    print("nvml: pynvml not installed")
+except ImportError as e:
+    print("nvml:", "skipped" if str(e) == "skipped" else "pynvml not installed")

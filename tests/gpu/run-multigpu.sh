@@ -60,6 +60,36 @@ if python3 -c "import torch" 2>/dev/null; then
     [ "$same" = identical ] || { diff "$WORK/torch-native.out" "$WORK/torch-vmcuda.out" | head -20; tail -8 "$WORK/torch-vmcuda.err"; }
     cat "$WORK/torch-native.out"
 fi
+# The client's CUDA_VISIBLE_DEVICES selects among the session's GPUs as natively among the machine's: the last
+# GPU alone, then the GPUs in reverse order (runtime build, static build, PyTorch; NVML is left out, see README).
+if [ "$GPUS" -ge 2 ]; then
+    last=$((GPUS - 1))
+    for cvd in "$last" "$(seq -s, "$last" -1 0)"; do
+        for variant in shared static torch; do
+            case $variant in
+            shared) cmd=("$prog") ;;
+            static) [ -x "$static" ] || continue; cmd=("$static") ;;
+            torch) python3 -c "import torch" 2>/dev/null || continue; cmd=(python3 "$REPO/tests/gpu/multigpu_frameworks.py") ;;
+            esac
+            CUDA_VISIBLE_DEVICES="$cvd" MULTIGPU_NVML=0 LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 300 "${cmd[@]}" \
+                >"$WORK/cvd-native.out" 2>"$WORK/cvd-native.err"
+            nrc=$?
+            if [ $variant = shared ]; then
+                CUDA_VISIBLE_DEVICES="$cvd" VMCUDA_GPUS=$GPUS timeout 300 "$ROOT/bin/vmcuda" run --appliance "127.0.0.1:$PORT" \
+                    -- "${cmd[@]}" >"$WORK/cvd-vmcuda.out" 2>"$WORK/cvd-vmcuda.err"
+            else
+                CUDA_VISIBLE_DEVICES="$cvd" MULTIGPU_NVML=0 VMCUDA_GPUS=$GPUS VMCUDA_APPLIANCE="127.0.0.1:$PORT" \
+                    LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 300 bash "$REPO/tests/gpu/gpuless.sh" "$ROOT/client" "${cmd[@]}" \
+                    >"$WORK/cvd-vmcuda.out" 2>"$WORK/cvd-vmcuda.err"
+            fi
+            vrc=$?
+            if [ $nrc = $vrc ] && cmp -s "$WORK/cvd-native.out" "$WORK/cvd-vmcuda.out"; then same=identical; else same=DIFFERENT; rc_all=1; fi
+            echo "CUDA_VISIBLE_DEVICES=$cvd $variant: native exit $nrc, vmcuda exit $vrc, stdout $same"
+            [ "$same" = identical ] || { diff "$WORK/cvd-native.out" "$WORK/cvd-vmcuda.out" | head -10; tail -4 "$WORK/cvd-vmcuda.err"; }
+            [ $variant = torch ] && grep -E "devices|->" "$WORK/cvd-vmcuda.out" | head -4
+        done
+    done
+fi
 # What the appliance bound: the GPUs of each session, and what the program saw there.
 grep -h "ready:" "$OUT/multigpu-daemon.log" | sed 's/.*session [0-9]* ready: /  session: /'
 grep -h "peer\|devices" "$WORK"/state/sessions/*/worker.log 2>/dev/null | head -5

@@ -396,6 +396,16 @@ static void put_hello(struct vmc_out *o, uint32_t role, uint64_t size, const uin
     }
     vmc_out_u16(o, (uint16_t)name_len);
     vmc_out_bytes(o, name, name_len);
+    /* The program's CUDA_VISIBLE_DEVICES selects among the session's GPUs, applied by the appliance as the
+     * driver applies it on a machine (JOIN connections belong to a session whose GPUs are chosen). */
+    const char *visible = role == VMC_ROLE_NEW ? getenv("CUDA_VISIBLE_DEVICES") : NULL;
+    size_t visible_len = visible ? strlen(visible) : 0;
+    if (visible && visible_len <= VMC_VISIBLE_MAX_BYTES) {
+        vmc_out_u16(o, (uint16_t)visible_len);
+        vmc_out_bytes(o, visible, visible_len);
+    } else {
+        vmc_out_u16(o, (uint16_t)VMC_VISIBLE_UNSET);
+    }
     uint8_t proof[VMC_PROOF_BYTES] = {0};
     if (cfg->token[0] && !o->broken) {
         uint8_t key[32];
@@ -469,6 +479,9 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
 
 int vmc_session_ships_binary(void) { return vmc_kernel_count() > 0 || vmc_var_count() > 0; }
 
+/* GPUs bound to the session (HELLO_REPLY's gpu_count). */
+static uint32_t session_gpus;
+
 static void bind_to_thread(struct vmc_conn *c) {
     pthread_once(&conn_key_once, make_conn_key);
     thread_conn = c;
@@ -499,6 +512,7 @@ struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
         } else {
             struct vmc_conn *c = handshake(VMC_ROLE_NEW, why, sizeof why, &gpu_count, msg, sizeof msg);
             if (c) {
+                __atomic_store_n(&session_gpus, gpu_count, __ATOMIC_RELEASE);
                 primary = c;
                 state = SESSION_UP;
                 /* The daemon's message already says "appliance has no usable GPU: <why>". */
@@ -540,5 +554,7 @@ cudaError_t vmc_session_lost(struct vmc_conn *c, const char *why) {
     failure_error = cudaErrorDevicesUnavailable;
     return cudaErrorDevicesUnavailable;
 }
+
+uint32_t vmc_session_gpu_count(void) { return __atomic_load_n(&session_gpus, __ATOMIC_ACQUIRE); }
 
 size_t vmc_block_size(void) { return vmc_client_config()->block_size; }

@@ -40,6 +40,8 @@ cudaError_t vmc_session_lost(struct vmc_conn *c, const char *why);
  * variables through the runtime front end), 0 when it gets a plain worker. */
 int vmc_session_ships_binary(void);
 
+/* The number of GPUs the appliance bound to this process's session (0 before it has one). */
+uint32_t vmc_session_gpu_count(void);
 /* Configured block size for bulk transfers (VMCUDA_BLOCK_SIZE / client.conf block_size). */
 size_t vmc_block_size(void);
 

@@ -44,6 +44,8 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlD
     struct vmc_nvml_gpu *g = index < VMC_NVML_MAX_GPUS ? vmc_nvml_gpu_at((int)index) : NULL;
     if (!device || !g)
         return NVML_ERROR_INVALID_ARGUMENT;
+    if (g->hidden)
+        return NVML_ERROR_NO_PERMISSION; /* a GPU of the session that the program's CUDA_VISIBLE_DEVICES hides */
     *device = (nvmlDevice_t)g;
     return NVML_SUCCESS;
 }
@@ -59,7 +61,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_
     if (!uuid || !device)
         return NVML_ERROR_INVALID_ARGUMENT;
     for (int i = 0; i < vmc_nvml_gpu_count(); i++)
-        if (strcasecmp(vmc_nvml_gpu_at(i)->uuid, uuid) == 0) {
+        if (!vmc_nvml_gpu_at(i)->hidden && strcasecmp(vmc_nvml_gpu_at(i)->uuid, uuid) == 0) {
             *device = (nvmlDevice_t)vmc_nvml_gpu_at(i);
             return NVML_SUCCESS;
         }
@@ -81,7 +83,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, 
     }
     for (int i = 0; i < vmc_nvml_gpu_count(); i++) {
         struct vmc_nvml_gpu *g = vmc_nvml_gpu_at(i);
-        if (g->pci.domain == domain && g->pci.bus == bus && g->pci.device == dev) {
+        if (!g->hidden && g->pci.domain == domain && g->pci.bus == bus && g->pci.device == dev) {
             *device = (nvmlDevice_t)g;
             return NVML_SUCCESS;
         }
@@ -101,7 +103,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *i
     if (st == NVML_SUCCESS && !index)
         st = NVML_ERROR_INVALID_ARGUMENT;
     if (st == NVML_SUCCESS)
-        *index = (unsigned int)g->ordinal;
+        *index = (unsigned int)g->index;
     return st;
 }
 

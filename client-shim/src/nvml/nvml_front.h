@@ -1,6 +1,7 @@
 /* vmcuda's NVML front end (libnvidia-ml.so.1): NVML's device queries answered from the program's vmcuda
- * session. The GPUs are the session's (the CUDA driver front end's devices, so CUDA_VISIBLE_DEVICES selects
- * among them as it does for CUDA); identity (name, UUID, PCI location, compute capability) comes from the
+ * session. The GPUs are the session's, all of them, as NVML natively lists every GPU whatever
+ * CUDA_VISIBLE_DEVICES says (frameworks count devices by applying CUDA_VISIBLE_DEVICES to NVML's list);
+ * those the program's CUDA_VISIBLE_DEVICES hides are counted but answer nothing (nvml_gpus.c); identity (name, UUID, PCI location, compute capability) comes from the
  * driver front end's calls, telemetry (memory, utilisation, temperature, power, clocks, processes) from the
  * appliance's own NVML through the worker (vmc_drv_NvmlQuery, vmc_nvml_wire.h). */
 #ifndef NVML_FRONT_H
@@ -15,7 +16,9 @@
 
 /* One GPU of the session; nvmlDevice_t handles point at these. */
 struct vmc_nvml_gpu {
-    int ordinal;
+    int index;   /* NVML's index: the GPU's place in the session */
+    int hidden;  /* hidden from the program's CUDA by CUDA_VISIBLE_DEVICES: counted, no handle */
+    int ordinal; /* its CUDA ordinal in this process (visible GPUs) */
     CUdevice dev;
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
@@ -28,7 +31,7 @@ nvmlReturn_t vmc_nvml_ready(void);
 /* The session's GPUs, known since nvmlInit. */
 int vmc_nvml_gpu_count(void);
 struct vmc_nvml_gpu *vmc_nvml_gpu_at(int index);
-/* The GPU a handle names, or NULL for anything that is not one of our handles. */
+/* The GPU a handle names, or NULL for anything that is not one of our handles (or a hidden GPU). */
 struct vmc_nvml_gpu *vmc_nvml_gpu_of(nvmlDevice_t device);
 /* Reads the session's GPUs through the driver front end (nvml_gpus.c); a CUDA status. */
 CUresult vmc_nvml_read_gpus(void);

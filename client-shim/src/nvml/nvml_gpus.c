@@ -2,10 +2,12 @@
  * client, so this costs a few round trips at nvmlInit), handles that point into the table, and the query of
  * the appliance's NVML through the worker. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nvml_front.h"
 #include "shim_call.h"
+#include "shim_session.h"
 #include "vmc_drv_api.h"
 
 static struct vmc_nvml_gpu gpus[VMC_NVML_MAX_GPUS];
@@ -19,7 +21,7 @@ struct vmc_nvml_gpu *vmc_nvml_gpu_at(int index) {
 
 struct vmc_nvml_gpu *vmc_nvml_gpu_of(nvmlDevice_t device) {
     for (int i = 0; i < vmc_nvml_gpu_count(); i++)
-        if ((void *)device == (void *)&gpus[i])
+        if ((void *)device == (void *)&gpus[i] && !gpus[i].hidden)
             return &gpus[i];
     return NULL;
 }
@@ -57,6 +59,33 @@ static CUresult read_gpu(struct vmc_nvml_gpu *g, int ordinal) {
     return CUDA_SUCCESS;
 }
 
+/* Where each of this process's `cuda_count` CUDA devices sits among the session's `session_count` GPUs, when
+ * the program's CUDA_VISIBLE_DEVICES selects them by index (the appliance applied that list within the
+ * session, ClientVisibleDevices.java, reading it up to the first entry that names no GPU, as here): 1 and
+ * place[] filled, else 0 (no such variable, or GPUs named by UUID: then NVML lists the visible ones only). */
+static int session_places(int cuda_count, int session_count, int place[VMC_NVML_MAX_GPUS]) {
+    const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    if (!v || session_count < cuda_count || session_count > VMC_NVML_MAX_GPUS)
+        return 0;
+    int n = 0, taken[VMC_NVML_MAX_GPUS] = {0};
+    while (n < cuda_count) {
+        while (*v == ' ')
+            v++;
+        if (*v < '0' || *v > '9')
+            return 0;
+        char *end;
+        long i = strtol(v, &end, 10);
+        if (i >= session_count || taken[i])
+            return 0;
+        taken[i] = 1;
+        place[n++] = (int)i;
+        v = end + strspn(end, " ");
+        if (*v == ',')
+            v++;
+    }
+    return 1;
+}
+
 CUresult vmc_nvml_read_gpus(void) {
     int count = 0;
     CUresult st = cuInit(0);
@@ -66,10 +95,23 @@ CUresult vmc_nvml_read_gpus(void) {
         st = CUDA_ERROR_NO_DEVICE;
     if (count > VMC_NVML_MAX_GPUS)
         count = VMC_NVML_MAX_GPUS;
-    for (int i = 0; st == CUDA_SUCCESS && i < count; i++)
-        st = read_gpu(&gpus[i], i);
+    int place[VMC_NVML_MAX_GPUS], listed = count;
+    int session_count = (int)vmc_session_gpu_count();
+    if (st == CUDA_SUCCESS && session_places(count, session_count, place)) {
+        listed = session_count;
+        for (int i = 0; i < listed; i++)
+            gpus[i] = (struct vmc_nvml_gpu){.index = i, .hidden = 1, .ordinal = -1};
+    } else {
+        for (int i = 0; i < count; i++)
+            place[i] = i;
+    }
+    for (int i = 0; st == CUDA_SUCCESS && i < count; i++) {
+        st = read_gpu(&gpus[place[i]], i);
+        gpus[place[i]].index = place[i];
+        gpus[place[i]].hidden = 0;
+    }
     if (st == CUDA_SUCCESS)
-        __atomic_store_n(&gpu_count, count, __ATOMIC_RELEASE);
+        __atomic_store_n(&gpu_count, listed, __ATOMIC_RELEASE);
     return st;
 }
 

@@ -90,7 +90,8 @@ class ControlProtocolTest {
     @Test
     void helloWithNameLengthPastThePayloadIsMalformed() throws Exception {
         byte[] hello = ProtocolClient.hello(Wire.PROTO_VERSION, 0, 10, new byte[32], 1, 0, new byte[32], "abc");
-        hello[hello.length - Wire.PROOF_BYTES - 5] = (byte) 0xff; // name_len low byte: now claims 255+ bytes
+        // name_len low byte (before "abc" and the 2-byte visible_len): now claims 255+ bytes
+        hello[hello.length - Wire.PROOF_BYTES - 7] = (byte) 0xff;
         try (ProtocolClient c = harness.connect()) {
             c.sendFrame(Wire.TYPE_HELLO, hello);
             assertEquals(ProtocolException.MALFORMED, c.readError().code());

@@ -79,9 +79,9 @@ final class ProtocolClient implements AutoCloseable {
     private static byte[] helloBody(int version, int role, long size, byte[] sha, int gpus, long sessionId, byte[] key,
                                     String name) {
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
-        ByteBuffer b = ByteBuffer.allocate(4 + 4 + 8 + 32 + 4 + 8 + 32 + 2 + n.length).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer b = ByteBuffer.allocate(4 + 4 + 8 + 32 + 4 + 8 + 32 + 2 + n.length + 2).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(version).putInt(role).putLong(size).put(sha).putInt(gpus).putLong(sessionId).put(key)
-                .putShort((short) n.length).put(n);
+                .putShort((short) n.length).put(n).putShort((short) Wire.VISIBLE_UNSET);
         return b.array();
     }
 

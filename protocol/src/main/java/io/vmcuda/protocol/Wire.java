@@ -7,7 +7,11 @@ package io.vmcuda.protocol;
 public final class Wire {
     private Wire() {}
 
-    public static final int PROTO_VERSION = 2;
+    public static final int PROTO_VERSION = 3;
+    /** HELLO's visible_len when the client has no CUDA_VISIBLE_DEVICES (protocol 3). */
+    public static final int VISIBLE_UNSET = 0xFFFF;
+    /** The longest CUDA_VISIBLE_DEVICES a HELLO carries. */
+    public static final int VISIBLE_MAX_BYTES = 1024;
     /** The bytes 'V' 'M' 'C' '1' read as a little-endian u32. */
     public static final int MAGIC = 0x31434D56;
     public static final int HEADER_BYTES = 16;

@@ -209,7 +209,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         }
         if (h.binarySize() == 0) {
             // ships no executable (PROTOCOL.md "Session setup"): the plain worker serves the driver front end
-            ctxShared.sessions().openPlain(ctx.channel(), h.name(), (int) Math.min(wanted, Integer.MAX_VALUE), tenant);
+            ctxShared.sessions().openPlain(ctx.channel(), h.name(), (int) Math.min(wanted, Integer.MAX_VALUE), tenant,
+                    h.visibleDevices());
             return;
         }
         String sha = h.sha256Hex();
@@ -285,7 +286,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         if (!ctx.channel().isActive()) return;
         long wanted = hello.gpusWanted() == 0 ? 1 : hello.gpusWanted(); // 0 means "the default", one GPU
         ctxShared.sessions().openNew(ctx.channel(), hello.name(), binary, (int) Math.min(wanted, Integer.MAX_VALUE), timings,
-                tenant);
+                tenant, hello.visibleDevices());
     }
 
     private void refuse(ChannelHandlerContext ctx, String why) {

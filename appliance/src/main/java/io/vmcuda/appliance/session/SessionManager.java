@@ -104,7 +104,7 @@ public final class SessionManager implements WorkerEvents {
 
     /** A NEW connection whose binary is in the cache: get GPUs, start the worker, hand the connection over. */
     public void openNew(Channel client, String program, CachedBinary binary, int gpusWanted, SetupTimings timings) {
-        openNew(client, program, binary, gpusWanted, timings, Tenant.ANONYMOUS);
+        openNew(client, program, binary, gpusWanted, timings, Tenant.ANONYMOUS, null);
     }
 
     /**
@@ -112,9 +112,9 @@ public final class SessionManager implements WorkerEvents {
      * library and framework programs): the appliance's plain worker serves it, sandboxed and placed like
      * any other.
      */
-    public void openPlain(Channel client, String program, int gpusWanted, Tenant tenant) {
+    public void openPlain(Channel client, String program, int gpusWanted, Tenant tenant, String clientVisibleDevices) {
         openNew(client, program, CachedBinary.plainWorker(launcher.workerLibDir().resolve(WorkerLauncher.PLAIN_WORKER)),
-                gpusWanted, SetupTimings.plainWorker(), tenant);
+                gpusWanted, SetupTimings.plainWorker(), tenant, clientVisibleDevices);
     }
 
     /** Sessions of this tenant that are queued, starting or running. */
@@ -145,8 +145,12 @@ public final class SessionManager implements WorkerEvents {
         perTenant.computeIfPresent(tenant.name(), (k, n) -> n <= 1 ? null : n - 1);
     }
 
+    /**
+     * @param clientVisibleDevices the client's CUDA_VISIBLE_DEVICES (null: none), applied within the GPUs bound to
+     *                             the session (ClientVisibleDevices)
+     */
     public void openNew(Channel client, String program, CachedBinary binary, int gpusWanted, SetupTimings timings,
-                        Tenant tenant) {
+                        Tenant tenant, String clientVisibleDevices) {
         if (stopping) {
             refusals.refuse(client, "appliance is shutting down");
             return;
@@ -173,12 +177,12 @@ public final class SessionManager implements WorkerEvents {
                 return;
             }
             // forking can take a while on a busy host: keep it off the scheduler's and Netty's threads
-            blocking.execute(() -> launch(client, program, binary, binding, timings, tenant));
+            blocking.execute(() -> launch(client, program, binary, binding, timings, tenant, clientVisibleDevices));
         });
     }
 
     private void launch(Channel client, String program, CachedBinary binary, GpuBinding binding, SetupTimings timings,
-                        Tenant tenant) {
+                        Tenant tenant, String clientVisibleDevices) {
         byte[] key = new byte[32];
         random.nextBytes(key);
         long id;
@@ -199,7 +203,8 @@ public final class SessionManager implements WorkerEvents {
             SessionModules m = modules;
             s.lendDir = m == null ? null : m.lendDir(id);
             p = launcher.start(new WorkerLauncher.WorkerSpec(id, s.keyHex(),
-                    binding.isEmpty() ? null : binding.cudaVisibleDevices(), argv0(program, binary),
+                    binding.isEmpty() ? null : ClientVisibleDevices.workerValue(binding.gpus(), clientVisibleDevices),
+                    argv0(program, binary),
                     binary.rewritten(), s.dir(), s.logFile(), tenant.maxMemoryBytes(), s.uid, tenant.shmRegions(),
                     s.lendDir));
         } catch (IOException | RuntimeException e) {

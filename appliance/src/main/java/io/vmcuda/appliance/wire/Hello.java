@@ -10,11 +10,13 @@ import java.util.HexFormat;
  * A parsed HELLO (PROTOCOL.md "Session setup" step 1). Parsing checks every length against what is left
  * of the payload before reading, and rejects trailing bytes.
  *
+ * @param visibleDevices the client's CUDA_VISIBLE_DEVICES, or null when it has none
  * @param signed the payload without its proof: what the proof's HMAC covers, after the challenge
  * @param proof  HMAC-SHA256(SHA-256(token), challenge || signed), or 32 zero bytes from a client without a token
  */
 public record Hello(long protoVersion, long role, long binarySize, byte[] sha256, long gpusWanted,
-                    long sessionId, byte[] sessionKey, String name, byte[] signed, byte[] proof) {
+                    long sessionId, byte[] sessionKey, String name, String visibleDevices, byte[] signed,
+                    byte[] proof) {
 
     /** Fixed part: version, role, size, sha256, gpus_wanted, session_id, session_key. */
     private static final int FIXED_BYTES = 4 + 4 + 8 + Wire.SHA256_BYTES + 4 + 8 + Wire.SESSION_KEY_BYTES;
@@ -32,8 +34,18 @@ public record Hello(long protoVersion, long role, long binarySize, byte[] sha256
         byte[] key = new byte[Wire.SESSION_KEY_BYTES];
         p.readBytes(key);
         int nameLen = p.readUnsignedShortLE();
-        need(p, nameLen + Wire.PROOF_BYTES, "HELLO name_len " + nameLen + " runs past the payload");
+        need(p, nameLen + 2 + Wire.PROOF_BYTES, "HELLO name_len " + nameLen + " runs past the payload");
         String name = p.readCharSequence(nameLen, StandardCharsets.UTF_8).toString();
+        int visibleLen = p.readUnsignedShortLE();
+        String visible = null;
+        if (visibleLen != Wire.VISIBLE_UNSET) {
+            if (visibleLen > Wire.VISIBLE_MAX_BYTES) {
+                throw new ProtocolException(ProtocolException.MALFORMED,
+                        "HELLO visible_len " + visibleLen + " exceeds " + Wire.VISIBLE_MAX_BYTES);
+            }
+            need(p, visibleLen + Wire.PROOF_BYTES, "HELLO visible_len " + visibleLen + " runs past the payload");
+            visible = p.readCharSequence(visibleLen, StandardCharsets.UTF_8).toString();
+        }
         byte[] signed = new byte[p.readerIndex() - start];
         p.getBytes(start, signed);
         byte[] proof = new byte[Wire.PROOF_BYTES];
@@ -42,7 +54,7 @@ public record Hello(long protoVersion, long role, long binarySize, byte[] sha256
             throw new ProtocolException(ProtocolException.MALFORMED,
                     "HELLO has " + p.readableBytes() + " trailing bytes");
         }
-        return new Hello(version, role, size, sha, gpus, sessionId, key, name, signed, proof);
+        return new Hello(version, role, size, sha, gpus, sessionId, key, name, visible, signed, proof);
     }
 
     /** The client sent no token (its proof is all zeros). */

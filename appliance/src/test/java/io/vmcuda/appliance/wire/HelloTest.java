@@ -13,12 +13,20 @@ import org.junit.jupiter.api.Test;
 
 class HelloTest {
     private static ByteBuf hello(byte[] proof, byte[] name, int trailing) {
+        return hello(proof, name, null, trailing);
+    }
+
+    /** {@code visible}: the client's CUDA_VISIBLE_DEVICES, or null for none. */
+    private static ByteBuf hello(byte[] proof, byte[] name, byte[] visible, int trailing) {
         ByteBuf b = Unpooled.buffer();
         b.writeIntLE(1).writeIntLE(1).writeLongLE(1234);
         for (int i = 0; i < 32; i++) b.writeByte(i);
         b.writeIntLE(2).writeLongLE(99);
         for (int i = 0; i < 32; i++) b.writeByte(0xA0 + i);
-        b.writeShortLE(name.length).writeBytes(name).writeBytes(proof);
+        b.writeShortLE(name.length).writeBytes(name);
+        if (visible == null) b.writeShortLE(Wire.VISIBLE_UNSET);
+        else b.writeShortLE(visible.length).writeBytes(visible);
+        b.writeBytes(proof);
         b.writeZero(trailing);
         return b;
     }
@@ -42,10 +50,21 @@ class HelloTest {
         assertEquals(99, h.sessionId());
         assertEquals((byte) 0xA0, h.sessionKey()[0]);
         assertEquals("prög", h.name());
+        assertEquals(null, h.visibleDevices(), "no CUDA_VISIBLE_DEVICES");
         assertArrayEquals(proof(7), h.proof());
         assertEquals(signedLen, h.signed().length, "the proof covers everything before it");
         assertEquals(false, h.anonymous());
         assertEquals(true, Hello.parse(hello(proof(0), new byte[0], 0)).anonymous());
+    }
+
+    @Test
+    void carriesTheClientsVisibleDevices() {
+        Hello h = Hello.parse(hello(proof(1), "p".getBytes(StandardCharsets.UTF_8), "1,GPU-ab".getBytes(StandardCharsets.UTF_8), 0));
+        assertEquals("1,GPU-ab", h.visibleDevices());
+        assertEquals("", Hello.parse(hello(proof(1), new byte[0], new byte[0], 0)).visibleDevices(), "set but empty: no GPU");
+        ProtocolException e = assertThrows(ProtocolException.class,
+                () -> Hello.parse(hello(proof(1), new byte[0], new byte[Wire.VISIBLE_MAX_BYTES + 1], 0)));
+        assertEquals(ProtocolException.MALFORMED, e.code());
     }
 
     @Test
