@@ -9,11 +9,18 @@
 
 /* Copies smaller than this go through the socket: one write beats a token exchange. */
 #define VMC_SHM_MIN_BYTES (256u << 10)
+/* With calls through shared memory (shim_pipe.h) a token exchange costs about a microsecond, and the ring
+ * wins from much smaller sizes: measured on the H100 (GPU run 38, 2026-11-23), copies from the device of
+ * 4 / 16 / 64 KiB reached 0.79 / 0.84 / 1.05 of native through the ring against 0.57 / 0.38 / 0.65 through
+ * the pipe's byte stream; to the device the worker's pageable path is as good up to 32 KiB (its limit,
+ * worker_memcpy.c) and the ring better above (64 KiB: 1.32 against 0.70). */
+#define VMC_RING_MIN_PIPED_FROM_DEVICE (4u << 10)
+#define VMC_RING_MIN_PIPED_TO_DEVICE ((32u << 10) + 1)
 
 struct vmc_conn;
 
 /* 1 if this copy should take the ring (attaching it on first use), 0 if the socket must carry it. */
-int vmc_shm_ready(size_t count);
+int vmc_shm_ready(size_t count, int to_device);
 /* Same arguments and semantics as the socket paths in shim_memory.c (synchronous copies only). */
 cudaError_t vmc_shm_host_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
                                    unsigned mode);
