@@ -258,6 +258,9 @@ class IsolationTest {
                     env(d), work, work.resolve("idle"));
             String ctx = "\n" + r.describe();
             assertTrue(r.stdout().contains("after idle: cudaErrorDevicesUnavailable"), ctx);
+            // the worker's reason reaches the client, also when its calls went through shared memory (the
+            // worker says it on the socket; the client reads there once the call pipe is empty)
+            assertTrue(r.stderr().contains("session released after 0.05 minutes without CUDA calls"), ctx);
             DaemonProcess.await("record", 10_000, () -> records(d).contains("long_runner"));
             String rec = records(d);
             assertTrue(rec.contains("\"state\":\"aborted\"")
