@@ -2,6 +2,7 @@
  * every other thread that calls CUDA joins it with a connection of its own. */
 #include "shim_session.h"
 #include "shim_shm.h"
+#include "shm_acl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -339,6 +340,12 @@ static int check_manifest(struct vmc_conn *c, char *why, size_t why_len) {
             return -1;
         }
     }
+    uint32_t worker_uid = vmc_in_u32(&in);
+    if (in.bad) {
+        snprintf(why, why_len, "the worker's manifest ends early");
+        return -1;
+    }
+    vmc_shm_set_worker_uid(worker_uid);
     return 0;
 }
 

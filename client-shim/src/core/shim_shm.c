@@ -1,4 +1,5 @@
 #include "shim_shm.h"
+#include "shm_acl.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -82,10 +83,11 @@ static void detect_local(void) {
 /* ---- the ring ---- */
 
 /* Ring files live in a directory of this process, /dev/shm/vmcuda.XXXXXX, mode 0711: anyone may pass
- * through it but only this user may list it, and each file's name is 128 random bits. The worker runs as
- * another user (its session's own uid), so the file itself must be open to others (0666); its name,
- * sent only over this session's connection, is what keeps every other user and worker out, and the file
- * is unlinked as soon as the worker has opened it (or failed to). */
+ * through it but only this user may list it, and each file's name is 128 random bits, sent only over this
+ * session's connection. The worker runs as another user (its session's own uid, from its manifest), so each
+ * file is mode 0600 with a POSIX ACL entry that lets that uid alone read and write it (shm_acl.c); where
+ * /dev/shm has no ACLs the file falls back to 0666 and the name alone keeps others out, said once. Either
+ * way the file is unlinked as soon as the worker has opened it (or failed to). */
 static char ring_dir[32];
 static pid_t ring_dir_pid;
 static pthread_mutex_t ring_dir_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -123,10 +125,10 @@ void *vmc_shm_new_file(size_t size, int reserve, char *path, size_t path_len) {
     int at = snprintf(path, path_len, "%s/", dir);
     for (size_t i = 0; i < sizeof name; i++)
         at += snprintf(path + at, path_len - (size_t)at, "%02x", name[i]);
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return NULL;
-    fchmod(fd, 0666); /* past the umask */
+    vmc_shm_open_to_worker(fd);
     void *base = MAP_FAILED;
     /* reserved: the pages are taken now, where /dev/shm running out later would kill this process (SIGBUS)
      * at a write */

@@ -195,6 +195,9 @@ static int send_manifest(struct vmc_wconn *c) {
         vmc_out_bytes(o, name, n);
         vmc_out_u64(o, vmc_w_var_size(i));
     }
+    /* the uid this worker runs as: a co-located client opens the files it shares with the worker to this uid
+     * alone (shim_shm.c) */
+    vmc_out_u32(o, (uint32_t)getuid());
     if (o->len - VMC_HEADER_BYTES > VMC_MAX_CONTROL_PAYLOAD) {
         vmc_w_log("manifest of %u kernels and %u variables exceeds the protocol's %u-byte limit", nk, nv,
                   VMC_MAX_CONTROL_PAYLOAD);
