@@ -31,7 +31,10 @@ enum vmc_frame_type {
 #define COPY_ASYNC 1u       /* an asynchronous API call (cudaMemcpyAsync, cuMemcpyHtoDAsync...) on its stream */
 #define COPY_PER_THREAD 2u  /* stream 0 is the per-thread default stream (the _ptds/_ptsz entry points) */
 #define COPY_DRIVER 4u      /* a driver API call: the worker copies with the driver and answers a CUresult */
-#define COPY_MODE_BITS 7u
+/* a copy to the device that must have landed before the answer (mirrored mapped memory, drv_mirror.c: natively
+ * those bytes are host stores the GPU sees at once), where a copy from pageable memory returns once staged */
+#define COPY_COMPLETE 8u
+#define COPY_MODE_BITS 15u
 
 /* The first byte of an array argument (PROTOCOL.md, CALL arguments). */
 #define VMC_ARRAY_NULL 0u

@@ -29,6 +29,7 @@ static void check(int ok, const char *what) {
         failures++;
 }
 
+#ifndef DRV_CHECK_NO_KERNELS
 /* The path of drv_kernels.cubin, which is built beside the program. */
 static const char *kernels_cubin(char *argv0) {
     static char self[4096], path[4200];
@@ -37,5 +38,6 @@ static const char *kernels_cubin(char *argv0) {
     snprintf(path, sizeof path, "%s/drv_kernels.cubin", n > 0 ? dirname(self) : dirname(argv0));
     return path;
 }
+#endif
 
 #endif

@@ -177,7 +177,7 @@ fi
 if want programs; then
     say ""
     say "== static-runtime samples and driver-API programs: native vs vmcuda (ring, tcp)"
-    for p in "$D"/cuda-static/* "$D"/driver/drv_api "$D"/driver/rt_static "$D"/driver/graph_topology "$D"/driver/drv_hostmap "$D"/driver/drv_threads; do
+    for p in "$D"/cuda-static/* "$D"/driver/drv_api "$D"/driver/rt_static "$D"/driver/graph_topology "$D"/driver/drv_hostmap "$D"/driver/drv_threads "$D"/driver/drv_fork; do
         [ -f "$p" ] && [ -x "$p" ] || continue
         compare "$(basename "$p")" "$p"
     done

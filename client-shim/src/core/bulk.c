@@ -97,8 +97,9 @@ static unsigned stripes_for(uint32_t symbol, uint64_t device, size_t count, unsi
 cudaError_t vmc_copy_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, uint64_t stream_arg,
                                unsigned mode) {
     cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
-    /* page-locked memory shared with the worker (`pinned_in_region`): the GPU reads it where it is */
-    if (symbol == VMC_NO_INDEX && vmc_shm_pinned_in_region() && vmc_hostmap_contains(src, count))
+    /* memory shared with the worker (page-locked with `pinned_in_region`, mapped, managed): the GPU reads it where
+     * it is, in stream order (the bytes may still be a kernel's to write) */
+    if (symbol == VMC_NO_INDEX && vmc_hostmap_contains(src, count))
         return vmc_hostmap_copy(dst, src, count, stream_arg, mode, 1);
     /* An async copy must return once its bytes have left the buffer, without waiting for the stream:
      * the socket gives that; the ring would wait for the device copy. */
@@ -112,7 +113,7 @@ cudaError_t vmc_copy_to_device(uint32_t symbol, uint64_t dst, const void *src, s
 
 cudaError_t vmc_copy_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, uint64_t stream_arg, unsigned mode) {
     cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
-    if (symbol == VMC_NO_INDEX && vmc_shm_pinned_in_region() && vmc_hostmap_contains(dst, count))
+    if (symbol == VMC_NO_INDEX && vmc_hostmap_contains(dst, count))
         return vmc_hostmap_copy(src, dst, count, stream_arg, mode, 0);
     if (vmc_shm_ready(count, 0))
         return vmc_shm_device_to_host(dst, symbol, src, count, stream, mode);

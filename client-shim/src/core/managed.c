@@ -55,9 +55,9 @@ int vmc_managed_find(const void *p, void **base, size_t *size) {
 
 int vmc_managed_free(void *p) {
     struct vmc_range r;
-    if (!p || !vmc_ranges_find(&managed, p, &r) || r.base != (uintptr_t)p)
+    /* removing is what decides: of two threads freeing one pointer, one frees it and the other is told no */
+    if (!p || !vmc_ranges_find(&managed, p, &r) || r.base != (uintptr_t)p || vmc_ranges_remove(&managed, p) != 0)
         return 0;
-    vmc_ranges_remove(&managed, p);
     vmc_hostmap_release(p, r.size);
     return 1;
 }

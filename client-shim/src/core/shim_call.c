@@ -165,14 +165,14 @@ static cudaError_t await_reply(struct vmc_call *c) {
     return (cudaError_t)status;
 }
 
-static void (*reply_hook)(uint32_t id);
+static void (*reply_hook)(uint32_t id, int status);
 
-void vmc_call_set_reply_hook(void (*hook)(uint32_t id)) { __atomic_store_n(&reply_hook, hook, __ATOMIC_RELEASE); }
+void vmc_call_set_reply_hook(void (*hook)(uint32_t id, int status)) { __atomic_store_n(&reply_hook, hook, __ATOMIC_RELEASE); }
 
-static void after_reply(uint32_t id) {
-    void (*hook)(uint32_t) = __atomic_load_n(&reply_hook, __ATOMIC_ACQUIRE);
+static void after_reply(uint32_t id, int status) {
+    void (*hook)(uint32_t, int) = __atomic_load_n(&reply_hook, __ATOMIC_ACQUIRE);
     if (hook)
-        hook(id);
+        hook(id, status);
 }
 
 cudaError_t vmc_call_finish(struct vmc_call *c) {
@@ -181,7 +181,7 @@ cudaError_t vmc_call_finish(struct vmc_call *c) {
     if (c->async)
         return cudaSuccess;
     cudaError_t st = await_reply(c);
-    after_reply(c->id);
+    after_reply(c->id, st);
     return st;
 }
 

@@ -53,10 +53,10 @@ void vmc_arg_u64(struct vmc_call *c, uint64_t v);
 
 /* Sends the frame. Sync calls wait for the REPLY and return its status; async calls return cudaSuccess. */
 cudaError_t vmc_call_finish(struct vmc_call *c);
-/* A function the client core calls with the call's id after each synchronous call's reply (and after a
- * blocking download), on the calling thread: the driver front end's mirrors of mapped host memory are
- * brought up to date at synchronising calls (drv_mirror.c). Set once; NULL (the default) costs one test. */
-void vmc_call_set_reply_hook(void (*hook)(uint32_t id));
+/* A function the client core calls with the call's id and status after each synchronous call's reply, on the
+ * calling thread: the driver front end's mirrors of mapped host memory are brought up to date at synchronising
+ * calls that succeeded (drv_mirror.c). Set once; NULL (the default) costs one test. */
+void vmc_call_set_reply_hook(void (*hook)(uint32_t id, int status));
 /* Sync call whose frame is followed by `count` raw bytes from `data` (host-to-device bulk). */
 cudaError_t vmc_call_finish_upload(struct vmc_call *c, const void *data, size_t count);
 /* Sync call whose REPLY, when successful, is followed by `count` raw bytes into `dst`

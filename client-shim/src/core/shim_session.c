@@ -39,6 +39,51 @@ static __thread struct vmc_conn *thread_conn;
 static __thread int thread_failed;
 static pthread_key_t conn_key;
 static pthread_once_t conn_key_once = PTHREAD_ONCE_INIT;
+static int conn_key_made;
+
+/* Every open connection of this process, whichever thread owns it: a forked child must let go of them all. */
+static struct vmc_conn *all_conns;
+static pthread_mutex_t all_conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fork_watch_once = PTHREAD_ONCE_INIT;
+
+static void unlink_conn(struct vmc_conn *c) {
+    pthread_mutex_lock(&all_conns_lock);
+    for (struct vmc_conn **p = &all_conns; *p; p = &(*p)->next_open)
+        if (*p == c) {
+            *p = c->next_open;
+            break;
+        }
+    pthread_mutex_unlock(&all_conns_lock);
+}
+
+/* In a child forked after the session began. Its connections are the parent's: a child writing into them
+ * would corrupt the parent's calls (through a call pipe, bytes of both would overwrite each other), and its
+ * copies of the sockets would keep the worker from seeing the parent end. So the child closes its copies and
+ * unmaps its views, and its CUDA calls fail with the initialisation error, as CUDA's do in a child forked
+ * after the parent used the GPU. (The child runs this on the forking thread alone; locks may have been held
+ * by threads that no longer exist, so they start afresh.) */
+static void child_after_fork(void) {
+    pthread_mutex_init(&all_conns_lock, NULL);
+    pthread_mutex_init(&session_lock, NULL);
+    if (state != SESSION_UP)
+        return;
+    for (struct vmc_conn *c = all_conns; c; c = c->next_open) {
+        close(c->fd);
+        vmc_shm_forget(c);
+        vmc_pipe_forget(c);
+        c->broken = 1;
+    }
+    all_conns = NULL; /* the structures stay allocated: other threads' pointers to them died with the fork */
+    primary = NULL;
+    thread_conn = NULL;
+    if (conn_key_made)
+        pthread_setspecific(conn_key, NULL);
+    thread_failed = 1;
+    state = SESSION_FAILED;
+    failure_error = cudaErrorInitializationError;
+}
+
+static void watch_forks(void) { pthread_atfork(NULL, NULL, child_after_fork); }
 
 /* One line on stderr, prefixed, for the user of the application. */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -55,6 +100,7 @@ static void say(const char *fmt, ...) {
 static void close_thread_conn(void *p) {
     struct vmc_conn *c = p;
     if (c && c != primary) {
+        unlink_conn(c);
         close(c->fd); /* first: the worker gives a lane of a shared region back when it sees the end */
         vmc_shm_forget(c);
         vmc_pipe_forget(c);
@@ -65,7 +111,7 @@ static void close_thread_conn(void *p) {
     }
 }
 
-static void make_conn_key(void) { pthread_key_create(&conn_key, close_thread_conn); }
+static void make_conn_key(void) { conn_key_made = pthread_key_create(&conn_key, close_thread_conn) == 0; }
 
 static int tcp_connect(const char *appliance, char *why, size_t why_len) {
     char host[256];
@@ -206,6 +252,11 @@ static struct vmc_conn *new_conn(int fd) {
         return NULL;
     c->fd = fd;
     c->shm_lane = -1;
+    pthread_once(&fork_watch_once, watch_forks);
+    pthread_mutex_lock(&all_conns_lock);
+    c->next_open = all_conns;
+    all_conns = c;
+    pthread_mutex_unlock(&all_conns_lock);
     return c;
 }
 
@@ -216,8 +267,13 @@ int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n) {
         int rc = vmc_pipe_read(&c->pipe, dst, n, vmc_poll_ns());
         if (rc <= 0)
             return rc;
-        /* the worker has said its last word on the socket (ending the session, and why): read it there */
+        /* The worker has said its last word on the socket (ending the session, and why): read it there, from
+         * a frame's start; in the middle of one the worker's frame was cut short, and the stream is lost. */
         vmc_pipe_forget(c);
+        if (!c->at_frame_start) {
+            errno = EPROTO;
+            return -1;
+        }
     }
     c->in.cap = IN_BUFFER_BYTES;
     return vmc_reader_read(&c->in, c->fd, dst, n);
@@ -231,7 +287,10 @@ int vmc_conn_read_frame(struct vmc_conn *c, struct vmc_frame_header *h) {
     for (;;) {
         const char *why;
         uint8_t raw[VMC_HEADER_BYTES];
-        if (vmc_conn_read(c, raw, sizeof raw) != 0 || vmc_parse_header(raw, h, &why) != 0)
+        c->at_frame_start = 1;
+        int rc = vmc_conn_read(c, raw, sizeof raw);
+        c->at_frame_start = 0;
+        if (rc != 0 || vmc_parse_header(raw, h, &why) != 0)
             return -1;
         if (h->len > c->payload_cap) {
             uint8_t *p = realloc(c->payload, h->len);

@@ -25,6 +25,8 @@ struct vmc_conn {
     uint64_t shm_nonce;   /* what holds that lane */
     /* Calls through shared memory when co-located (shim_pipe.c): the byte stream of this connection. */
     int pipe_state;       /* 0 = not tried, 1 = up, -1 = the socket carries it */
+    int at_frame_start;   /* reading a frame's header: where the worker may hand the stream back to the socket */
+    struct vmc_conn *next_open; /* the process's list of open connections (shim_session.c) */
     struct vmc_pipe pipe;
 };
 

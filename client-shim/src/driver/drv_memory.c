@@ -180,7 +180,9 @@ __attribute__((visibility("default"))) CUresult cuMemcpyDtoHAsync_v2_ptsz(void *
 
 /* Unified copies: each side is device memory when the core knows it as such, else this process's. */
 static CUresult unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, unsigned mode) {
-    int d = vmc_device_range_find(dst, NULL, NULL), s = vmc_device_range_find(src, NULL, NULL);
+    /* managed memory counts as the device's: the GPU may still be writing it, the copy is ordered on the stream */
+    int d = vmc_device_range_find(dst, NULL, NULL) || vmc_managed_contains((const void *)(uintptr_t)dst, 0);
+    int s = vmc_device_range_find(src, NULL, NULL) || vmc_managed_contains((const void *)(uintptr_t)src, 0);
     int async = (mode & COPY_ASYNC) != 0, per_thread = (mode & COPY_PER_THREAD) != 0;
     if (d && s) {
         if (async)

@@ -50,9 +50,10 @@ static int synchronising(uint32_t id) {
     }
 }
 
-/* After a synchronising call: the GPU's writes come back into the program's view. */
-static void pull(uint32_t id) {
-    if (exchanging || !synchronising(id) || !__atomic_load_n(&n_mirrors, __ATOMIC_ACQUIRE))
+/* After a synchronising call that succeeded: the GPU's writes come back into the program's view. (A query that
+ * answered "not ready" pulls nothing: the pull's copy would wait for the very work the program polls.) */
+static void pull(uint32_t id, int status) {
+    if (status != 0 || exchanging || !synchronising(id) || !__atomic_load_n(&n_mirrors, __ATOMIC_ACQUIRE))
         return;
     exchanging = 1;
     pthread_mutex_lock(&lock);
@@ -79,7 +80,8 @@ void vmc_drv_mirror_push(void) {
             first++;
         while (last > first && m->local[last - 1] == m->shadow[last - 1])
             last--;
-        if (vmc_copy_to_device(VMC_NO_INDEX, m->device + first, m->local + first, last - first, 0, COPY_DRIVER) ==
+        if (vmc_copy_to_device(VMC_NO_INDEX, m->device + first, m->local + first, last - first, 0,
+                               COPY_DRIVER | COPY_COMPLETE) ==
             cudaSuccess)
             memcpy(m->shadow + first, m->local + first, last - first);
     }

@@ -126,6 +126,9 @@ nvmlReturn_t vmc_nvml_query(int ordinal, struct vmc_nvml_answer *answer) {
         vmc_ret_pointee(&c, answer, sizeof *answer);
         if (!vmc_call_reply_ok(&c))
             return NVML_ERROR_UNKNOWN;
+        /* the worker runs the tenant's code: its strings are terminated here, not trusted to be */
+        answer->driver_version[sizeof answer->driver_version - 1] = 0;
+        answer->nvml_version[sizeof answer->nvml_version - 1] = 0;
         return NVML_SUCCESS;
     }
     /* the session is gone (CUDA's "devices unavailable"), or the worker could not ask its driver */

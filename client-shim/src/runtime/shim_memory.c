@@ -113,8 +113,16 @@ static enum cudaMemcpyKind resolve_default(void *dst, const void *src) {
 
 static cudaError_t copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream,
                         unsigned mode) {
-    if (kind == cudaMemcpyDefault)
-        kind = resolve_default(dst, src);
+    if (kind == cudaMemcpyDefault) {
+        /* Managed memory counts as the device's (the GPU may still be writing it: the copy must be ordered on
+         * the stream, never a memmove here); between two such ends the worker's runtime resolves the kind, as
+         * unified addressing lets it for memory it knows as registered at the same address. */
+        int dm = vmc_managed_contains(dst, 0), sm = vmc_managed_contains(src, 0);
+        if ((dm || sm) && (dm || on_device(dst)) && (sm || on_device(src)))
+            return on_appliance(VMC_NO_INDEX, (uint64_t)(uintptr_t)dst, VMC_NO_INDEX, (uint64_t)(uintptr_t)src, count,
+                                cudaMemcpyDefault, stream, mode);
+        kind = dm ? cudaMemcpyHostToDevice : sm ? cudaMemcpyDeviceToHost : resolve_default(dst, src);
+    }
     switch (kind) {
     case cudaMemcpyHostToHost:
         if (count && (!dst || !src))

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -143,6 +144,30 @@ static void test_peer_gone(void) {
     free_pair(&pr);
 }
 
+static void tick(int sig) { (void)sig; }
+
+/* The same while signals keep interrupting the sleep (a profiler's timer, a framework's SIGALRM): each
+ * interruption restarts the futex's wait, but the life line is looked at by the clock. */
+static void test_peer_gone_under_signals(void) {
+    struct pair pr;
+    struct vmc_pipe p;
+    make_pair(&pr);
+    pid_t child = start_peer(&pr, &p, exit_soon);
+    struct sigaction sa = {0};
+    sa.sa_handler = tick; /* no SA_RESTART: the futex returns EINTR */
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval every_5ms = {{0, 5000}, {0, 5000}};
+    setitimer(ITIMER_REAL, &every_5ms, NULL);
+    uint8_t b[16];
+    errno = 12345;
+    int rc = vmc_pipe_read(&p, b, sizeof b, POLL_NS);
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    CHECK(rc == -1 && errno == 0, "a dead peer is noticed under a 200 Hz timer signal (got %d, errno %d)", rc, errno);
+    waitpid(child, NULL, 0);
+    free_pair(&pr);
+}
+
 static int last_word_on_socket(struct pair *pr, struct vmc_pipe *p) {
     if (vmc_pipe_write(p, "last", 4) != 0 || write(pr->sock[1], "ERR", 3) != 3)
         return 3;
@@ -200,6 +225,7 @@ int main(void) {
     test_echo(0);
     test_echo(1);
     test_peer_gone();
+    test_peer_gone_under_signals();
     test_socket_speaks();
     test_scribbles();
     return check_summary("test_pipe");

@@ -167,11 +167,14 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
         return VMC_W_FATAL;
     cudaStream_t stream = vmc_w_copy_stream(stream_arg, mode);
     struct vmc_device_side dst = vmc_w_device_side(symbol, dst_arg);
-    void *small = count <= SMALL_UPLOAD ? small_copy_buffer(c) : NULL;
+    void *small = count <= SMALL_UPLOAD && !(mode & COPY_COMPLETE) ? small_copy_buffer(c) : NULL;
     if (small) {
         if (vmc_w_read_bytes(c, small, (size_t)count) != 0)
             return VMC_W_FATAL;
-        cudaError_t st = count ? vmc_w_copy_block(&dst, 0, small, (size_t)count, 1, 1, stream, mode) : cudaSuccess;
+        /* the API the program called, from pageable memory: a synchronous copy synchronizes the stream first
+         * and returns once the bytes are staged, an asynchronous one is ordered on its stream */
+        int async = (mode & COPY_ASYNC) != 0;
+        cudaError_t st = count ? vmc_w_copy_block(&dst, 0, small, (size_t)count, 1, async, stream, mode) : cudaSuccess;
         vmc_w_order_submitted(wc);
         vmc_w_count_h2d(count);
         if (wc->async)

@@ -37,13 +37,14 @@ static int write_all(int fd, const void *buf, size_t n)
 static void put_u32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
 static void put_u16(unsigned char *p, uint16_t v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); }
 
-/* MANIFEST with 0 functions and 0 variables: header (16) + u32 + u32 */
+/* MANIFEST with 0 functions and 0 variables, and this process's uid: header (16) + u32 + u32 + u32 */
 static int send_manifest(int fd)
 {
-    unsigned char f[24] = {0};
+    unsigned char f[28] = {0};
     put_u32(f, 0x31434D56u);   /* magic */
     put_u16(f + 4, 4);         /* MANIFEST */
-    put_u32(f + 12, 8);        /* len */
+    put_u32(f + 12, 12);       /* len */
+    put_u32(f + 24, (uint32_t)getuid());
     return write_all(fd, f, sizeof f);
 }
 

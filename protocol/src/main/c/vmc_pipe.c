@@ -110,18 +110,26 @@ static int wait_for(struct vmc_pipe *p, uint64_t (*amount)(const struct vmc_pipe
             return 0;
         relax();
     }
+    struct timespec last_check;
+    clock_gettime(CLOCK_MONOTONIC, &last_check);
     for (;;) {
         uint32_t seen = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
         __atomic_store_n(sleeping, 1, __ATOMIC_SEQ_CST);
+        /* the store above and the load of the peer's position in amount() must not be reordered (the peer
+         * does the mirror image: publish, then look at `sleeping`); x86 keeps them, weaker CPUs need this */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
         if (amount(p)) {
             __atomic_store_n(sleeping, 0, __ATOMIC_RELAXED);
             return 0;
         }
-        long rc = futex_wait(seq, seen, LIFE_CHECK_NS);
+        futex_wait(seq, seen, LIFE_CHECK_NS);
         __atomic_store_n(sleeping, 0, __ATOMIC_RELAXED);
         if (amount(p))
             return 0;
-        if (rc != 0 && errno == ETIMEDOUT) {
+        /* by the clock, not by the futex's answer: signals (EINTR) or a peer bumping the word (EAGAIN) must not
+         * keep a dead peer from being noticed */
+        if (elapsed_ns(&last_check) >= LIFE_CHECK_NS) {
+            clock_gettime(CLOCK_MONOTONIC, &last_check);
             int life = life_line(p);
             if (life > 0 && amount(p))
                 return 0; /* what the peer wrote in the pipe before it spoke on the socket comes first */

@@ -56,7 +56,8 @@ class WorkerHandoffTest {
     private static void assertManifest(ProtocolClient.Frame m) {
         assertTrue(m != null, "connection closed before the MANIFEST");
         assertEquals(Wire.TYPE_MANIFEST, m.type());
-        assertArrayEquals(new byte[8], m.payload(), "0 functions, 0 variables");
+        assertEquals(12, m.payload().length, "0 functions, 0 variables, the worker's uid");
+        assertArrayEquals(new byte[8], java.util.Arrays.copyOf(m.payload(), 8), "0 functions, 0 variables");
     }
 
     private static void assertEcho(ProtocolClient c, String text) throws Exception {

@@ -141,6 +141,14 @@ class DriverFrontEndTest {
 
             // two threads taking turns on one stream: the worker runs their launches in the order they were
             // issued (the stand-in driver runs a launch when the worker dispatches it, so any reordering shows)
+            // a fork after the GPU was used: the child's calls fail, the parent's go on intact (over the call
+            // pipe too, where a child writing into the parent's connection would corrupt it)
+            String forkExpected = Files.readString(root.resolve("tests/driver/drv_fork.expected"));
+            for (String transport : List.of("tcp", "shm")) {
+                ProgramRunner.Result f = viaVmcuda(d, "drv_fork", transport);
+                assertEquals(forkExpected, f.stdout(), "drv_fork over " + transport + "\n" + f.describe());
+                assertEquals(0, f.exitCode(), f.describe());
+            }
             String threadsExpected = Files.readString(root.resolve("tests/driver/drv_threads.expected"));
             for (String transport : List.of("tcp", "shm")) {
                 ProgramRunner.Result t2 = viaVmcuda(d, "drv_threads", transport);
