@@ -10,12 +10,12 @@
 /* Copies smaller than this go through the socket: one write beats a token exchange. */
 #define VMC_SHM_MIN_BYTES (256u << 10)
 /* With calls through shared memory (shim_pipe.h) a token exchange costs about a microsecond, and the ring
- * wins from much smaller sizes: measured on the H100 (GPU run 38, 2026-11-23), copies from the device of
- * 4 / 16 / 64 KiB reached 0.79 / 0.84 / 1.05 of native through the ring against 0.57 / 0.38 / 0.65 through
- * the pipe's byte stream; to the device the worker's pageable path is as good up to 32 KiB (its limit,
- * worker_memcpy.c) and the ring better above (64 KiB: 1.32 against 0.70). */
+ * wins from much smaller sizes. Measured on the H100 (GPU runs 38-39, 2026-11-23), ratios to native: from
+ * the device, 4 / 16 / 64 KiB 0.79 / 0.84 / 1.05 through the ring against 0.57 / 0.38 / 0.65 through the
+ * pipe's byte stream; to the device, 4 / 16 / 64 KiB 0.62 / 0.58 / 1.32 through the ring against 0.56 /
+ * 0.41 / 0.70 through the byte stream and the worker's synchronous copy from pageable memory. */
 #define VMC_RING_MIN_PIPED_FROM_DEVICE (4u << 10)
-#define VMC_RING_MIN_PIPED_TO_DEVICE ((32u << 10) + 1)
+#define VMC_RING_MIN_PIPED_TO_DEVICE (4u << 10)
 
 struct vmc_conn;
 
