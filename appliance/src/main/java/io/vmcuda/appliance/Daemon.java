@@ -131,7 +131,7 @@ public final class Daemon implements AutoCloseable {
                     new io.vmcuda.appliance.auth.AuthThrottle(config.authFailuresPerMinute()), config.maxHandshakes(),
                     config.maxHandshakesPerSource(), new TenantConnections(config.tenantMaxConnections(), blocking));
             admin = new AdminServer(options.admin(), io,
-                    new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions),
+                    new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions, stateDir),
                     new io.vmcuda.appliance.admin.AdminAccess(auth.required(), config.adminTokenSha256()));
         } catch (IOException | InterruptedException | RuntimeException e) {
             shutdownThreads();

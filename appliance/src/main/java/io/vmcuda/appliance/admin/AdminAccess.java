@@ -9,7 +9,8 @@ import java.security.NoSuchAlgorithmException;
  * programs, so when tenants are configured they are for the operator only: each request must carry
  * {@code Authorization: Bearer TOKEN} whose SHA-256 is {@code admin.token_sha256} (a read-only operator
  * role; it grants nothing on the control port). Without tenants (the open loopback appliance of the demo)
- * the port stays open. {@code /health} is always open and says nothing but "ok".
+ * the port stays open. {@code /health} and {@code /healthz} ("ok") and {@code /readyz} (ready, or what keeps the
+ * appliance from taking sessions: no GPU, an unwritable state directory) are always open: no tenant data.
  */
 public final class AdminAccess {
     /** Outcome of a request's check; {@code reason} is what the 401/403 answer says. */
@@ -39,7 +40,7 @@ public final class AdminAccess {
 
     /** @param authorization the request's Authorization header, or null */
     public Decision check(String path, String authorization) {
-        if (!locked || path.equals("/health")) return Decision.OK;
+        if (!locked || path.equals("/health") || path.equals("/healthz") || path.equals("/readyz")) return Decision.OK;
         if (tokenSha256 == null) {
             return new Decision(false, 403, "the admin port is closed: tenants are configured and admin.token_sha256 is "
                     + "not set (vmcudad --new-token makes one; see CONFIG.md \"Admin port\")\n");

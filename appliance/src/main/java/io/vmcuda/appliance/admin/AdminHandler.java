@@ -19,8 +19,8 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
- * Routes GET /status, /status?format=table, /metrics and /health; everything else is 404 (or 405 for
- * non-GET). Every request passes {@link AdminAccess} first.
+ * Routes GET /status, /status?format=table, /metrics, /health (and /healthz: the daemon answers) and /readyz (it
+ * can take sessions: Readiness); everything else is 404 (or 405 for non-GET). Every request passes {@link AdminAccess} first.
  */
 final class AdminHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
     private static final Logger LOG = Logger.getLogger(AdminHandler.class.getName());
@@ -51,12 +51,17 @@ final class AdminHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
             } else {
                 resp = text(HttpResponseStatus.OK, StatusJson.render(src) + "\n", "application/json");
             }
-        } else if (uri.path().equals("/health")) {
+        } else if (uri.path().equals("/health") || uri.path().equals("/healthz")) {
             resp = text(HttpResponseStatus.OK, "ok\n", "text/plain; charset=utf-8");
+        } else if (uri.path().equals("/readyz")) {
+            List<String> problems = src.readiness().problems();
+            resp = problems.isEmpty() ? text(HttpResponseStatus.OK, "ready\n", "text/plain; charset=utf-8")
+                    : text(HttpResponseStatus.SERVICE_UNAVAILABLE, "not ready: " + String.join("; ", problems) + "\n",
+                            "text/plain; charset=utf-8");
         } else if (uri.path().equals("/metrics")) {
             resp = text(HttpResponseStatus.OK, PrometheusMetrics.render(src), "text/plain; version=0.0.4; charset=utf-8");
         } else {
-            resp = text(HttpResponseStatus.NOT_FOUND, "not found; try /status, /status?format=table, /metrics or /health\n",
+            resp = text(HttpResponseStatus.NOT_FOUND, "not found; try /status, /status?format=table, /metrics, /healthz or /readyz\n",
                     "text/plain; charset=utf-8");
         }
         boolean keepAlive = HttpUtil.isKeepAlive(req);

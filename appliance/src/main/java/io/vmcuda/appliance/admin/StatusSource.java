@@ -16,9 +16,17 @@ public final class StatusSource {
     private final GpuScheduler scheduler;
     private final DaemonMetrics metrics;
     private final java.util.function.Supplier<Collection<Session>> activeSessions;
+    private final java.nio.file.Path stateDir;
 
     public StatusSource(String version, GpuInventory inventory, GpuScheduler scheduler, DaemonMetrics metrics,
                         java.util.function.Supplier<Collection<Session>> activeSessions) {
+        this(version, inventory, scheduler, metrics, activeSessions, null);
+    }
+
+    /** @param stateDir the daemon's state directory, whose writability /readyz checks (null: not checked) */
+    public StatusSource(String version, GpuInventory inventory, GpuScheduler scheduler, DaemonMetrics metrics,
+                        java.util.function.Supplier<Collection<Session>> activeSessions, java.nio.file.Path stateDir) {
+        this.stateDir = stateDir;
         this.version = version;
         this.inventory = inventory;
         this.scheduler = scheduler;
@@ -36,6 +44,10 @@ public final class StatusSource {
 
     GpuScheduler scheduler() {
         return scheduler;
+    }
+
+    Readiness readiness() {
+        return new Readiness(inventory, stateDir);
     }
 
     DaemonMetrics metrics() {
