@@ -48,6 +48,7 @@ public final class ApplianceConfig {
         cachePublicHashes();
         cacheModuleBytes();
         adminTokenSha256();
+        logLevel();
         workerBlockSize();
         maxHandshakes();
         maxHandshakesPerSource();
@@ -138,6 +139,11 @@ public final class ApplianceConfig {
     }
 
     /** {@code admin.token_sha256}: the operator token's SHA-256 for the admin port, or null when not set. */
+    /** log.level: error, warn, info or debug. */
+    public java.util.logging.Level logLevel() {
+        return LogLevel.parse(string("log.level"));
+    }
+
     public byte[] adminTokenSha256() {
         String h = string("admin.token_sha256").strip();
         if (h.isEmpty()) return null;

@@ -16,7 +16,7 @@ public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, P
 
     public static final String USAGE = String.join("\n",
             "usage: vmcudad [--listen HOST:PORT] [--admin HOST:PORT] [--state-dir DIR] [--config FILE]",
-            "               [--worker-lib-dir DIR] [--insecure]",
+            "               [--worker-lib-dir DIR] [--insecure] [--log-level error|warn|info|debug]",
             "       vmcudad --hash-token [TOKEN] | --new-token | --version | --help",
             "       vmcudad cache seed [--state-dir DIR] [--config FILE] FILE...   (CUDA libraries' module images,",
             "                    public in the module cache: appliance/CONFIG.md \"Module cache\")",
@@ -28,6 +28,7 @@ public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, P
             "                    worker.lib_dir, appliance/target/native in a checkout, <bundle>/native)",
             "  --insecure        allow a non-loopback --listen without tenant tokens (anyone who can reach",
             "                    the port may run code on the GPUs)",
+            "  --log-level       error, warn, info (default) or debug; the properties key log.level likewise",
             "  --hash-token      print the tenant.NAME.token_sha256 value of TOKEN (or of the line on stdin)",
             "  --new-token       print a new random token and its tenant.NAME.token_sha256 line",
             "Running sessions end when the daemon stops: on SIGTERM it stops accepting, sends its workers",

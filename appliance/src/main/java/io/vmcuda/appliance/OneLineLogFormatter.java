@@ -21,12 +21,25 @@ public final class OneLineLogFormatter extends Formatter {
     private static final DateTimeFormatter TIME =
             DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS").withZone(ZoneId.systemDefault());
 
+    /** Whether each line starts with its sd-daemon priority ({@code <3>} ...), which journald reads and strips. */
+    private final boolean journald;
+
+    /** Lines for journald when systemd connected stderr to it (it sets JOURNAL_STREAM), plain lines otherwise. */
+    public OneLineLogFormatter() {
+        this(System.getenv("JOURNAL_STREAM") != null);
+    }
+
+    OneLineLogFormatter(boolean journald) {
+        this.journald = journald;
+    }
+
     @Override
     public String format(LogRecord r) {
         String logger = r.getLoggerName() == null ? "" : r.getLoggerName();
         logger = logger.substring(logger.lastIndexOf('.') + 1);
-        StringBuilder s = new StringBuilder(160)
-                .append(TIME.format(Instant.ofEpochMilli(r.getMillis()))).append(' ')
+        StringBuilder s = new StringBuilder(160);
+        if (journald) s.append('<').append(LogLevel.syslogPriority(r.getLevel())).append('>');
+        s.append(TIME.format(Instant.ofEpochMilli(r.getMillis()))).append(' ')
                 .append(String.format("%-7s", r.getLevel().getName())).append('[').append(logger).append("] ")
                 .append(escaped(formatMessage(r))).append('\n');
         if (r.getThrown() != null) {
@@ -63,5 +76,10 @@ public final class OneLineLogFormatter extends Formatter {
         h.setLevel(Level.ALL);
         root.addHandler(h);
         root.setLevel(Level.INFO);
+    }
+
+    /** The daemon's level from now on (LogLevel). */
+    static void setLevel(Level level) {
+        Logger.getLogger("").setLevel(level);
     }
 }

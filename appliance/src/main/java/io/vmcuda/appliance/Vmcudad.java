@@ -65,8 +65,11 @@ public final class Vmcudad {
         Logger log = Logger.getLogger(Vmcudad.class.getName());
         DaemonOptions options;
         ApplianceConfig config;
+        java.util.logging.Level levelOption;
         try {
-            options = DaemonOptions.parse(args);
+            String[] rest = withoutLogLevel(args);
+            levelOption = logLevelOption(args);
+            options = DaemonOptions.parse(rest);
         } catch (IllegalArgumentException e) {
             System.err.println("vmcudad: " + e.getMessage());
             System.err.println(DaemonOptions.USAGE);
@@ -81,6 +84,7 @@ public final class Vmcudad {
             System.exit(2);
             return;
         }
+        OneLineLogFormatter.setLevel(levelOption != null ? levelOption : config.logLevel());
         Daemon daemon;
         try {
             daemon = Daemon.start(options, config, SystemGpuInventory.detect());
@@ -95,5 +99,32 @@ public final class Vmcudad {
             stopped.countDown();
         }, "vmcudad-shutdown"));
         stopped.await();
+    }
+
+    /** --log-level LEVEL (or --log-level=LEVEL): the level it names, null when not given. */
+    static java.util.logging.Level logLevelOption(String[] args) {
+        java.util.logging.Level level = null;
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].startsWith("--log-level=")) level = LogLevel.parse(args[i].substring("--log-level=".length()));
+            else if (args[i].equals("--log-level")) {
+                if (i + 1 >= args.length) throw new IllegalArgumentException("missing value for --log-level");
+                level = LogLevel.parse(args[++i]);
+            }
+        }
+        return level;
+    }
+
+    /** The arguments without --log-level and its value (DaemonOptions knows the rest). */
+    static String[] withoutLogLevel(String[] args) {
+        java.util.List<String> rest = new java.util.ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].startsWith("--log-level=")) continue;
+            if (args[i].equals("--log-level")) {
+                i++;
+                continue;
+            }
+            rest.add(args[i]);
+        }
+        return rest.toArray(new String[0]);
     }
 }
