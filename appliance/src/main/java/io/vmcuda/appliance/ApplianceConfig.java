@@ -49,6 +49,7 @@ public final class ApplianceConfig {
         cacheModuleBytes();
         adminTokenSha256();
         logLevel();
+        sessionRecordsMaxBytes();
         workerBlockSize();
         maxHandshakes();
         maxHandshakesPerSource();
@@ -139,6 +140,11 @@ public final class ApplianceConfig {
     }
 
     /** {@code admin.token_sha256}: the operator token's SHA-256 for the admin port, or null when not set. */
+    /** session.records_max_bytes: the size past which sessions.jsonl moves to sessions.jsonl.1. */
+    public long sessionRecordsMaxBytes() {
+        return longValue("session.records_max_bytes", 4096, Long.MAX_VALUE);
+    }
+
     /** log.level: error, warn, info or debug. */
     public java.util.logging.Level logLevel() {
         return LogLevel.parse(string("log.level"));

@@ -114,7 +114,7 @@ public final class Daemon implements AutoCloseable {
                 config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes(),
                 config.shmRegions(), config.workerUidPool(), stateDir);
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
-                new SessionRecordLog(stateDir.resolve("sessions.jsonl")), metrics, refusals, timer, blocking,
+                new SessionRecordLog(stateDir.resolve("sessions.jsonl"), config.sessionRecordsMaxBytes()), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);
         int totalSlots = inventory.gpus().size() * config.schedulerConfig().maxSessionsPerGpu();
         int defaultShare = config.tenantGpuSharePercent();

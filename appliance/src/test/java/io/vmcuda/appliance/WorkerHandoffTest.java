@@ -87,6 +87,29 @@ class WorkerHandoffTest {
         }
     }
 
+    /** sessions.jsonl is bounded (session.records_max_bytes): past the limit it moves to sessions.jsonl.1. */
+    @Test
+    void sessionRecordsRotateAtTheirLimit() throws Exception {
+        Path records = state.resolve("sessions.jsonl"), older = state.resolve("sessions.jsonl.1");
+        try (DaemonHarness d = daemon(TestInventory.gpus(1), Map.of("session.records_max_bytes", "4096"))) {
+            for (int i = 0; i < 16; i++) {
+                try (ProtocolClient c = d.connect()) {
+                    openSession(c, "rotating-app-" + i);
+                }
+                String program = "\"program\":\"rotating-app-" + i + "\"";
+                DaemonHarness.await(() -> text(records).contains(program) || text(older).contains(program));
+            }
+            assertTrue(Files.exists(older), "16 records of about 500 bytes went past 4096 bytes");
+            assertTrue(Files.size(records) <= 4096 && Files.size(older) <= 4096,
+                    Files.size(records) + " and " + Files.size(older) + " bytes");
+            assertTrue(Files.readString(older).contains("\"program\":\"rotating-app-"), Files.readString(older));
+        }
+    }
+
+    private static String text(Path p) throws java.io.IOException {
+        return Files.exists(p) ? Files.readString(p) : "";
+    }
+
     @Test
     void clientReachesTheWorkerThroughTheSameConnection() throws Exception {
         try (DaemonHarness d = daemon(TestInventory.gpus(1), Map.of())) {
