@@ -107,8 +107,10 @@ static cudaError_t attach(const char *path, uintptr_t base, size_t bytes, uint64
         vmc_arg_u64(&c, (uint64_t)base);
         st = vmc_call_finish(&c);
         *device = vmc_ret_u64(&c);
-        if (st == cudaSuccess && !vmc_call_reply_ok(&c))
+        if (st == cudaSuccess && !vmc_call_reply_ok(&c)) {
+            detach(base); /* the worker did map and register it: it must let go, or its pinned pages leak */
             st = cudaErrorUnknown;
+        }
     }
     unlink(path);
     return st;

@@ -7,7 +7,7 @@
 
 static struct vmc_range_set managed = VMC_RANGE_SET_INIT;
 
-cudaError_t vmc_managed_alloc(void **p, size_t size, unsigned flags) {
+cudaError_t vmc_managed_alloc(void **p, size_t size, unsigned flags, int device) {
     if (!p)
         return cudaErrorInvalidValue;
     *p = NULL;
@@ -27,9 +27,9 @@ cudaError_t vmc_managed_alloc(void **p, size_t size, unsigned flags) {
     if (st != cudaSuccess)
         return st;
     /* kernels get this very pointer: the GPU must reach the pages at it */
-    uint64_t device = 0;
-    if (!vmc_hostmap_device_pointer(base, &device) || device != (uint64_t)(uintptr_t)base ||
-        vmc_ranges_add(&managed, base, size, 0) != 0) {
+    uint64_t gpu_address = 0;
+    if (!vmc_hostmap_device_pointer(base, &gpu_address) || gpu_address != (uint64_t)(uintptr_t)base ||
+        vmc_ranges_add(&managed, base, size, (unsigned)device) != 0) {
         vmc_hostmap_release(base, size);
         return cudaErrorMemoryAllocation;
     }
@@ -44,12 +44,13 @@ int vmc_managed_contains(const void *p, size_t count) {
     return count <= r.size - ((uintptr_t)p - r.base);
 }
 
-int vmc_managed_find(const void *p, void **base, size_t *size) {
+int vmc_managed_find(const void *p, void **base, size_t *size, int *device) {
     struct vmc_range r;
     if (!vmc_ranges_find(&managed, p, &r))
         return 0;
     *base = (void *)r.base;
     *size = r.size;
+    *device = (int)r.tag;
     return 1;
 }
 

@@ -11,13 +11,14 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
-/* cudaMallocManaged's checks and allocation (flags: cudaMemAttachGlobal or cudaMemAttachHost). The status
- * is a cudaError_t whose numbers the driver's CUresult shares for these errors. */
-cudaError_t vmc_managed_alloc(void **p, size_t size, unsigned flags);
+/* cudaMallocManaged's checks and allocation (flags: cudaMemAttachGlobal or cudaMemAttachHost) for the
+ * program's current device `device` (what the pointer's attributes name). The status is a cudaError_t whose
+ * numbers the driver's CUresult shares for these errors. */
+cudaError_t vmc_managed_alloc(void **p, size_t size, unsigned flags, int device);
 /* 1 when [p, p + count) lies in one managed allocation (count 0: p in one). */
 int vmc_managed_contains(const void *p, size_t count);
-/* 1 and the allocation's start and size when p lies in a managed allocation, else 0. */
-int vmc_managed_find(const void *p, void **base, size_t *size);
+/* 1 and the allocation's start, size and device when p lies in a managed allocation, else 0. */
+int vmc_managed_find(const void *p, void **base, size_t *size, int *device);
 /* 1 when p was the start of a managed allocation, now freed; 0 when it is not one (the caller goes on). */
 int vmc_managed_free(void *p);
 

@@ -9,7 +9,10 @@ __attribute__((visibility("default"))) CUresult cuMemAllocManaged(CUdeviceptr *d
     if (!dptr)
         return CUDA_ERROR_INVALID_VALUE;
     void *p = NULL;
-    CUresult st = (CUresult)vmc_managed_alloc(&p, bytesize, flags);
+    CUdevice device = 0;
+    CUresult st = cuCtxGetDevice(&device);
+    if (st == CUDA_SUCCESS)
+        st = (CUresult)vmc_managed_alloc(&p, bytesize, flags, (int)device);
     *dptr = st == CUDA_SUCCESS ? (CUdeviceptr)(uintptr_t)p : 0;
     return st;
 }

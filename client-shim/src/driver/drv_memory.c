@@ -494,7 +494,8 @@ static size_t attribute_size(CUpointer_attribute a) {
 static int managed_attribute(void *data, CUpointer_attribute a, CUdeviceptr ptr, CUresult *st) {
     void *base = NULL;
     size_t size = 0;
-    if (!vmc_managed_find((const void *)(uintptr_t)ptr, &base, &size))
+    int device = 0;
+    if (!vmc_managed_find((const void *)(uintptr_t)ptr, &base, &size, &device))
         return 0;
     *st = CUDA_SUCCESS;
     switch (a) {
@@ -504,12 +505,7 @@ static int managed_attribute(void *data, CUpointer_attribute a, CUdeviceptr ptr,
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(int *)data = 1; break;
     case CU_POINTER_ATTRIBUTE_MAPPED: *(int *)data = 1; break;
     case CU_POINTER_ATTRIBUTE_CONTEXT: *st = cuCtxGetCurrent((CUcontext *)data); break;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: {
-        CUdevice d = 0;
-        *st = cuCtxGetDevice(&d);
-        *(int *)data = (int)d;
-        break;
-    }
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = device; break; /* where it was allocated */
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(void **)data = base; break;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = size; break;
     default: *st = CUDA_ERROR_INVALID_VALUE;

@@ -96,7 +96,10 @@ static cudaError_t malloc_managed(void **devPtr, size_t size, unsigned int flags
         return cudaErrorInvalidValue;
     *devPtr = NULL;
     cudaError_t st = vmc_context_check();
-    return st != cudaSuccess ? st : vmc_managed_alloc(devPtr, size, flags);
+    int device = 0;
+    if (st == cudaSuccess)
+        st = cudaGetDevice(&device);
+    return st != cudaSuccess ? st : vmc_managed_alloc(devPtr, size, flags, device);
 }
 
 __attribute__((visibility("default"))) cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
@@ -150,12 +153,11 @@ cudaError_t vmc_forward_cudaPointerGetAttributes(struct cudaPointerAttributes *a
 /* Managed memory is answered here (the worker knows it as registered host memory); the rest by the worker. */
 __attribute__((visibility("default"))) cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
                                                                            const void *ptr) {
-    if (!attributes || !ptr || !vmc_managed_contains(ptr, 0))
+    void *base;
+    size_t size;
+    int device;
+    if (!attributes || !ptr || !vmc_managed_find(ptr, &base, &size, &device))
         return vmc_forward_cudaPointerGetAttributes(attributes, ptr);
-    int device = 0;
-    cudaError_t st = cudaGetDevice(&device);
-    if (st != cudaSuccess)
-        return st;
     memset(attributes, 0, sizeof *attributes);
     attributes->type = cudaMemoryTypeManaged;
     attributes->device = device;
