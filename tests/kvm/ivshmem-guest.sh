@@ -31,7 +31,7 @@ cp /bin/busybox "$W/root/bin/" && for a in sh mount insmod ip ls cat poweroff sl
 for m in virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci failover net_failover virtio_net; do
     cp "$(find "$MODS" -name "$m.ko")" "$W/root/mods/" || fail "module $m missing from $KERNEL_DEB"
 done
-gcc -std=gnu11 -O2 -I/usr/local/cuda/include -o "$W/root/bin/region_copy" "$REPO/tests/kvm/region_copy.c" \
+gcc -std=gnu11 -O2 -I/usr/local/cuda/include -I"$REPO/tests/driver" -o "$W/root/bin/region_copy" "$REPO/tests/kvm/region_copy.c" \
     -L"$REPO/client-shim/target/lib" -lcuda -Wl,-rpath,/lib || fail "cannot build region_copy"
 cp -L "$REPO"/client-shim/target/lib/libcuda.so.1 "$REPO"/client-shim/target/lib/libvmcuda-client.so "$W/root/lib/"
 cp -L /lib/x86_64-linux-gnu/libc.so.6 "$W/root/lib/" && cp -L /lib64/ld-linux-x86-64.so.2 "$W/root/lib64/"
@@ -81,7 +81,7 @@ grep -a "guest:\|region_copy\|vmcuda" "$W/guest.log" | tr -d '\r'
 lanes=$(cat "$W"/state/sessions/*/worker.log 2>/dev/null | grep -c "ring attached: lane")
 echo "worker: $lanes lane attachment(s) of the region"
 grep -h "ring attached" "$W"/state/sessions/*/worker.log 2>/dev/null | head -2
-if grep -aq "region_copy: 2 x 8 MiB each way identical" "$W/guest.log" && [ "$lanes" -ge 1 ]; then
+if grep -aq "region_copy: 2 x 8 MiB each way identical: ok" "$W/guest.log" && [ "$lanes" -ge 1 ]; then
     echo "RESULT: PASS"
 else
     echo "RESULT: FAIL (guest log: $W/guest.log, daemon log: $W/daemon.log)"; exit 1

@@ -1,21 +1,10 @@
 /* Run inside a KVM guest by ivshmem-guest.sh: bulk copies between this guest and the appliance's (stand-in)
  * GPU through a lane of an ivshmem region shared with the host, the mechanism vmcuda uses between two VMs
  * on one KVM host. 8 MiB each way, twice, compared byte for byte. */
-#include <cuda.h>
-#include <stdio.h>
+#define DRV_CHECK_NO_KERNELS
+#include "drv_check.h"
 #include <stdlib.h>
 #include <string.h>
-
-#define CU(call)                                                                           \
-    do {                                                                                   \
-        CUresult e_ = (call);                                                              \
-        if (e_ != CUDA_SUCCESS) {                                                          \
-            const char *n_ = "?";                                                          \
-            cuGetErrorName(e_, &n_);                                                       \
-            printf("%s: %s\n", #call, n_);                                                 \
-            return 2;                                                                      \
-        }                                                                                  \
-    } while (0)
 
 int main(void) {
     enum { N = 8 << 20 };
@@ -38,6 +27,6 @@ int main(void) {
         same &= memcmp(in, out, N) == 0;
     }
     CU(cuMemFree_v2(d));
-    printf("region_copy: 2 x 8 MiB each way %s\n", same ? "identical" : "DIFFERENT");
-    return same ? 0 : 1;
+    check(same, "region_copy: 2 x 8 MiB each way identical");
+    return failures ? 1 : 0;
 }

@@ -103,7 +103,7 @@ cudaError_t vmc_copy_to_device(uint32_t symbol, uint64_t dst, const void *src, s
         return vmc_hostmap_copy(dst, src, count, stream_arg, mode, 1);
     /* An async copy must return once its bytes have left the buffer, without waiting for the stream:
      * the socket gives that; the ring would wait for the device copy. */
-    if (!(mode & COPY_ASYNC) && vmc_shm_ready(count, 1))
+    if (!(mode & COPY_ASYNC) && vmc_shm_ready(count))
         return vmc_shm_host_to_device(symbol, dst, src, count, stream, mode);
     unsigned ways = stripes_for(symbol, dst, count, mode);
     if (ways > 1)
@@ -115,7 +115,7 @@ cudaError_t vmc_copy_to_host(void *dst, uint32_t symbol, uint64_t src, size_t co
     cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
     if (symbol == VMC_NO_INDEX && vmc_hostmap_contains(dst, count))
         return vmc_hostmap_copy(src, dst, count, stream_arg, mode, 0);
-    if (vmc_shm_ready(count, 0))
+    if (vmc_shm_ready(count))
         return vmc_shm_device_to_host(dst, symbol, src, count, stream, mode);
     unsigned ways = stripes_for(symbol, src, count, mode);
     if (ways > 1)

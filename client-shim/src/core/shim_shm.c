@@ -315,16 +315,14 @@ int vmc_shm_colocated(void) { return may_share() && !vmc_client_config()->shm_re
 
 int vmc_shm_pinned_in_region(void) { return vmc_client_config()->pinned_in_region && vmc_shm_colocated(); }
 
-int vmc_shm_ready(size_t count, int to_device) {
-    if (count < VMC_RING_MIN_PIPED_FROM_DEVICE || !may_share())
+int vmc_shm_ready(size_t count) {
+    if (count < VMC_RING_MIN_PIPED || !may_share())
         return 0;
     cudaError_t err;
     struct vmc_conn *conn = vmc_thread_conn(&err);
     if (!conn)
         return 0;
-    size_t least = conn->pipe_state != 1 ? VMC_SHM_MIN_BYTES
-                                         : to_device ? VMC_RING_MIN_PIPED_TO_DEVICE : VMC_RING_MIN_PIPED_FROM_DEVICE;
-    if (count < least)
+    if (count < (conn->pipe_state == 1 ? VMC_RING_MIN_PIPED : VMC_SHM_MIN_BYTES))
         return 0;
     if (conn->shm_state == 0)
         attach(conn);

@@ -14,13 +14,12 @@
  * the device, 4 / 16 / 64 KiB 0.79 / 0.84 / 1.05 through the ring against 0.57 / 0.38 / 0.65 through the
  * pipe's byte stream; to the device, 4 / 16 / 64 KiB 0.62 / 0.58 / 1.32 through the ring against 0.56 /
  * 0.41 / 0.70 through the byte stream and the worker's synchronous copy from pageable memory. */
-#define VMC_RING_MIN_PIPED_FROM_DEVICE (4u << 10)
-#define VMC_RING_MIN_PIPED_TO_DEVICE (4u << 10)
+#define VMC_RING_MIN_PIPED (4u << 10)
 
 struct vmc_conn;
 
 /* 1 if this copy should take the ring (attaching it on first use), 0 if the socket must carry it. */
-int vmc_shm_ready(size_t count, int to_device);
+int vmc_shm_ready(size_t count);
 /* Same arguments and semantics as the socket paths in shim_memory.c (synchronous copies only). */
 cudaError_t vmc_shm_host_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
                                    unsigned mode);

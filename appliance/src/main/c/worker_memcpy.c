@@ -155,6 +155,17 @@ static int discard(struct vmc_wconn *c, void *buf, size_t block, size_t n) {
     return 0;
 }
 
+/* The end of a copy to the device: counted, and its status answered (a synchronous call) or kept for the next
+ * answer (an asynchronous one). */
+static enum vmc_w_result answer_upload(struct vmc_wcall *wc, uint64_t count, cudaError_t st) {
+    vmc_w_count_h2d(count);
+    if (wc->async)
+        vmc_w_async_done(wc, st);
+    else
+        vmc_w_reply_status(wc, st);
+    return VMC_W_DONE;
+}
+
 enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
     struct vmc_wconn *c = wc->conn;
     uint32_t symbol = vmc_in_u32(&wc->in);
@@ -176,12 +187,7 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
         int async = (mode & COPY_ASYNC) != 0;
         cudaError_t st = count ? vmc_w_copy_block(&dst, 0, small, (size_t)count, 1, async, stream, mode) : cudaSuccess;
         vmc_w_order_submitted(wc);
-        vmc_w_count_h2d(count);
-        if (wc->async)
-            vmc_w_async_done(wc, st);
-        else
-            vmc_w_reply_status(wc, st);
-        return VMC_W_DONE;
+        return answer_upload(wc, count, st);
     }
     int pinned = staging(c);
     if (pinned < 0)
@@ -214,12 +220,7 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
     vmc_w_order_submitted(wc);
     if (st == cudaSuccess)
         st = vmc_w_copy_sync(stream, mode);
-    vmc_w_count_h2d(count);
-    if (wc->async)
-        vmc_w_async_done(wc, st);
-    else
-        vmc_w_reply_status(wc, st);
-    return VMC_W_DONE;
+    return answer_upload(wc, count, st);
 }
 
 enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc) {
