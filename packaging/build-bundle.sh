@@ -98,7 +98,12 @@ if [ ${#jars[@]} -gt 0 ] && [ -x "$jdeps" ] && command -v unzip >/dev/null; then
 else
     echo "build-bundle: WARNING: jdeps or unzip unavailable; using base modules only" >&2
 fi
-modules="$(tr ',' '\n' <<<"$modules" | sed '/^$/d' | sort -u | paste -sd, -)"
+# Modules that jdeps finds referenced only by code the daemon never runs, left out (together ~13 MB of JRE):
+# java.desktop (Jackson's optional java.beans annotations support, which it loads only if present) and
+# java.compiler (Vert.x compiling Java verticles from source; jetcd uses Vert.x only as a gRPC client).
+# The GPU pool run (tests/gpu/run-pool-on-device.sh) runs the bundle, pool included, on this JRE.
+optional_only="java.desktop java.compiler"
+modules="$(tr ',' '\n' <<<"$modules" | sed '/^$/d' | grep -vxF -f <(tr ' ' '\n' <<<"$optional_only") | sort -u | paste -sd, -)"
 
 feature="$("$jlink" --version | cut -d. -f1)"
 if [ "$feature" -ge 21 ]; then compress="--compress=zip-6"; else compress="--compress=2"; fi

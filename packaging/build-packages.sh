@@ -110,6 +110,7 @@ Architecture: amd64
 Maintainer: $maintainer
 Installed-Size: @INSTALLED_SIZE@
 Depends: libc6 (>= 2.34)
+Suggests: curl, jq
 Section: libs
 Priority: optional
 Homepage: https://github.com/vmcuda/vmcuda

@@ -35,6 +35,7 @@
 
 #include "vmc_wire.h" /* VMC_PROTO_VERSION: what this shim speaks */
 #include "doctor_program.h"
+#include "pool_lookup.h"
 
 #ifndef VMCUDA_VERSION
 #define VMCUDA_VERSION "unknown"
@@ -179,8 +180,10 @@ static struct setting settings[] = {
     {"block_size", "VMCUDA_BLOCK_SIZE", "4194304", "default"},
     {"gpus", "VMCUDA_GPUS", "1", "default"},
     {"transport", "VMCUDA_TRANSPORT", "auto", "default"},
+    {"cluster", "VMCUDA_CLUSTER", "", "not set"},
+    {"cluster_prefix", "VMCUDA_CLUSTER_PREFIX", "/vmcuda/", "default"},
 };
-enum { S_APPLIANCE, S_TOKEN, S_BLOCK, S_GPUS, S_TRANSPORT, S_COUNT };
+enum { S_APPLIANCE, S_TOKEN, S_BLOCK, S_GPUS, S_TRANSPORT, S_CLUSTER, S_PREFIX, S_COUNT };
 static char config_path[512];
 
 static char *trim(char *s) {
@@ -237,7 +240,19 @@ static void check_config(void) {
         }
     }
     struct setting *a = &settings[S_APPLIANCE], *t = &settings[S_TOKEN], *b = &settings[S_BLOCK], *g = &settings[S_GPUS];
-    line("appliance  = %-24s (%s)", a->value[0] ? a->value : "(none)", a->source);
+    struct setting *c = &settings[S_CLUSTER];
+    /* as the shim: an appliance named in the environment overrides a pool from the file */
+    if (c->value[0] && strncmp(c->source, "environment", 11) != 0 && strncmp(a->source, "environment", 11) == 0) {
+        line("cluster    = %-24s (%s; not used: VMCUDA_APPLIANCE overrides it)", c->value, c->source);
+        c->value[0] = 0;
+    }
+    if (c->value[0]) {
+        line("cluster    = %-24s (%s): a pool of appliances places this client%s", c->value, c->source,
+             a->value[0] ? "; 'appliance' is not used" : "");
+        line("cluster_prefix = %-20s (%s)", settings[S_PREFIX].value, settings[S_PREFIX].source);
+    } else {
+        line("appliance  = %-24s (%s)", a->value[0] ? a->value : "(none)", a->source);
+    }
     if (t->value[0])
         line("token      = %.4s... (%zu characters)   (%s)", t->value, strlen(t->value), t->source);
     else
@@ -254,9 +269,9 @@ static void check_config(void) {
     }
     line("gpus       = %-24s (%s)", g->value, g->source);
     line("transport  = %-24s (%s)", settings[S_TRANSPORT].value, settings[S_TRANSPORT].source);
-    if (!a->value[0])
+    if (!a->value[0] && !c->value[0])
         problem("no appliance configured: set 'appliance = HOST:PORT' in %s, or VMCUDA_APPLIANCE=HOST:PORT, "
-                "or use `vmcuda doctor --appliance HOST:PORT`", config_path);
+                "or use `vmcuda doctor --appliance HOST:PORT` (or 'cluster = http://ETCD:2379' for a pool)", config_path);
 }
 
 /* ---- 3. network ------------------------------------------------------------------------------ */
@@ -304,13 +319,65 @@ static int try_connect(const struct addrinfo *ai, double *ms) {
     return err;
 }
 
+static int check_appliance_port(const char *ap);
+
+/* A pool: etcd answers with the live appliances' endpoints, and each accepts TCP connections. */
+static int check_pool(void) {
+    const char *cluster = settings[S_CLUSTER].value;
+    static char entries[VMC_POOL_MAX_ENTRIES][VMC_POOL_ENDPOINT_MAX];
+    char why[512];
+    int n = vmc_pool_entries(cluster, settings[S_PREFIX].value, entries, VMC_POOL_MAX_ENTRIES, why, sizeof why);
+    if (n < 0) {
+        problem("cannot read the pool from etcd: %s. Check the URL (http://HOST:2379), that etcd runs, and that this VM "
+                "reaches it (curl %s/health)", why, cluster);
+        return -1;
+    }
+    line("pool: etcd lists %d live appliance(s) under %sentry/", n, settings[S_PREFIX].value);
+    if (n == 0) {
+        problem("no appliance is registered in the pool: start vmcudad with cluster.etcd = %s (or --etcd) on the "
+                "appliances, with cluster.prefix = %s", cluster, settings[S_PREFIX].value);
+        return -1;
+    }
+    int reachable = 0;
+    for (int i = 0; i < n; i++) {
+        char host[256], port[64];
+        struct addrinfo hints = {0}, *res = NULL;
+        hints.ai_socktype = SOCK_STREAM;
+        if (split_host_port(entries[i], host, sizeof host, port, sizeof port) != 0 ||
+            getaddrinfo(host, port, &hints, &res) != 0) {
+            line("appliance %s: cannot resolve it", entries[i]);
+            continue;
+        }
+        double ms;
+        int err = try_connect(res, &ms);
+        freeaddrinfo(res);
+        if (err == 0) {
+            line("appliance %s: TCP connect ok (%.2f ms)", entries[i], ms);
+            reachable++;
+        } else {
+            line("appliance %s: %s (after %.0f ms)", entries[i], strerror(err), ms);
+        }
+    }
+    if (!reachable) {
+        problem("no appliance of the pool accepts connections from this VM: check the network between them");
+        return -1;
+    }
+    return 0;
+}
+
 static int check_network(void) {
     section("3. Network");
-    const char *ap = settings[S_APPLIANCE].value;
+    if (settings[S_CLUSTER].value[0])
+        return check_pool();
+    return check_appliance_port(settings[S_APPLIANCE].value);
+}
+
+static int check_appliance_port(const char *ap) {
     if (!ap[0]) {
         line("skipped: no appliance configured");
         return -1;
     }
+
     char host[256], port[64];
     if (split_host_port(ap, host, sizeof host, port, sizeof port) != 0) {
         problem("appliance '%s' is not HOST:PORT (e.g. 192.168.50.10:7070)", ap);
@@ -416,8 +483,9 @@ static void check_session(int network_ok) {
     int no_config = strstr(said, "no appliance configured") != NULL;
     const char *cannot = strstr(said, "cannot use appliance");
     const char *refused = strstr(said, "appliance refused: ");
+    const char *unplaced = strstr(said, "no place in the pool of appliances");
     const char *no_gpu = strstr(said, "appliance has no usable GPU");
-    session_up = !no_config && !cannot;
+    session_up = !no_config && !cannot && !unplaced;
     if (session_up)
         line("session: opened in %.0f ms (protocol version %u accepted%s; this program was uploaded, rewritten "
              "and started as the worker unless the appliance had it cached)",
@@ -433,6 +501,12 @@ static void check_session(int network_ok) {
     if (no_config) {
         if (!problems)
             problem("no appliance configured: see the line above");
+    } else if (unplaced) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", unplaced);
+        why[strcspn(why, "\n")] = 0;
+        if (!problems)
+            problem("the pool could not place this client (%s): see docs/pool.md \"Failures\"", why);
     } else if (refused) {
         char why[1024];
         snprintf(why, sizeof why, "%s", refused + strlen("appliance refused: "));

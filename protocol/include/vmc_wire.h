@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#define VMC_PROTO_VERSION 3u
+#define VMC_PROTO_VERSION 4u
 /* HELLO's visible_len when the client has no CUDA_VISIBLE_DEVICES, and the longest one it carries. */
 #define VMC_VISIBLE_UNSET 0xFFFFu
 #define VMC_VISIBLE_MAX_BYTES 1024u
@@ -47,8 +47,9 @@ enum vmc_frame_type {
 #define VMC_MAX_BINARY_CHUNK (4u * 1024u * 1024u)
 #define VMC_MAX_CALL_PAYLOAD (1024u * 1024u)
 
-enum vmc_role { VMC_ROLE_NEW = 0, VMC_ROLE_JOIN = 1 };
-enum vmc_hello_status { VMC_READY = 0, VMC_SEND_BINARY = 1, VMC_REFUSED = 2 };
+/* ROLE_PLACE (protocol 4): asks an appliance of a pool where to open the session; PLACED answers it. */
+enum vmc_role { VMC_ROLE_NEW = 0, VMC_ROLE_JOIN = 1, VMC_ROLE_PLACE = 2 };
+enum vmc_hello_status { VMC_READY = 0, VMC_SEND_BINARY = 1, VMC_REFUSED = 2, VMC_PLACED = 3 };
 
 #define VMC_SHA256_BYTES 32
 #define VMC_SESSION_KEY_BYTES 32

@@ -6,10 +6,13 @@
 #   .carry/vmcuda-bundle.tar.gz   packaging/target/vmcuda-VERSION-linux-x86_64.tar.gz
 #   .carry/cuda/*                 tests/target/cuda/* (the prebuilt CUDA test programs)
 #   .carry/bench/*, .carry/isolation/*   tests/target/{bench,isolation}/*
-#   .carry/driver.tar.gz          with --driver, for tests/gpu/run-driver-on-device.sh: cuda-static/
+#   .carry/driver.tar.xz          with --driver, for tests/gpu/run-driver-on-device.sh: cuda-static/
 #                                 (tests/target/cuda-static), driver/ (drv_api, rt_static), disc-tools/
 #                                 (the discovery tracer and procmap, tests/driver/discovery/build.sh);
-#                                 compressed, as the static-runtime programs are ~1 MiB each
+#                                 compressed with xz, as the static-runtime programs are ~1 MiB each
+#   .carry/pool.tar.xz            with --pool, for tests/gpu/run-pool-on-device.sh: this machine's etcd
+#                                 (Debian's etcd-server), tests/target/pool/*, cuda/ and a few cuda-static/
+#                                 programs
 #   .carry/perf.tar.gz            with --with-perf: this machine's perf and its libraries, for
 #                                 tests/gpu/profile-tcp.sh (the GPU machine has no perf)
 #
@@ -22,12 +25,14 @@ carry="$repo/.carry"
 allow_incomplete=false
 with_perf=false
 with_driver=false
+with_pool=false
 for arg in "$@"; do
     case "$arg" in
     --allow-incomplete) allow_incomplete=true ;;
     --with-perf) with_perf=true ;; # .carry/perf.tar.gz for tests/gpu/profile-tcp.sh
     --driver) with_driver=true ;;  # .carry/driver for tests/gpu/run-driver-on-device.sh
-    *) echo "usage: prepare-carry.sh [--allow-incomplete] [--with-perf] [--driver]" >&2; exit 2 ;;
+    --pool) with_pool=true ;;      # .carry/pool.tar.xz for tests/gpu/run-pool-on-device.sh
+    *) echo "usage: prepare-carry.sh [--allow-incomplete] [--with-perf] [--driver] [--pool]" >&2; exit 2 ;;
     esac
 done
 
@@ -59,7 +64,7 @@ cp -p "${programs[@]}" "$carry/cuda/"
 cp -p "$repo"/tests/target/bench/* "$carry/bench/" 2>/dev/null || echo "prepare-carry: no benchmarks in tests/target/bench" >&2
 cp -p "$repo"/tests/target/isolation/* "$carry/isolation/" 2>/dev/null || echo "prepare-carry: no isolation programs in tests/target/isolation" >&2
 
-rm -f "$carry/driver.tar.gz"
+rm -f "$carry/driver.tar.xz"
 if [ "$with_driver" = true ]; then
     pack="$(mktemp -d)"
     mkdir -p "$pack/cuda-static" "$pack/driver"
@@ -68,9 +73,28 @@ if [ "$with_driver" = true ]; then
     cp -p "$repo"/tests/target/driver/drv_api "$repo"/tests/target/driver/drv_kernels.* "$repo"/tests/target/driver/rt_static "$repo"/tests/target/driver/graph_topology "$repo"/tests/target/driver/drv_hostmap "$repo"/tests/target/driver/drv_threads "$repo"/tests/target/driver/drv_fork "$repo"/tests/target/driver/nvml_probe "$pack/driver/" ||
         { echo "prepare-carry: --driver: no tests/target/driver/{drv_api,rt_static}; run: mvn -B install" >&2; exit 1; }
     bash "$repo/tests/driver/discovery/build.sh" "$pack/disc-tools" >/dev/null
-    tar -czf "$carry/driver.tar.gz" -C "$pack" .
+    tar -cJf "$carry/driver.tar.xz" -C "$pack" .
     rm -rf "$pack"
-    echo "prepare-carry: driver front end -> .carry/driver.tar.gz ($(du -h "$carry/driver.tar.gz" | cut -f1)): static-runtime programs, drv_api, rt_static, discovery tools"
+    echo "prepare-carry: driver front end -> .carry/driver.tar.xz ($(du -h "$carry/driver.tar.xz" | cut -f1)): static-runtime programs, drv_api, rt_static, discovery tools"
+fi
+
+rm -f "$carry/pool.tar.xz"
+if [ "$with_pool" = true ]; then
+    etcd_bin="$(command -v etcd || true)"
+    [ -n "$etcd_bin" ] || { echo "prepare-carry: --pool: no etcd here (apt-get install etcd-server)" >&2; exit 1; }
+    pack="$(mktemp -d)"
+    mkdir -p "$pack/cuda" "$pack/cuda-static"
+    cp -p "$etcd_bin" "$pack/etcd"
+    cp -p "$repo"/tests/target/pool/hold_session "$repo"/tests/target/pool/hold_session_static "$pack/" ||
+        { echo "prepare-carry: --pool: no tests/target/pool programs; run: mvn -B install" >&2; exit 1; }
+    cp -p "${programs[@]}" "$pack/cuda/"
+    # the static-runtime builds are ~1 MiB each: a few, for the plain sessions
+    for p in device memory launch streams_events threads; do
+        cp -p "$repo/tests/target/cuda-static/$p" "$pack/cuda-static/" 2>/dev/null || true
+    done
+    tar -cJf "$carry/pool.tar.xz" -C "$pack" . # xz: etcd alone is 21 MiB
+    rm -rf "$pack"
+    echo "prepare-carry: pool -> .carry/pool.tar.xz ($(du -h "$carry/pool.tar.xz" | cut -f1)): etcd, hold_session, programs"
 fi
 
 # perf and the libraries it links, except the C/C++ runtime the GPU machine's newer Ubuntu has itself.

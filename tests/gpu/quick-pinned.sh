@@ -4,12 +4,12 @@
 # use page-locked and mapped memory, built both ways, native vs vmcuda over the ring (client GPU-less for the
 # static builds), and pinned copy bandwidth native vs vmcuda (bench_transfer --pinned). For a device call
 # with little time left; the full suites are run-on-device.sh and run-driver-on-device.sh.
-#   carry: .carry/vmcuda-bundle.tar.gz .carry/driver.tar.gz .carry/cuda .carry/bench
+#   carry: .carry/vmcuda-bundle.tar.gz .carry/driver.tar.xz .carry/cuda .carry/bench
 set -u
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="${OUT:-/tmp/quick-pinned}"
 W=/tmp/qp && rm -rf "$W" && mkdir -p "$W/d" "$OUT"
-tar -xzf "$REPO/.carry/vmcuda-bundle.tar.gz" -C "$W" && tar -xzf "$REPO/.carry/driver.tar.gz" -C "$W/d"
+tar -xzf "$REPO/.carry/vmcuda-bundle.tar.gz" -C "$W" && tar -xJf "$REPO/.carry/driver.tar.xz" -C "$W/d"
 ROOT="$(ls -d "$W"/vmcuda-*/ | head -1)"; ROOT="${ROOT%/}"
 CUDART="$(dirname "$(readlink -f "$(ldconfig -p | awk '/libcudart\.so\.13 /{print $NF; exit}')")")"
 setsid "$ROOT/bin/vmcudad" --listen 127.0.0.1:17170 --admin 127.0.0.1:17171 --state-dir "$W/state" \

@@ -4,7 +4,7 @@
 # daemon outside with the real driver. Builds nothing of vmcuda: tests/gpu/prepare-carry.sh --driver put
 # the bundle and the prebuilt programs in .carry/. Device tool call:
 #     run(command="bash tests/gpu/run-driver-on-device.sh",
-#         carry=[".carry/vmcuda-bundle.tar.gz", ".carry/driver.tar.gz"])
+#         carry=[".carry/vmcuda-bundle.tar.gz", ".carry/driver.tar.xz"])
 #
 # Sections (SECTIONS="..." picks some; default all, in this order, about 8 minutes on an H100):
 #   namespace   the GPU-less namespace hides the GPU (a native run inside must fail)
@@ -77,7 +77,7 @@ CLIENT="$ROOT/client"
 [ -f "$CLIENT/libcuda.so.1" ] || { fail "the bundle has no client/libcuda.so.1"; exit 1; }
 D="$WORK/carried"
 mkdir -p "$D"
-tar -xzf "$CARRY/driver.tar.gz" -C "$D" || { fail "cannot extract $CARRY/driver.tar.gz (prepare-carry.sh --driver)"; exit 1; }
+tar -xJf "$CARRY/driver.tar.xz" -C "$D" || { fail "cannot extract $CARRY/driver.tar.xz (prepare-carry.sh --driver)"; exit 1; }
 REAL_CUDART_DIR="$(dirname "$(readlink -f "$(ldconfig -p | awk '/libcudart\.so\.13 /{print $NF; exit}')" 2>/dev/null)" 2>/dev/null)"
 [ -d "$REAL_CUDART_DIR" ] || REAL_CUDART_DIR=/usr/local/cuda/lib64
 say "bundle: $(basename "$ROOT"); real libcudart in $REAL_CUDART_DIR; sections: $SECTIONS"

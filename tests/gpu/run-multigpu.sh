@@ -4,7 +4,7 @@
 # queried/enabled, cudaMemcpyPeer(Async) between devices) must print exactly what it prints natively.
 # The static build of it (driver front end) and tests/gpu/multigpu_frameworks.py (PyTorch, NVML) run with the
 # client GPU-less (tests/gpu/gpuless.sh). Builds nothing; uses .carry/ from tests/gpu/prepare-carry.sh --driver.
-# Run: bash tests/gpu/run-multigpu.sh   carry: .carry/vmcuda-bundle.tar.gz .carry/cuda .carry/driver.tar.gz
+# Run: bash tests/gpu/run-multigpu.sh   carry: .carry/vmcuda-bundle.tar.gz .carry/cuda .carry/driver.tar.xz
 set -uo pipefail
 REPO="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
 CARRY="${CARRY:-$REPO/.carry}"
@@ -37,7 +37,7 @@ for k in $(seq 1 "$GPUS"); do
 done
 # The same program built with nvcc's default static runtime (driver front end), the client GPU-less.
 static="$WORK/d/cuda-static/multigpu"
-if [ -f "$CARRY/driver.tar.gz" ] && mkdir -p "$WORK/d" && tar -xzf "$CARRY/driver.tar.gz" -C "$WORK/d" && [ -x "$static" ]; then
+if [ -f "$CARRY/driver.tar.xz" ] && mkdir -p "$WORK/d" && tar -xJf "$CARRY/driver.tar.xz" -C "$WORK/d" && [ -x "$static" ]; then
     LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 120 "$static" >"$WORK/native-static.out" 2>&1
     VMCUDA_GPUS=$GPUS VMCUDA_APPLIANCE="127.0.0.1:$PORT" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 120 \
         bash "$REPO/tests/gpu/gpuless.sh" "$ROOT/client" "$static" >"$WORK/vmcuda-static.out" 2>"$WORK/vmcuda-static.err"
@@ -46,7 +46,7 @@ if [ -f "$CARRY/driver.tar.gz" ] && mkdir -p "$WORK/d" && tar -xzf "$CARRY/drive
     echo "static build, client GPU-less, VMCUDA_GPUS=$GPUS: exit $rc, stdout $same to native"
     [ "$same" = identical ] || { diff "$WORK/native-static.out" "$WORK/vmcuda-static.out" | head -20; tail -5 "$WORK/vmcuda-static.err"; }
 else
-    echo "static build: not carried (.carry/driver.tar.gz)"
+    echo "static build: not carried (.carry/driver.tar.xz)"
 fi
 # PyTorch and NVML over all the GPUs (tests/gpu/multigpu_frameworks.py), the client GPU-less.
 if python3 -c "import torch" 2>/dev/null; then

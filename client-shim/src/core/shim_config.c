@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEFAULT_BLOCK_SIZE (4u << 20) /* the block size the vmCUDA study chose */
 #define MIN_BLOCK_SIZE (64u << 10)
@@ -29,9 +30,36 @@ static int switched_on(const char *value) {
     return !(strcmp(value, "0") == 0 || strcmp(value, "off") == 0 || strcmp(value, "false") == 0);
 }
 
+/* "80G", "81920M", "85899345920": bytes, binary suffixes K/M/G/T. 0 when not a number. */
+static uint64_t bytes_value(const char *value) {
+    char *end;
+    unsigned long long v = strtoull(value, &end, 10);
+    switch (*end) {
+    case 'k': case 'K': return (uint64_t)v << 10;
+    case 'm': case 'M': return (uint64_t)v << 20;
+    case 'g': case 'G': return (uint64_t)v << 30;
+    case 't': case 'T': return (uint64_t)v << 40;
+    case 0: return v;
+    default: return 0;
+    }
+}
+
 static void set(const char *key, const char *value) {
     if (strcmp(key, "appliance") == 0)
         snprintf(config.appliance, sizeof config.appliance, "%s", value);
+    else if (strcmp(key, "cluster") == 0)
+        snprintf(config.cluster, sizeof config.cluster, "%s", value);
+    else if (strcmp(key, "cluster_prefix") == 0)
+        snprintf(config.cluster_prefix, sizeof config.cluster_prefix, "%s", value);
+    else if (strcmp(key, "host_id") == 0)
+        snprintf(config.host_id, sizeof config.host_id, "%s", value);
+    else if (strcmp(key, "gpu_model") == 0)
+        snprintf(config.gpu_model, sizeof config.gpu_model, "%s", value);
+    else if (strcmp(key, "gpu_memory") == 0) {
+        config.gpu_memory = bytes_value(value);
+        if (!config.gpu_memory && strcmp(value, "0") != 0)
+            fprintf(stderr, "vmcuda: gpu_memory '%s' is not a size (e.g. 40G); asking for any\n", value);
+    }
     else if (strcmp(key, "token") == 0)
         snprintf(config.token, sizeof config.token, "%s", value);
     else if (strcmp(key, "block_size") == 0) {
@@ -105,6 +133,7 @@ static void load(void) {
      * native output with it; pinned copies reach 0.96-0.99 of native from 64 MiB instead of about half */
     config.pinned_in_region = 1;
     config.calls_in_region = 1;
+    snprintf(config.cluster_prefix, sizeof config.cluster_prefix, "/vmcuda/");
     const char *path = getenv("VMCUDA_CONFIG");
     snprintf(config.config_path, sizeof config.config_path, "%s", path && *path ? path : "/etc/vmcuda/client.conf");
     read_file(config.config_path);
@@ -113,12 +142,33 @@ static void load(void) {
         {"VMCUDA_BLOCK_SIZE", "block_size"}, {"VMCUDA_GPUS", "gpus"}, {"VMCUDA_TRANSPORT", "transport"},
         {"VMCUDA_HANDSHAKE_TIMEOUT", "handshake_timeout_s"}, {"VMCUDA_TCP_STREAMS", "tcp_streams"},
         {"VMCUDA_SHM_REGION", "shm_region"}, {"VMCUDA_PINNED_IN_REGION", "pinned_in_region"},
-        {"VMCUDA_CALLS_IN_REGION", "calls_in_region"}};
+        {"VMCUDA_CALLS_IN_REGION", "calls_in_region"}, {"VMCUDA_CLUSTER", "cluster"},
+        {"VMCUDA_CLUSTER_PREFIX", "cluster_prefix"}, {"VMCUDA_HOST_ID", "host_id"}, {"VMCUDA_GPU_MODEL", "gpu_model"},
+        {"VMCUDA_GPU_MEMORY", "gpu_memory"}};
     for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
         const char *v = getenv(env_keys[i][0]);
         if (v && *v)
             set(env_keys[i][1], v);
     }
+    /* The environment overrides the file: an appliance named there means that appliance, not the file's pool
+     * (and a pool named there, not the file's appliance). In one place both: the pool. */
+    const char *appliance_env = getenv("VMCUDA_APPLIANCE"), *cluster_env = getenv("VMCUDA_CLUSTER");
+    if (appliance_env && *appliance_env && !(cluster_env && *cluster_env))
+        config.cluster[0] = 0;
+    if (!config.host_id[0]) {
+        FILE *f = fopen("/etc/machine-id", "re");
+        if (f) {
+            if (fgets(config.host_id, sizeof config.host_id, f))
+                config.host_id[strcspn(config.host_id, "\r\n")] = 0;
+            fclose(f);
+        }
+        if (!config.host_id[0])
+            gethostname(config.host_id, sizeof config.host_id - 1);
+    }
+}
+
+void vmc_client_config_use_appliance(const char *endpoint) {
+    snprintf(config.appliance, sizeof config.appliance, "%s", endpoint);
 }
 
 const struct vmc_client_config *vmc_client_config(void) {

@@ -7,6 +7,11 @@
 
 struct vmc_client_config {
     char appliance[256];   /* HOST:PORT of the appliance daemon; empty = not configured */
+    char cluster[512];     /* etcd URLs of a pool of appliances (http://HOST:2379,...); empty = no pool */
+    char cluster_prefix[128]; /* the pool's key prefix in etcd (default /vmcuda/) */
+    char host_id[128];     /* this host's identity for the pool's locality policy (default /etc/machine-id) */
+    char gpu_model[64];    /* in a pool: a part of the GPU's name the session needs ("H100"); empty = any */
+    uint64_t gpu_memory;   /* in a pool: bytes each GPU must have at least; 0 = any */
     char token[512];       /* tenant token sent in HELLO */
     size_t block_size;     /* bulk-transfer block size in bytes */
     uint32_t gpus;         /* GPUs wanted for the session */
@@ -22,5 +27,9 @@ struct vmc_client_config {
 
 /* Read once, on first use. */
 const struct vmc_client_config *vmc_client_config(void);
+
+/* The appliance a pool's placement chose: every connection of the process goes there from now on. Called
+ * once, under the session lock, before any connection of the session is opened. */
+void vmc_client_config_use_appliance(const char *endpoint);
 
 #endif

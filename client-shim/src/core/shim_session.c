@@ -25,6 +25,7 @@
 #include "shim_config.h"
 #include "shim_pipe.h"
 #include "shim_registry.h"
+#include "pool_lookup.h"
 
 enum session_state { SESSION_NONE, SESSION_UP, SESSION_FAILED };
 
@@ -34,6 +35,8 @@ static cudaError_t failure_error = cudaErrorNoDevice;
 static uint64_t session_id;
 static uint8_t session_key[VMC_SESSION_KEY_BYTES];
 static struct vmc_conn *primary;
+/* In a pool: the ticket of the placement that chose the appliance, presented in the NEW HELLO. */
+static uint64_t placement_ticket;
 
 static __thread struct vmc_conn *thread_conn;
 static __thread int thread_failed;
@@ -113,7 +116,7 @@ static void close_thread_conn(void *p) {
 
 static void make_conn_key(void) { conn_key_made = pthread_key_create(&conn_key, close_thread_conn) == 0; }
 
-static int tcp_connect(const char *appliance, char *why, size_t why_len) {
+int vmc_tcp_connect(const char *appliance, char *why, size_t why_len) {
     char host[256];
     const char *colon = strrchr(appliance, ':');
     if (!colon || colon == appliance || (size_t)(colon - appliance) >= sizeof host || !colon[1]) {
@@ -349,6 +352,8 @@ static int read_hello_reply(struct vmc_conn *c, char *msg, size_t msg_len, uint3
         return -1;
     }
     snprintf(msg, msg_len, "%.*s", (int)n, (const char *)text);
+    if (status == VMC_PLACED)
+        placement_ticket = id;
     if (status == VMC_READY && state == SESSION_NONE) {
         session_id = id;
         memcpy(session_key, key, sizeof key);
@@ -412,6 +417,8 @@ static int check_manifest(struct vmc_conn *c, char *why, size_t why_len) {
 #define CHALLENGE_SECONDS 10
 #define TEXT_OF(x) #x
 #define TEXT(x) TEXT_OF(x)
+/* Placements one session start may take in a pool before it gives up (see vmc_thread_conn). */
+#define POOL_ATTEMPTS 3
 
 /* Reads the daemon's CHALLENGE (its first frame). Returns 0, or -1 with the reason in msg. */
 static int read_challenge(struct vmc_conn *c, uint8_t nonce[VMC_CHALLENGE_BYTES], char *msg, size_t msg_len) {
@@ -443,9 +450,8 @@ static int read_challenge(struct vmc_conn *c, uint8_t nonce[VMC_CHALLENGE_BYTES]
 /* HELLO, ending in its proof: HMAC-SHA256(SHA-256(token), nonce || the payload before the proof), or 32
  * zero bytes without a token. The token itself never leaves this process (PROTOCOL.md "Session setup"). */
 static void put_hello(struct vmc_out *o, uint32_t role, uint64_t size, const uint8_t digest[32],
-                      const struct vmc_client_config *cfg, const uint8_t nonce[VMC_CHALLENGE_BYTES]) {
-    const char *name = exe_name();
-    size_t name_len = strlen(name) > 255 ? 255 : strlen(name);
+                      const struct vmc_client_config *cfg, const uint8_t nonce[VMC_CHALLENGE_BYTES], const char *name) {
+    size_t name_len = strlen(name) > 1024 ? 1024 : strlen(name);
     vmc_out_begin_frame(o);
     size_t payload_at = o->len;
     vmc_out_u32(o, VMC_PROTO_VERSION);
@@ -453,7 +459,7 @@ static void put_hello(struct vmc_out *o, uint32_t role, uint64_t size, const uin
     vmc_out_u64(o, size);
     vmc_out_bytes(o, digest, VMC_SHA256_BYTES);
     vmc_out_u32(o, cfg->gpus);
-    vmc_out_u64(o, role == VMC_ROLE_JOIN ? session_id : 0);
+    vmc_out_u64(o, role == VMC_ROLE_JOIN ? session_id : role == VMC_ROLE_NEW ? placement_ticket : 0);
     if (role == VMC_ROLE_JOIN) {
         vmc_out_bytes(o, session_key, VMC_SESSION_KEY_BYTES);
     } else {
@@ -498,7 +504,7 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
         snprintf(why, why_len, "cannot read /proc/self/exe: %s", strerror(errno));
         return NULL;
     }
-    int fd = tcp_connect(cfg->appliance, why, why_len);
+    int fd = vmc_tcp_connect(cfg->appliance, why, why_len);
     if (fd < 0)
         return NULL;
     struct vmc_conn *c = new_conn(fd);
@@ -520,7 +526,7 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
     int challenged = read_challenge(c, nonce, msg, msg_len) == 0;
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
     if (challenged) {
-        put_hello(&c->out, role, size, digest, cfg, nonce);
+        put_hello(&c->out, role, size, digest, cfg, nonce, exe_name());
         status = vmc_write_full(fd, c->out.data, c->out.len) == 0 ? read_hello_reply(c, msg, msg_len, gpu_count) : -1;
     }
     if (status == VMC_SEND_BINARY && role == VMC_ROLE_NEW) {
@@ -541,6 +547,60 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
         snprintf(why, why_len, "%s", msg[0] ? msg : "handshake failed");
     close_thread_conn(c);
     return NULL;
+}
+
+/* In a pool: asks its appliances where this process's session goes (PROTOCOL.md "Placement in a pool"),
+ * starting at a random one so that the question's work spreads, and the next when one cannot answer.
+ * Returns 0 with the chosen appliance made the one to use and placement_ticket set, or -1 with why. */
+static int place_in_pool(char *why, size_t why_len) {
+    const struct vmc_client_config *cfg = vmc_client_config();
+    static char entries[VMC_POOL_MAX_ENTRIES][VMC_POOL_ENDPOINT_MAX];
+    int n = vmc_pool_entries(cfg->cluster, cfg->cluster_prefix, entries, VMC_POOL_MAX_ENTRIES, why, why_len);
+    if (n < 0)
+        return -1;
+    if (n == 0) {
+        snprintf(why, why_len, "no live appliance is registered in etcd %s under %s", cfg->cluster, cfg->cluster_prefix);
+        return -1;
+    }
+    char question[1024];
+    int q = snprintf(question, sizeof question, "program=%s;host=%s", exe_name(), cfg->host_id);
+    if (cfg->gpu_model[0] && q > 0 && (size_t)q < sizeof question)
+        q += snprintf(question + q, sizeof question - (size_t)q, ";gpu_model=%s", cfg->gpu_model);
+    if (cfg->gpu_memory && q > 0 && (size_t)q < sizeof question)
+        snprintf(question + q, sizeof question - (size_t)q, ";gpu_memory=%llu", (unsigned long long)cfg->gpu_memory);
+    unsigned start = (unsigned)getpid() % (unsigned)n;
+    for (int i = 0; i < n; i++) {
+        const char *entry = entries[(start + (unsigned)i) % (unsigned)n];
+        char msg[1024] = "";
+        int fd = vmc_tcp_connect(entry, msg, sizeof msg);
+        int status = -1;
+        if (fd >= 0) {
+            struct vmc_conn *c = new_conn(fd);
+            if (!c) {
+                close(fd);
+                snprintf(why, why_len, "out of memory");
+                return -1;
+            }
+            struct timeval challenge_deadline = {CHALLENGE_SECONDS, 0}, deadline = {cfg->handshake_timeout_s, 0};
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &challenge_deadline, sizeof challenge_deadline);
+            uint8_t nonce[VMC_CHALLENGE_BYTES];
+            static const uint8_t no_binary[VMC_SHA256_BYTES];
+            uint32_t gpus = 0;
+            if (read_challenge(c, nonce, msg, sizeof msg) == 0) {
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+                put_hello(&c->out, VMC_ROLE_PLACE, 0, no_binary, cfg, nonce, question);
+                status = vmc_write_full(fd, c->out.data, c->out.len) == 0 ? read_hello_reply(c, msg, sizeof msg, &gpus) : -1;
+            }
+            close_thread_conn(c);
+        }
+        if (status == VMC_PLACED && msg[0]) {
+            vmc_client_config_use_appliance(msg);
+            return 0;
+        }
+        /* the last appliance's answer is the one reported; a refusal ("no free slot") is the pool's, not its own */
+        snprintf(why, why_len, "%s: %s", entry, msg[0] ? msg : "no placement answer");
+    }
+    return -1;
 }
 
 int vmc_session_ships_binary(void) { return vmc_kernel_count() > 0 || vmc_var_count() > 0; }
@@ -572,11 +632,20 @@ struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
                 "sudo usermod -aG vmcuda %s, then log in again",
                 cfg->config_path, strerror(EACCES), getenv("USER") ? getenv("USER") : "$USER");
             state = SESSION_FAILED;
-        } else if (!cfg->appliance[0]) {
-            say("no appliance configured: set VMCUDA_APPLIANCE=HOST:PORT or 'appliance' in %s", cfg->config_path);
+        } else if (!cfg->appliance[0] && !cfg->cluster[0]) {
+            say("no appliance configured: set VMCUDA_APPLIANCE=HOST:PORT (or VMCUDA_CLUSTER=http://ETCD:2379 for a pool "
+                "of appliances), or 'appliance' in %s", cfg->config_path);
             state = SESSION_FAILED;
         } else {
-            struct vmc_conn *c = handshake(VMC_ROLE_NEW, why, sizeof why, &gpu_count, msg, sizeof msg);
+            struct vmc_conn *c = NULL;
+            int unplaced = 0;
+            /* In a pool, an appliance that cannot take the session after all (it died since its last
+             * registration, or its queue filled) sends the question back to the pool, a few times. */
+            for (int attempt = 0; attempt < (cfg->cluster[0] ? POOL_ATTEMPTS : 1) && !c; attempt++) {
+                if (cfg->cluster[0] && (unplaced = place_in_pool(why, sizeof why)) != 0)
+                    break;
+                c = handshake(VMC_ROLE_NEW, why, sizeof why, &gpu_count, msg, sizeof msg);
+            }
             if (c) {
                 __atomic_store_n(&session_gpus, gpu_count, __ATOMIC_RELEASE);
                 primary = c;
@@ -593,7 +662,10 @@ struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
                 bind_to_thread(c);
                 return c;
             }
-            say("cannot use appliance %s: %s", cfg->appliance, why);
+            if (unplaced)
+                say("no place in the pool of appliances (etcd %s): %s", cfg->cluster, why);
+            else
+                say("cannot use appliance %s: %s", cfg->appliance, why);
             state = SESSION_FAILED;
         }
     }

@@ -47,6 +47,10 @@ uint32_t vmc_session_gpu_count(void);
 /* Configured block size for bulk transfers (VMCUDA_BLOCK_SIZE / client.conf block_size). */
 size_t vmc_block_size(void);
 
+/* A TCP connection to HOST:PORT ([v6]:PORT too), with TCP_NODELAY and deep buffers. The descriptor, or -1
+ * with the reason in why. */
+int vmc_tcp_connect(const char *host_port, char *why, size_t why_len);
+
 /* Reads exactly n bytes from the connection (buffered input first). 0, or -1 on EOF/error.
  * Every read from the connection goes through this. */
 int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n);

@@ -399,6 +399,18 @@ public final class ApplianceConfig {
         return List.copyOf(regions);
     }
 
+    /**
+     * cluster.*: the pool this appliance joins; empty when cluster.etcd is empty and {@code etcdOption}
+     * (vmcudad --etcd) is null.
+     */
+    public java.util.Optional<io.vmcuda.appliance.pool.PoolSettings> poolSettings(java.net.InetSocketAddress listen,
+                                                                                 String etcdOption) {
+        String etcd = etcdOption != null ? etcdOption : string("cluster.etcd");
+        if (etcd.isBlank()) return java.util.Optional.empty();
+        return java.util.Optional.of(io.vmcuda.appliance.pool.PoolSettings.parse(etcd, this::string,
+                k -> longValue(k, 1, 3600), listen));
+    }
+
     private String string(String key) {
         String v = props.getProperty(key);
         if (v == null) throw new IllegalArgumentException("config key '" + key + "' missing");

@@ -9,6 +9,8 @@ import io.vmcuda.appliance.admin.StatusSource;
 import io.vmcuda.appliance.cache.BinaryCache;
 import io.vmcuda.appliance.cache.ModuleCache;
 import io.vmcuda.appliance.control.ControlServer;
+import io.vmcuda.appliance.pool.Pool;
+import io.vmcuda.appliance.pool.PoolSettings;
 import io.vmcuda.appliance.session.DaemonMetrics;
 import io.vmcuda.appliance.session.Refusals;
 import io.vmcuda.appliance.session.SessionManager;
@@ -50,6 +52,8 @@ public final class Daemon implements AutoCloseable {
     private final WorkerSocketServer workerSocket;
     private final ApplianceConfig config;
     private final Path stateDir;
+    /** The pool of appliances this one is in (cluster.etcd), or null. */
+    private final Pool pool;
     private boolean closed;
 
     private Daemon(DaemonOptions options, ApplianceConfig config, GpuInventory inventory)
@@ -124,16 +128,22 @@ public final class Daemon implements AutoCloseable {
             sessions.useModuleCache(new ModuleCache(stateDir.resolve("modules"),
                     config.cacheModuleBytes(), config.cachePublicHashes()), stateDir.resolve("lend"));
         }
+        java.util.Optional<PoolSettings> poolSettings =
+                config.poolSettings(options.listen(), options.etcd());
+        pool = poolSettings.map(p -> Pool.join(p, inventory, scheduler,
+                () -> sessions.activeSessions().size(), Version.get())).orElse(null);
+        if (pool != null) sessions.onLoadChange(pool::loadChanged);
         try {
             workerSocket = new WorkerSocketServer(socketPath, io, sessions);
             control = new ControlServer(options.listen(), boss, io, cache, sessions, refusals, blocking,
                     config.binaryMaxBytes(), auth, config.handshakeTimeout(),
                     new io.vmcuda.appliance.auth.AuthThrottle(config.authFailuresPerMinute()), config.maxHandshakes(),
-                    config.maxHandshakesPerSource(), new TenantConnections(config.tenantMaxConnections(), blocking));
+                    config.maxHandshakesPerSource(), new TenantConnections(config.tenantMaxConnections(), blocking), pool);
             admin = new AdminServer(options.admin(), io,
-                    new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions, stateDir),
+                    new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions, stateDir, pool),
                     new io.vmcuda.appliance.admin.AdminAccess(auth.required(), config.adminTokenSha256()));
         } catch (IOException | InterruptedException | RuntimeException e) {
+            if (pool != null) pool.close();
             shutdownThreads();
             throw e;
         }
@@ -172,6 +182,8 @@ public final class Daemon implements AutoCloseable {
         if (closed) return;
         closed = true;
         LOG.info("stopping: no new sessions; ending " + sessions.activeSessions().size() + " running session(s)");
+        // out of the pool first: no placement sends a client here any more
+        if (pool != null) pool.close();
         control.close();
         sessions.stopAll(config.workerStopGrace());
         admin.close();

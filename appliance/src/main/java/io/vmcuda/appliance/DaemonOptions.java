@@ -8,15 +8,21 @@ import java.nio.file.Path;
  * {@link WorkerLibDir#resolve}); {@code configFile} is null for the built-in defaults.
  */
 public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, Path stateDir, Path configFile,
-                            Path workerLibDir, boolean insecure) {
+                            Path workerLibDir, boolean insecure, String etcd) {
     public DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, Path stateDir, Path configFile,
                          Path workerLibDir) {
         this(listen, admin, stateDir, configFile, workerLibDir, false);
     }
 
+    public DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, Path stateDir, Path configFile,
+                         Path workerLibDir, boolean insecure) {
+        this(listen, admin, stateDir, configFile, workerLibDir, insecure, null);
+    }
+
     public static final String USAGE = String.join("\n",
             "usage: vmcudad [--listen HOST:PORT] [--admin HOST:PORT] [--state-dir DIR] [--config FILE]",
             "               [--worker-lib-dir DIR] [--insecure] [--log-level error|warn|info|debug]",
+            "               [--etcd http://HOST:2379[,...]]",
             "       vmcudad --hash-token [TOKEN] | --new-token | --version | --help",
             "       vmcudad cache seed [--state-dir DIR] [--config FILE] FILE...   (CUDA libraries' module images,",
             "                    public in the module cache: appliance/CONFIG.md \"Module cache\")",
@@ -29,6 +35,8 @@ public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, P
             "  --insecure        allow a non-loopback --listen without tenant tokens (anyone who can reach",
             "                    the port may run code on the GPUs)",
             "  --log-level       error, warn, info (default) or debug; the properties key log.level likewise",
+            "  --etcd            join the pool of appliances on this etcd (the properties key cluster.etcd",
+            "                    likewise; appliance/CONFIG.md \"Pool of appliances\")",
             "  --hash-token      print the tenant.NAME.token_sha256 value of TOKEN (or of the line on stdin)",
             "  --new-token       print a new random token and its tenant.NAME.token_sha256 line",
             "Running sessions end when the daemon stops: on SIGTERM it stops accepting, sends its workers",
@@ -45,13 +53,13 @@ public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, P
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("--insecure")) {
-                o = new DaemonOptions(o.listen, o.admin, o.stateDir, o.configFile, o.workerLibDir, true);
+                o = new DaemonOptions(o.listen, o.admin, o.stateDir, o.configFile, o.workerLibDir, true, o.etcd);
                 continue;
             }
             String v;
             int eq = a.indexOf('=');
             String name = a.startsWith("--") && eq > 0 ? a.substring(0, eq) : a;
-            if (!java.util.Set.of("--listen", "--admin", "--state-dir", "--config", "--worker-lib-dir").contains(name)) {
+            if (!java.util.Set.of("--listen", "--admin", "--state-dir", "--config", "--worker-lib-dir", "--etcd").contains(name)) {
                 throw new IllegalArgumentException("unknown option " + name);
             }
             if (a.startsWith("--") && eq > 0) {
@@ -63,19 +71,22 @@ public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, P
             }
             switch (a) {
                 case "--listen":
-                    o = new DaemonOptions(hostPort(v), o.admin, o.stateDir, o.configFile, o.workerLibDir, o.insecure);
+                    o = new DaemonOptions(hostPort(v), o.admin, o.stateDir, o.configFile, o.workerLibDir, o.insecure, o.etcd);
                     break;
                 case "--admin":
-                    o = new DaemonOptions(o.listen, hostPort(v), o.stateDir, o.configFile, o.workerLibDir, o.insecure);
+                    o = new DaemonOptions(o.listen, hostPort(v), o.stateDir, o.configFile, o.workerLibDir, o.insecure, o.etcd);
                     break;
                 case "--state-dir":
-                    o = new DaemonOptions(o.listen, o.admin, Path.of(v), o.configFile, o.workerLibDir, o.insecure);
+                    o = new DaemonOptions(o.listen, o.admin, Path.of(v), o.configFile, o.workerLibDir, o.insecure, o.etcd);
                     break;
                 case "--config":
-                    o = new DaemonOptions(o.listen, o.admin, o.stateDir, Path.of(v), o.workerLibDir, o.insecure);
+                    o = new DaemonOptions(o.listen, o.admin, o.stateDir, Path.of(v), o.workerLibDir, o.insecure, o.etcd);
                     break;
                 case "--worker-lib-dir":
-                    o = new DaemonOptions(o.listen, o.admin, o.stateDir, o.configFile, Path.of(v), o.insecure);
+                    o = new DaemonOptions(o.listen, o.admin, o.stateDir, o.configFile, Path.of(v), o.insecure, o.etcd);
+                    break;
+                case "--etcd":
+                    o = new DaemonOptions(o.listen, o.admin, o.stateDir, o.configFile, o.workerLibDir, o.insecure, v);
                     break;
                 default:
                     throw new IllegalArgumentException("unknown option " + a);

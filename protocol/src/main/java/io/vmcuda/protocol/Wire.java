@@ -7,7 +7,7 @@ package io.vmcuda.protocol;
 public final class Wire {
     private Wire() {}
 
-    public static final int PROTO_VERSION = 3;
+    public static final int PROTO_VERSION = 4;
     /** HELLO's visible_len when the client has no CUDA_VISIBLE_DEVICES (protocol 3). */
     public static final int VISIBLE_UNSET = 0xFFFF;
     /** The longest CUDA_VISIBLE_DEVICES a HELLO carries. */
@@ -40,10 +40,14 @@ public final class Wire {
 
     public static final int ROLE_NEW = 0;
     public static final int ROLE_JOIN = 1;
+    /** Asks an appliance of a pool where to open the session (PROTOCOL.md "Placement in a pool", protocol 4). */
+    public static final int ROLE_PLACE = 2;
 
     public static final int HELLO_READY = 0;
     public static final int HELLO_SEND_BINARY = 1;
     public static final int HELLO_REFUSED = 2;
+    /** The answer to ROLE_PLACE: session_id is the placement ticket, msg the appliance's HOST:PORT. */
+    public static final int HELLO_PLACED = 3;
 
     public static final int SHA256_BYTES = 32;
     public static final int SESSION_KEY_BYTES = 32;

@@ -66,6 +66,14 @@ public final class GpuScheduler {
      * (one per GPU per session) held by the owner's sessions at once; {@code ownerSlots <= 0}: no cap.
      */
     public CompletableFuture<GpuBinding> acquire(int count, String owner, int ownerSlots) {
+        return acquire(count, owner, ownerSlots, List.of());
+    }
+
+    /**
+     * As {@link #acquire(int, String, int)}, taking the GPUs with these UUIDs first when they have a free slot
+     * (a pool's placement chose them); the policy orders the rest.
+     */
+    public CompletableFuture<GpuBinding> acquire(int count, String owner, int ownerSlots, List<String> preferredUuids) {
         if (count < 1) throw new IllegalArgumentException("count must be >= 1");
         if (gpus.isEmpty()) return CompletableFuture.completedFuture(new GpuBinding(List.of()));
         if (count > gpus.size()) {
@@ -76,7 +84,7 @@ public final class GpuScheduler {
             return CompletableFuture.failedFuture(new NoGpuAvailableException(
                     "requested " + count + " GPUs, more than the " + ownerSlots + " GPU slot(s) of the share of " + owner));
         }
-        Waiter w = new Waiter(count, owner, ownerSlots);
+        Waiter w = new Waiter(count, owner, ownerSlots, List.copyOf(preferredUuids));
         List<Grant> grants;
         synchronized (this) {
             queue.addLast(w);
@@ -157,7 +165,7 @@ public final class GpuScheduler {
         for (java.util.Iterator<Waiter> it = queue.iterator(); it.hasNext(); ) {
             Waiter w = it.next();
             if (overShare(w)) continue;
-            GpuBinding b = tryPlace(w.count, w.owner);
+            GpuBinding b = tryPlace(w.count, w.owner, w.preferred);
             if (b == null) break;
             it.remove();
             if (w.owner != null) heldByOwner.merge(w.owner, w.count, Integer::sum);
@@ -177,7 +185,7 @@ public final class GpuScheduler {
     }
 
     /** Takes slots on {@code count} distinct GPUs if that many have room; null otherwise. */
-    private GpuBinding tryPlace(int count, String owner) {
+    private GpuBinding tryPlace(int count, String owner, List<String> preferred) {
         List<PlacementPolicy.GpuLoad> free = new ArrayList<>();
         for (GpuInfo g : gpus) {
             int i = g.index();
@@ -187,7 +195,12 @@ public final class GpuScheduler {
             }
         }
         if (free.size() < count) return null;
-        free.sort(config.policy().order());
+        Comparator<PlacementPolicy.GpuLoad> order = config.policy().order();
+        if (!preferred.isEmpty()) {
+            order = Comparator.comparing((PlacementPolicy.GpuLoad l) -> !preferred.contains(gpus.get(l.index()).uuid()))
+                    .thenComparing(order);
+        }
+        free.sort(order);
         List<GpuInfo> chosen = new ArrayList<>();
         for (PlacementPolicy.GpuLoad l : free.subList(0, count)) {
             activeSessions[l.index()]++;
@@ -238,11 +251,13 @@ public final class GpuScheduler {
         final int count;
         final String owner;
         final int ownerSlots;
+        final List<String> preferred;
         final CompletableFuture<GpuBinding> future = new CompletableFuture<>();
         volatile ScheduledFuture<?> timeout;
 
-        Waiter(int count, String owner, int ownerSlots) {
+        Waiter(int count, String owner, int ownerSlots, List<String> preferred) {
             this.count = count;
+            this.preferred = preferred;
             this.owner = owner;
             this.ownerSlots = ownerSlots;
         }

@@ -49,15 +49,27 @@ final class DaemonProcess implements AutoCloseable {
      */
     static DaemonProcess start(Path repoRoot, Path workDir, java.util.Map<String, String> config, Path stateDir,
                                String logName) throws IOException, InterruptedException {
+        return start(repoRoot, workDir, config, stateDir, logName, null, java.util.Map.of());
+    }
+
+    /**
+     * @param token the tenant token (null: a new random one); appliances of one pool share their tenants
+     * @param env   extra environment of the daemon (e.g. a PATH whose nvidia-smi describes made-up GPUs)
+     */
+    static DaemonProcess start(Path repoRoot, Path workDir, java.util.Map<String, String> config, Path stateDir,
+                               String logName, String token, java.util.Map<String, String> env)
+            throws IOException, InterruptedException {
         if (stateDir == null) {
             stateDir = Files.createTempDirectory(workDir, "state-");
             // a sandboxed worker (the unprivileged worker.user) must reach its session directory and binary
             Files.setPosixFilePermissions(stateDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
         }
         Path log = workDir.resolve(logName);
-        byte[] raw = new byte[32];
-        new java.security.SecureRandom().nextBytes(raw);
-        String token = java.util.HexFormat.of().formatHex(raw);
+        if (token == null) {
+            byte[] raw = new byte[32];
+            new java.security.SecureRandom().nextBytes(raw);
+            token = java.util.HexFormat.of().formatHex(raw);
+        }
         StringBuilder conf = new StringBuilder("tenant.e2e.token_sha256 = " + sha256Hex(token) + "\n"
                 + "admin.token_sha256 = " + sha256Hex(ADMIN_TOKEN) + "\n");
         if (currentUid() != 0 && !config.containsKey("worker.sandbox")) {
@@ -78,8 +90,10 @@ final class DaemonProcess implements AutoCloseable {
             cmd.add("--worker-lib-dir");
             cmd.add(workerLibDir.toString());
         }
-        Process p = new ProcessBuilder(cmd).directory(workDir.toFile())
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(workDir.toFile())
+                .redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().putAll(env);
+        Process p = pb.start();
         DaemonProcess d = new DaemonProcess(p, port, adminPort, stateDir, log, token);
         d.awaitAdmin();
         return d;

@@ -17,16 +17,22 @@ public final class StatusSource {
     private final DaemonMetrics metrics;
     private final java.util.function.Supplier<Collection<Session>> activeSessions;
     private final java.nio.file.Path stateDir;
+    private final io.vmcuda.appliance.pool.Pool pool;
 
     public StatusSource(String version, GpuInventory inventory, GpuScheduler scheduler, DaemonMetrics metrics,
                         java.util.function.Supplier<Collection<Session>> activeSessions) {
-        this(version, inventory, scheduler, metrics, activeSessions, null);
+        this(version, inventory, scheduler, metrics, activeSessions, null, null);
     }
 
-    /** @param stateDir the daemon's state directory, whose writability /readyz checks (null: not checked) */
+    /**
+     * @param stateDir the daemon's state directory, whose writability /readyz checks (null: not checked)
+     * @param pool     the pool of appliances this one is in (null: none), for /metrics' cluster labels
+     */
     public StatusSource(String version, GpuInventory inventory, GpuScheduler scheduler, DaemonMetrics metrics,
-                        java.util.function.Supplier<Collection<Session>> activeSessions, java.nio.file.Path stateDir) {
+                        java.util.function.Supplier<Collection<Session>> activeSessions, java.nio.file.Path stateDir,
+                        io.vmcuda.appliance.pool.Pool pool) {
         this.stateDir = stateDir;
+        this.pool = pool;
         this.version = version;
         this.inventory = inventory;
         this.scheduler = scheduler;
@@ -48,6 +54,11 @@ public final class StatusSource {
 
     Readiness readiness() {
         return new Readiness(inventory, stateDir);
+    }
+
+    /** Null when the appliance is not in a pool. */
+    io.vmcuda.appliance.pool.Pool pool() {
+        return pool;
     }
 
     DaemonMetrics metrics() {

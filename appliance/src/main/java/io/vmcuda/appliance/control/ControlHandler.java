@@ -7,6 +7,9 @@ import io.netty.handler.codec.DecoderException;
 import io.vmcuda.appliance.cache.BinaryRefusedException;
 import io.vmcuda.appliance.cache.BinaryUpload;
 import io.vmcuda.appliance.cache.CachedBinary;
+import io.vmcuda.appliance.pool.PlacementQuestion;
+import io.vmcuda.appliance.pool.Pool;
+import io.vmcuda.appliance.session.PlacementHint;
 import io.vmcuda.appliance.session.SessionManager;
 import io.vmcuda.appliance.session.SetupTimings;
 import io.vmcuda.appliance.wire.Frame;
@@ -17,6 +20,7 @@ import io.vmcuda.appliance.wire.ProtocolException;
 import io.vmcuda.protocol.Wire;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ScheduledFuture;
 import io.vmcuda.appliance.auth.Tenant;
@@ -49,6 +53,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private final byte[] challenge = new byte[Wire.CHALLENGE_BYTES];
     private java.net.InetAddress source;
     private boolean pendingHeld;
+    /** What a pool's placement chose for this NEW session (its ticket), if it was sent here by one. */
+    private PlacementHint placement = PlacementHint.NONE;
     private static final java.security.SecureRandom NONCES = new java.security.SecureRandom();
 
     ControlHandler(ControlContext shared) {
@@ -186,7 +192,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
                     ctxShared.auth().required() ? tenant : null);
             return;
         }
-        if (h.role() != Wire.ROLE_NEW) {
+        if (h.role() != Wire.ROLE_NEW && h.role() != Wire.ROLE_PLACE) {
             refuse(ctx, "unknown HELLO role " + h.role());
             return;
         }
@@ -203,14 +209,67 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
                     + tenant.name() + ".max_gpus)");
             return;
         }
+        if (h.role() == Wire.ROLE_PLACE) {
+            answerPlacement(ctx, h, (int) Math.min(wanted, Integer.MAX_VALUE));
+            return;
+        }
         if (tenant.maxSessions() > 0 && ctxShared.sessions().tenantSessions(tenant) >= tenant.maxSessions()) {
             refuse(ctx, SessionManager.sessionCapMessage(tenant));
             return;
         }
+        Pool pool = ctxShared.pool();
+        if (h.sessionId() != 0 && pool != null) {
+            // sent here by a placement of the pool: its ticket names the GPUs chosen for this client
+            long ticket = h.sessionId();
+            pool.ticketGpus(ticket, tenant.name()).whenComplete((gpus, e) -> ctx.executor().execute(() -> {
+                placement = new PlacementHint(gpus == null ? List.of() : gpus, () -> pool.ticketUsed(ticket));
+                if (ctx.channel().isActive()) openOrLookUp(ctx, h, wanted);
+            }));
+            return;
+        }
+        openOrLookUp(ctx, h, wanted);
+    }
+
+    /**
+     * A PLACE HELLO (PROTOCOL.md "Placement in a pool"): asks the pool where this tenant's client should open
+     * its session, answers PLACED with that appliance's endpoint and the ticket, and closes.
+     */
+    private void answerPlacement(ChannelHandlerContext ctx, Hello h, int gpus) {
+        Pool pool = ctxShared.pool();
+        if (pool == null) {
+            refuse(ctx, "this appliance is not in a pool (its cluster.etcd is empty): connect to it with "
+                    + "VMCUDA_APPLIANCE instead, or ask an appliance of the pool");
+            return;
+        }
+        PlacementQuestion q;
+        try {
+            q = PlacementQuestion.parse(h.name(), gpus);
+        } catch (IllegalArgumentException e) {
+            refuse(ctx, "malformed placement question: " + e.getMessage());
+            return;
+        }
+        String who = tenant.name();
+        ctxShared.blocking().execute(() -> {
+            Pool.Answer a = pool.place(q.request(), who);
+            ctx.executor().execute(() -> {
+                if (a.refusal() != null) {
+                    refuse(ctx, a.refusal());
+                    return;
+                }
+                LOG.info("placed " + q.program().replaceAll("\\p{Cntrl}", "?") + " of tenant '" + who + "' on " + a.endpoint()
+                        + " (ticket " + Long.toUnsignedString(a.ticket()) + ")");
+                ctx.writeAndFlush(Frames.helloReply(ctx.alloc(), HelloReply.placed(a.ticket(), a.gpus(), a.endpoint())))
+                        .addListener(ChannelFutureListener.CLOSE);
+            });
+        });
+    }
+
+    /** A NEW session: the plain worker, or the program's binary from the cache (or uploaded first). */
+    private void openOrLookUp(ChannelHandlerContext ctx, Hello h, long wanted) {
         if (h.binarySize() == 0) {
             // ships no executable (PROTOCOL.md "Session setup"): the plain worker serves the driver front end
             ctxShared.sessions().openPlain(ctx.channel(), h.name(), (int) Math.min(wanted, Integer.MAX_VALUE), tenant,
-                    h.visibleDevices());
+                    h.visibleDevices(), placement);
             return;
         }
         String sha = h.sha256Hex();
@@ -286,7 +345,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         if (!ctx.channel().isActive()) return;
         long wanted = hello.gpusWanted() == 0 ? 1 : hello.gpusWanted(); // 0 means "the default", one GPU
         ctxShared.sessions().openNew(ctx.channel(), hello.name(), binary, (int) Math.min(wanted, Integer.MAX_VALUE), timings,
-                tenant, hello.visibleDevices());
+                tenant, hello.visibleDevices(), placement);
     }
 
     private void refuse(ChannelHandlerContext ctx, String why) {

@@ -35,7 +35,7 @@ public final class ControlServer implements AutoCloseable {
             throws InterruptedException {
         this(listen, boss, workers, cache, sessions, refusals, blocking, binaryMaxBytes, auth, handshakeTimeout,
                 new io.vmcuda.appliance.auth.AuthThrottle(0), Integer.MAX_VALUE, Integer.MAX_VALUE,
-                TenantConnections.unlimited());
+                TenantConnections.unlimited(), null);
     }
 
     /**
@@ -43,15 +43,16 @@ public final class ControlServer implements AutoCloseable {
      * @param maxHandshakes          control.max_handshakes: connections awaiting their HELLO, in all
      * @param maxHandshakesPerSource control.max_handshakes_per_source: the same per client address
      * @param connections            each tenant's cap on open connections (tenant.NAME.max_connections)
+     * @param pool                   the pool this appliance answers placements for; null when not in one
      */
     public ControlServer(InetSocketAddress listen, EventLoopGroup boss, EventLoopGroup workers, BinaryCache cache,
                          SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes,
                          io.vmcuda.appliance.auth.Authenticator auth, java.time.Duration handshakeTimeout,
                          io.vmcuda.appliance.auth.AuthThrottle throttle, int maxHandshakes, int maxHandshakesPerSource,
-                         TenantConnections connections)
+                         TenantConnections connections, io.vmcuda.appliance.pool.Pool pool)
             throws InterruptedException {
         ControlContext shared = new ControlContext(cache, sessions, refusals, blocking, binaryMaxBytes, auth,
-                handshakeTimeout, throttle, new PendingHandshakes(maxHandshakes, maxHandshakesPerSource), connections);
+                handshakeTimeout, throttle, new PendingHandshakes(maxHandshakes, maxHandshakesPerSource), connections, pool);
         this.server = new ServerBootstrap()
                 .group(boss, workers)
                 .channel(EpollServerSocketChannel.class)

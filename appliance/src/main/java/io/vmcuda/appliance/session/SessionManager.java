@@ -62,6 +62,7 @@ public final class SessionManager implements WorkerEvents {
     /** Sessions per tenant from GPU request to record: what tenant.NAME.max_sessions caps. */
     private final ConcurrentHashMap<String, Integer> perTenant = new ConcurrentHashMap<>();
     private volatile boolean stopping;
+    private volatile Runnable loadChanged = () -> { };
     private volatile SessionModules modules; // null: no module cache
     /** GPU slots a tenant's sessions may hold at once (0: no cap); see useTenantShares */
     private volatile java.util.function.ToIntFunction<Tenant> tenantSlots = t -> 0;
@@ -97,6 +98,11 @@ public final class SessionManager implements WorkerEvents {
         this.tenantSlots = slots;
     }
 
+    /** Called (on any thread) when a session takes or gives back GPU slots: a pool republishes the load. */
+    public void onLoadChange(Runnable listener) {
+        loadChanged = listener;
+    }
+
     /** Sessions whose worker is starting or running. */
     public Collection<Session> activeSessions() {
         return List.copyOf(active.values());
@@ -104,7 +110,7 @@ public final class SessionManager implements WorkerEvents {
 
     /** A NEW connection whose binary is in the cache: get GPUs, start the worker, hand the connection over. */
     public void openNew(Channel client, String program, CachedBinary binary, int gpusWanted, SetupTimings timings) {
-        openNew(client, program, binary, gpusWanted, timings, Tenant.ANONYMOUS, null);
+        openNew(client, program, binary, gpusWanted, timings, Tenant.ANONYMOUS, null, PlacementHint.NONE);
     }
 
     /**
@@ -112,9 +118,10 @@ public final class SessionManager implements WorkerEvents {
      * library and framework programs): the appliance's plain worker serves it, sandboxed and placed like
      * any other.
      */
-    public void openPlain(Channel client, String program, int gpusWanted, Tenant tenant, String clientVisibleDevices) {
+    public void openPlain(Channel client, String program, int gpusWanted, Tenant tenant, String clientVisibleDevices,
+                          PlacementHint placement) {
         openNew(client, program, CachedBinary.plainWorker(launcher.workerLibDir().resolve(WorkerLauncher.PLAIN_WORKER)),
-                gpusWanted, SetupTimings.plainWorker(), tenant, clientVisibleDevices);
+                gpusWanted, SetupTimings.plainWorker(), tenant, clientVisibleDevices, placement);
     }
 
     /** Sessions of this tenant that are queued, starting or running. */
@@ -148,22 +155,27 @@ public final class SessionManager implements WorkerEvents {
     /**
      * @param clientVisibleDevices the client's CUDA_VISIBLE_DEVICES (null: none), applied within the GPUs bound to
      *                             the session (ClientVisibleDevices)
+     * @param placement            what a pool's placement chose for this session (PlacementHint.NONE: nothing)
      */
     public void openNew(Channel client, String program, CachedBinary binary, int gpusWanted, SetupTimings timings,
-                        Tenant tenant, String clientVisibleDevices) {
+                        Tenant tenant, String clientVisibleDevices, PlacementHint placement) {
         if (stopping) {
+            placement.decided().run();
             refusals.refuse(client, "appliance is shutting down");
             return;
         }
         if (!reserveTenantSlot(tenant)) {
+            placement.decided().run();
             refusals.refuse(client, sessionCapMessage(tenant));
             return;
         }
         CompletableFuture<GpuBinding> request = scheduler.acquire(gpusWanted, "tenant '" + tenant.name() + "'",
-                tenantSlots.applyAsInt(tenant));
+                tenantSlots.applyAsInt(tenant), placement.preferredGpus());
         // a client that hangs up while queued withdraws its request
         client.closeFuture().addListener(f -> request.cancel(false));
         request.whenComplete((binding, error) -> {
+            placement.decided().run();
+            if (error == null) loadChanged.run();
             if (error != null) {
                 releaseTenantSlot(tenant);
                 Throwable cause = error instanceof CompletionException ? error.getCause() : error;
@@ -443,6 +455,7 @@ public final class SessionManager implements WorkerEvents {
             if (m != null) m.sessionEnded(s);
         });
         scheduler.release(s.binding());
+        loadChanged.run();
         releaseTenantSlot(s.tenant());
         active.remove(s.id());
         metrics.sessionEnded(s);

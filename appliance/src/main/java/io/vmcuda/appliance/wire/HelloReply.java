@@ -18,6 +18,11 @@ public record HelloReply(int status, long sessionId, byte[] sessionKey, int gpuC
         return new HelloReply(Wire.HELLO_READY, sessionId, key, gpuCount, message);
     }
 
+    /** The answer to a placement question: open the session at {@code endpoint}, presenting {@code ticket}. */
+    public static HelloReply placed(long ticket, int gpuCount, String endpoint) {
+        return new HelloReply(Wire.HELLO_PLACED, ticket, NO_KEY, gpuCount, endpoint);
+    }
+
     /** The client prints REFUSED messages as one line. */
     static String oneLine(String s) {
         return s == null ? "" : s.replaceAll("[\\r\\n]+", " ").strip();
