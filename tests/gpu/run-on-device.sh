@@ -445,12 +445,20 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
     wait_for 60 "$WORK/quota-daemon.log" "listening on"
     (cd "$WORK" && VMCUDA_TOKEN="$QTOKEN" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
         --appliance 127.0.0.1:17080 -- "$ISO/quota_probe" 1024 64 >"$ISO/quota.out" 2>"$ISO/quota.err")
+    # past the quota behind the worker library's back (the driver, straight from the program's constructor):
+    # the daemon's check outside the worker kills the session
+    (cd "$WORK" && VMCUDA_TOKEN="$QTOKEN" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
+        --appliance 127.0.0.1:17080 -- "$ISO/quota_bypass" 20 >"$ISO/bypass.out" 2>"$ISO/bypass.err")
     (cd "$WORK" && VMCUDA_TOKEN="wrong" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
         --appliance 127.0.0.1:17080 -- "$ISO/quota_probe" 64 64 >"$ISO/badtoken.out" 2>"$ISO/badtoken.err")
     kill -TERM -- "-$QPID" 2>/dev/null; sleep 1; kill -KILL -- "-$QPID" 2>/dev/null
     say "quota 256 MiB: $(tr '\n' ';' <"$ISO/quota.out")"
     grep -q "allocated 256 MiB, then: cudaErrorMemoryAllocation" "$ISO/quota.out" || fail "isolation: quota not enforced on the GPU"
     grep -q "after freeing: cudaSuccess" "$ISO/quota.out" || fail "isolation: freeing did not give the quota back"
+    say "quota bypassed in the worker: $(tr '\n' ';' <"$ISO/bypass.out") daemon: $(grep -o 'its worker used [0-9]* MiB of GPU memory, past the tenant.s quota of [0-9]* MiB' "$WORK/quota-daemon.log" | head -1)"
+    grep -h "quota_bypass:" "$QSTATE"/sessions/*/worker.log 2>/dev/null | head -1 | sed 's/^/  worker: /' | tee -a "$SUMMARY"
+    grep -q "cudaErrorDevicesUnavailable" "$ISO/bypass.out" && grep -q "past the tenant's quota" "$WORK/quota-daemon.log" ||
+        fail "isolation: a worker past its quota (allocated straight from the driver) was not killed"
     say "wrong token: $(head -1 "$ISO/badtoken.err")"
     grep -q "appliance refused: bad token" "$ISO/badtoken.err" || fail "isolation: a wrong token was not refused"
 else

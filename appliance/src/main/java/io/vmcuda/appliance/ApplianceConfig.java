@@ -58,6 +58,8 @@ public final class ApplianceConfig {
         workerExtraEnv();
         workerStartTimeout();
         workerStopGrace();
+        workerQuotaCheck();
+        workerQuotaSlackBytes();
         workerMaxFileBytes();
         tenants();
         tenantGpuSharePercent();
@@ -196,6 +198,16 @@ public final class ApplianceConfig {
 
     public Duration workerStartTimeout() {
         return Duration.ofSeconds(longValue("worker.start_timeout_s", 1, 3600));
+    }
+
+    /** worker.quota_check_s: how often the driver is asked what each worker uses (0: never). */
+    public Duration workerQuotaCheck() {
+        return Duration.ofSeconds(longValue("worker.quota_check_s", 0, 3600));
+    }
+
+    /** worker.quota_slack_bytes: what a worker may use past its tenant's quota (context, driver reservations). */
+    public long workerQuotaSlackBytes() {
+        return longValue("worker.quota_slack_bytes", 0, Long.MAX_VALUE);
     }
 
     public Duration workerStopGrace() {

@@ -120,6 +120,7 @@ public final class Daemon implements AutoCloseable {
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl"), config.sessionRecordsMaxBytes()), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);
+        sessions.watchQuotas(inventory, config.workerQuotaCheck(), config.workerQuotaSlackBytes());
         int totalSlots = inventory.gpus().size() * config.schedulerConfig().maxSessionsPerGpu();
         int defaultShare = config.tenantGpuSharePercent();
         sessions.useTenantShares(t -> t.gpuSlots(totalSlots, defaultShare));

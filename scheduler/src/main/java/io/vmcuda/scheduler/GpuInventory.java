@@ -13,4 +13,12 @@ public interface GpuInventory {
 
     /** Last sampled usage of the GPU with this UUID; empty when it cannot be measured. Must not block. */
     Optional<GpuUsage> usage(String uuid);
+
+    /**
+     * Device memory each process uses now, by host pid, summed over its GPUs, asked of the driver (blocks for
+     * tens of ms); empty when this inventory cannot tell.
+     */
+    default Optional<java.util.Map<Long, Long>> processMemory() {
+        return Optional.empty();
+    }
 }

@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 final class NvidiaSmi {
     static final String USAGE_QUERY = "index,uuid,memory.used,utilization.gpu";
     static final String INVENTORY_QUERY = "index,name,uuid,memory.total,compute_cap";
+    static final String PROCESS_QUERY = "pid,used_memory";
     private static final long MIB = 1024L * 1024L;
 
     private final String executable;
@@ -26,17 +27,23 @@ final class NvidiaSmi {
     }
 
     List<GpuInfo> inventory() throws GpuQueryException {
-        return parseInventory(run(INVENTORY_QUERY));
+        return parseInventory(run("--query-gpu=" + INVENTORY_QUERY));
     }
 
     Map<String, GpuUsage> usage() throws GpuQueryException {
-        return parseUsage(run(USAGE_QUERY));
+        return parseUsage(run("--query-gpu=" + USAGE_QUERY));
     }
 
-    private String run(String query) throws GpuQueryException {
+    /** Device memory each process uses, by pid (as the daemon sees pids), summed over its GPUs. */
+    Map<Long, Long> processMemory() throws GpuQueryException {
+        return parseProcessMemory(run("--query-compute-apps=" + PROCESS_QUERY));
+    }
+
+    /** @param queryOption {@code --query-gpu=...} or {@code --query-compute-apps=...} */
+    private String run(String queryOption) throws GpuQueryException {
         Process p;
         try {
-            p = new ProcessBuilder(executable, "--query-gpu=" + query, "--format=csv,noheader,nounits")
+            p = new ProcessBuilder(executable, queryOption, "--format=csv,noheader,nounits")
                     .redirectErrorStream(true).start();
         } catch (IOException e) {
             throw new GpuQueryException("nvidia-smi not found (" + e.getMessage() + ")");
@@ -82,6 +89,18 @@ final class NvidiaSmi {
             usage.put(f[1], new GpuUsage(used, util));
         }
         return usage;
+    }
+
+    static Map<Long, Long> parseProcessMemory(String csv) throws GpuQueryException {
+        Map<Long, Long> used = new HashMap<>();
+        for (String line : csv.split("\n")) {
+            if (line.isBlank() || line.contains("No running")) continue;
+            String[] f = fields(line, 2);
+            // "[N/A]" where the driver does not tell (some vGPU and MIG set-ups): nothing to enforce with
+            if (!f[1].matches("\\d+")) continue;
+            used.merge(parseLong(f[0], line), Long.parseLong(f[1]) * MIB, Long::sum);
+        }
+        return used;
     }
 
     private static String[] fields(String line, int n) throws GpuQueryException {

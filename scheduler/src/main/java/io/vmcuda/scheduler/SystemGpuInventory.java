@@ -116,6 +116,17 @@ public final class SystemGpuInventory implements GpuInventory {
         return Optional.ofNullable(lastUsage.get(uuid));
     }
 
+    @Override
+    public Optional<java.util.Map<Long, Long>> processMemory() {
+        if (smi == null) return Optional.empty();
+        try {
+            return Optional.of(smi.processMemory());
+        } catch (GpuQueryException e) {
+            LOG.fine("per-process GPU memory unavailable: " + e.getMessage());
+            return Optional.empty();
+        }
+    }
+
     private void refreshUsageNow() {
         if (smi == null) return;
         try {

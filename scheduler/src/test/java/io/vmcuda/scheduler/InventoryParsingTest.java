@@ -51,4 +51,12 @@ class InventoryParsingTest {
             assertTrue(inv.unavailableReason() != null && !inv.unavailableReason().isBlank());
         }
     }
+
+    @Test
+    void processMemoryIsSummedPerPidOverItsGpus() throws GpuQueryException {
+        Map<Long, Long> m = NvidiaSmi.parseProcessMemory("4242, 1024\n4242, 512\n77, [N/A]\n9, 0\n");
+        assertEquals(Map.of(4242L, 1536L << 20, 9L, 0L), m);
+        assertEquals(Map.of(), NvidiaSmi.parseProcessMemory(""));
+        assertThrows(GpuQueryException.class, () -> NvidiaSmi.parseProcessMemory("4242\n"));
+    }
 }

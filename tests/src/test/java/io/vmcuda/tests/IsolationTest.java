@@ -168,6 +168,59 @@ class IsolationTest {
         }
     }
 
+    /**
+     * The tenant's memory quota held from outside its process: the daemon reads each worker's GPU memory from
+     * the driver (nvidia-smi --query-compute-apps) and kills a session past its quota plus the slack. CI has no
+     * driver: an nvidia-smi on the daemon's PATH stands in for it, describing one GPU and reporting 2 GiB for
+     * every process named hold_session (the client and its worker; only the worker is in the session's tree).
+     * On the GPU machine tests/isolation/quota_bypass.cu allocates past the quota for real (run-on-device.sh).
+     */
+    @Test
+    void aWorkerPastItsTenantsQuotaInTheDriversCountIsKilled() throws Exception {
+        Path hold = Path.of(System.getProperty("vmcuda.test.pool", "target/pool")).toAbsolutePath().resolve("hold_session");
+        assumeTrue(Files.isExecutable(hold), "no pool test programs (nvcc missing?): skipped");
+        Path smiDir = Files.createDirectories(work.resolve("smi-quota"));
+        Path smi = smiDir.resolve("nvidia-smi");
+        Files.writeString(smi, "#!/bin/sh\ncase \"$1\" in\n"
+                + "  --query-gpu=index,name,uuid,memory.total,compute_cap) echo '0, Test GPU, GPU-00000000-0000-0000-0000-000000000001, 81559, 9.0' ;;\n"
+                + "  --query-gpu=index,uuid,memory.used,utilization.gpu) echo '0, GPU-00000000-0000-0000-0000-000000000001, 0, 0' ;;\n"
+                + "  --query-compute-apps=pid,used_memory) for p in $(pgrep -f hold_session); do echo \"$p, 2048\"; done ;;\n"
+                + "  *) exit 1 ;;\nesac\n");
+        smi.toFile().setExecutable(true);
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of("tenant.e2e.max_memory_bytes", "268435456",
+                "worker.quota_check_s", "1", "worker.quota_slack_bytes", "536870912"), null, "daemon-quota.log", null,
+                Map.of("PATH", smiDir + ":" + System.getenv("PATH")))) {
+            Path prefix = work.resolve("quota-hold");
+            List<String> cmd = viaVmcuda(d, hold);
+            ProcessBuilder pb = new ProcessBuilder(cmd).directory(work.toFile())
+                    .redirectOutput(Path.of(prefix + ".out").toFile()).redirectError(Path.of(prefix + ".err").toFile());
+            env(d).forEach((k, v) -> {
+                if (v == null) pb.environment().remove(k);
+                else pb.environment().put(k, v);
+            });
+            Process client = pb.start();
+            try {
+                DaemonProcess.await("the daemon kills the session past its quota", 60_000,
+                        () -> d.logText().contains("past the tenant's quota"));
+                // 2048 MiB per process of the session's tree named hold_session (the sandbox launcher's argv names it too)
+                assertTrue(d.logText().matches("(?s).*its worker used [1-9][0-9]* MiB of GPU memory, past the tenant's quota of 256 MiB.*"),
+                        d.logText());
+                client.getOutputStream().write("again\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                client.getOutputStream().close();
+                assertTrue(client.waitFor(60, TimeUnit.SECONDS));
+                String out = read(Path.of(prefix + ".out")), err = read(Path.of(prefix + ".err"));
+                assertTrue(out.contains("call: cudaErrorDevicesUnavailable"), out + err);
+                assertTrue(err.contains("lost the appliance session"), err);
+                DaemonProcess.await("the session recorded aborted with the reason", 30_000, () ->
+                        Files.exists(d.stateDir.resolve("sessions.jsonl"))
+                        && Files.readString(d.stateDir.resolve("sessions.jsonl")).contains("past the tenant's quota"));
+                assertTrue(d.get("/metrics").body().contains("vmcuda_sessions_killed_over_quota_total 1\n"));
+            } finally {
+                client.destroyForcibly();
+            }
+        }
+    }
+
     @Test
     void clientKilledInTheMiddleOfAGigabyteCopy() throws Exception {
         try (DaemonProcess d = DaemonProcess.start(root, work, Map.of(), null, "daemon-killclient.log")) {

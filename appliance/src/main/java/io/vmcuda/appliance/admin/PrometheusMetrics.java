@@ -38,6 +38,9 @@ final class PrometheusMetrics {
                 "Connections closed for not completing HELLO/upload in time.", m.handshakeTimeouts());
         metric(out, labels, "vmcuda_protocol_errors_total", "counter", "Control connections closed for a protocol error.",
                 m.protocolErrors());
+        metric(out, labels, "vmcuda_sessions_killed_over_quota_total", "counter",
+                "Sessions killed because their worker used more GPU memory than the tenant's quota (driver's count).",
+                m.quotaKills());
         metric(out, labels, "vmcuda_bytes_h2d_total", "counter", "Bytes copied host to device, all sessions.", h2d);
         metric(out, labels, "vmcuda_bytes_d2h_total", "counter", "Bytes copied device to host, all sessions.", d2h);
         metric(out, labels, "vmcuda_gpus", "gauge", "GPUs in the appliance's inventory.", src.inventory().gpus().size());

@@ -12,6 +12,7 @@ public final class DaemonMetrics {
     private final AtomicLong handshakesRefused = new AtomicLong();
     private final AtomicLong moduleHits = new AtomicLong(), moduleMisses = new AtomicLong(), moduleBytesSaved = new AtomicLong();
     private final AtomicLong protocolErrors = new AtomicLong();
+    private final AtomicLong quotaKills = new AtomicLong();
     private final LongAdder endedBytesH2d = new LongAdder();
     private final LongAdder endedBytesD2h = new LongAdder();
     private final LongAdder workerStartCount = new LongAdder();
@@ -70,6 +71,15 @@ public final class DaemonMetrics {
     }
 
     /** A connection closed at once: too many others await their handshake. */
+    /** A session killed because its worker used more GPU memory than its tenant's quota (QuotaWatch). */
+    public void quotaKill() {
+        quotaKills.incrementAndGet();
+    }
+
+    public long quotaKills() {
+        return quotaKills.get();
+    }
+
     public void handshakeRefused() {
         handshakesRefused.incrementAndGet();
     }

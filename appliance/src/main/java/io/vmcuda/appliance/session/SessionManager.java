@@ -31,6 +31,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -101,6 +102,47 @@ public final class SessionManager implements WorkerEvents {
     /** Called (on any thread) when a session takes or gives back GPU slots: a pool republishes the load. */
     public void onLoadChange(Runnable listener) {
         loadChanged = listener;
+    }
+
+    /**
+     * Checks every {@code every} that no session's worker uses more device memory than its tenant's quota plus
+     * {@code slackBytes}, as the driver reports it (QuotaWatch), and kills one that does.
+     */
+    public void watchQuotas(io.vmcuda.scheduler.GpuInventory inventory, Duration every, long slackBytes) {
+        if (every.isZero()) return;
+        QuotaWatch watch = new QuotaWatch(inventory, slackBytes, this::killOverQuota);
+        AtomicBoolean running = new AtomicBoolean();
+        timer.scheduleWithFixedDelay(() -> {
+            // nvidia-smi takes tens of ms: off the timer thread, and never two at once
+            if (running.compareAndSet(false, true)) {
+                blocking.execute(() -> {
+                    try {
+                        watch.check(active.values());
+                    } catch (RuntimeException e) {
+                        LOG.log(Level.WARNING, "memory quota check failed", e);
+                    } finally {
+                        running.set(false);
+                    }
+                });
+            }
+        }, every.toMillis(), every.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    private void killOverQuota(QuotaWatch.Over o) {
+        Session s = o.session();
+        Process p;
+        synchronized (s) {
+            if (s.abortReason == null) {
+                s.abortReason = "its worker used " + (o.usedBytes() >> 20) + " MiB of GPU memory, past the tenant's quota of "
+                        + (o.quotaBytes() >> 20) + " MiB (tenant." + s.tenant().name() + ".max_memory_bytes; the driver's "
+                        + "count, checked outside the worker)";
+            }
+            p = s.process;
+        }
+        metrics.quotaKill();
+        LOG.warning("session " + s.id() + ": " + s.abortReason() + "; killing it");
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
+        p.destroyForcibly();
     }
 
     /** Sessions whose worker is starting or running. */
