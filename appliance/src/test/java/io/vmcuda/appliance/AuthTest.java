@@ -72,7 +72,7 @@ class AuthTest {
                 assertEquals("bad token", c.readReply().message());
             }
             String metrics = d.body("/metrics");
-            assertTrue(metrics.contains("vmcuda_auth_failures_total 5\n"), metrics);
+            assertTrue(metrics.contains("vmcuda_auth_failures_total 5.0\n"), metrics);
         }
     }
 
@@ -111,7 +111,7 @@ class AuthTest {
                 // the memory cap travels to the worker as VMCUDA_MEMORY_QUOTA (the fake worker logs its env)
             }
             // once alice's session has ended she may open another
-            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
             try (ProtocolClient again = d.connect()) {
                 assertEquals(Wire.HELLO_READY, hello(d, again, TOKEN_A, 1).status());
             }

@@ -61,7 +61,7 @@ class BinaryCacheTest {
             assertEquals(Wire.HELLO_READY, r.status(), r.message());
             assertEquals(Wire.TYPE_MANIFEST, c.readFrame().type());
         }
-        d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+        d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
         return asked;
     }
 

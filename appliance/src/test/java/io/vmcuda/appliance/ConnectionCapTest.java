@@ -161,7 +161,7 @@ class ConnectionCapTest {
             // once the session has ended, every one of its connections is free
             for (ProtocolClient c : open) c.close();
             open.clear();
-            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
             for (int i = 0; i < 4; i++) {
                 ProtocolClient c = d.connect();
                 open.add(c);

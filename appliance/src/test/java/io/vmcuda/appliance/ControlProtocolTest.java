@@ -107,7 +107,7 @@ class ControlProtocolTest {
             assertEquals("protocol version 7, appliance speaks " + Wire.PROTO_VERSION, r.message());
             assertTrue(c.peerClosed());
         }
-        assertTrue(harness.body("/metrics").contains("vmcuda_sessions_refused_total 1\n"));
+        assertTrue(harness.body("/metrics").contains("vmcuda_sessions_refused_total 1.0\n"));
     }
 
     @Test

@@ -149,10 +149,23 @@ class WorkerHandoffTest {
                 assertEcho(c, "still here");
             } // closing the NEW connection ends the session
 
-            String metrics = d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
-            assertTrue(metrics.contains("vmcuda_sessions_total 1\n"), metrics);
+            String metrics = d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
+            assertTrue(metrics.contains("vmcuda_sessions_total 1.0\n"), metrics);
             assertTrue(metrics.contains("vmcuda_worker_start_seconds_count 1\n"), metrics);
-            assertTrue(metrics.contains("vmcuda_gpus 1\n"), metrics);
+            assertTrue(metrics.contains("vmcuda_gpus 1.0\n"), metrics);
+            // labelled series: per GPU, per tenant, and the JVM's own
+            assertTrue(metrics.contains("vmcuda_gpu_info{compute_capability=\"9.0\",gpu=\"0\",model=\"Test GPU\",uuid=\"GPU-00000000-1111-2222-3333-444444444444\"} 1\n"), metrics);
+            // (a scrape reads each series in turn: the GPU's count may be read just before the session let it go)
+            d.awaitBody("/metrics", m -> m.contains("vmcuda_gpu_sessions{gpu=\"0\",uuid=\"GPU-00000000-1111-2222-3333-444444444444\"} 0.0\n"));
+            assertTrue(metrics.contains("vmcuda_gpu_memory_total_bytes{gpu=\"0\",uuid=\"GPU-00000000-1111-2222-3333-444444444444\"} 1.7179869184E10\n"), metrics);
+            assertTrue(metrics.contains("vmcuda_tenant_sessions_total{tenant=\"anonymous\"} 1.0\n"), metrics);
+            assertTrue(metrics.contains("vmcuda_tenant_sessions_active{tenant=\"anonymous\"} 0.0\n"), metrics);
+            assertTrue(metrics.contains("vmcuda_tenant_bytes_total{direction=\"h2d\",tenant=\"anonymous\"} "), metrics);
+            assertTrue(metrics.matches("(?s).*\njvm_memory_used_bytes\\{area=\"heap\"} [0-9.E]+\n.*"), metrics);
+            for (String line : metrics.split("\n")) {
+                // the text exposition format: comments, or NAME{LABELS} VALUE
+                assertTrue(line.startsWith("# ") || line.matches("[a-zA-Z_:][a-zA-Z0-9_:]*(\\{.*})? [-+0-9.eEInfNa]+"), line);
+            }
             assertTrue(d.body("/status").contains("\"sessions\":0"), "GPU slot freed");
 
             List<String> records = Files.readAllLines(state.resolve("sessions.jsonl"));
@@ -181,7 +194,7 @@ class WorkerHandoffTest {
             assertEquals(0, ready.gpuCount());
             assertEquals("appliance has no usable GPU: " + TestInventory.NO_GPU_REASON, ready.message());
             c.close();
-            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
             String log = Files.readString(state.resolve("sessions").resolve(Long.toString(ready.sessionId()))
                     .resolve("worker.log"));
             assertTrue(log.contains("CUDA_VISIBLE_DEVICES=(unset)"), log);
@@ -202,7 +215,7 @@ class WorkerHandoffTest {
             assertTrue(r.message().startsWith("worker failed to start; see " + state.toAbsolutePath().resolve("sessions")),
                     r.message());
             assertTrue(r.message().endsWith("fake worker: crashing on purpose"), r.message());
-            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
             String rec = Files.readString(state.resolve("sessions.jsonl"));
             assertTrue(rec.contains("\"state\":\"aborted\"") && rec.contains("\"exit_status\":3"), rec);
         }
@@ -221,7 +234,7 @@ class WorkerHandoffTest {
             assertEquals(Wire.HELLO_REFUSED, r.status());
             assertTrue(r.message().startsWith("worker failed to start; see "), r.message());
             assertTrue(r.message().endsWith("fake worker: staying silent on purpose"), r.message());
-            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
             String rec = Files.readString(state.resolve("sessions.jsonl"));
             assertTrue(rec.contains("\"state\":\"aborted\"") && rec.contains("did not connect within 1 s"), rec);
         }
@@ -253,7 +266,7 @@ class WorkerHandoffTest {
                     assertEquals("no GPU free within 1 s: 1 GPU(s), each at its limit of 1 sessions", r.message());
                 }
             }
-            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0\n"));
+            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
         }
         try (DaemonHarness d = new DaemonHarness(state, fixtures.workerLibDir(), TestInventory.gpus(1),
                 Map.of("scheduler.max_sessions_per_gpu", "1", "scheduler.queue_timeout_s", "3600"))) {

@@ -214,7 +214,7 @@ class IsolationTest {
                 DaemonProcess.await("the session recorded aborted with the reason", 30_000, () ->
                         Files.exists(d.stateDir.resolve("sessions.jsonl"))
                         && Files.readString(d.stateDir.resolve("sessions.jsonl")).contains("past the tenant's quota"));
-                assertTrue(d.get("/metrics").body().contains("vmcuda_sessions_killed_over_quota_total 1\n"));
+                assertTrue(d.get("/metrics").body().contains("vmcuda_sessions_killed_over_quota_total 1.0\n"));
             } finally {
                 client.destroyForcibly();
             }

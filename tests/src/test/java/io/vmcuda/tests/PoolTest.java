@@ -255,8 +255,8 @@ class PoolTest {
     private Map<String, Integer> activeSessions() throws Exception {
         Map<String, Integer> m = new HashMap<>();
         for (Map.Entry<String, DaemonProcess> e : appliances.entrySet()) {
-            Matcher x = Pattern.compile("vmcuda_sessions_active\\{cluster=\"/vmcuda/\",appliance=\"" + e.getKey()
-                    + "\"} (\\d+)").matcher(e.getValue().get("/metrics").body());
+            Matcher x = Pattern.compile("vmcuda_sessions_active\\{appliance=\"" + e.getKey()
+                    + "\",cluster=\"/vmcuda/\"} (\\d+)").matcher(e.getValue().get("/metrics").body());
             assertTrue(x.find(), "no labelled vmcuda_sessions_active on " + e.getKey());
             m.put(e.getKey(), Integer.parseInt(x.group(1)));
         }

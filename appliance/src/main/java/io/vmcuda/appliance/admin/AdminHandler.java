@@ -27,10 +27,12 @@ final class AdminHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
 
     private final StatusSource src;
     private final AdminAccess access;
+    private final PrometheusMetrics metrics;
 
-    AdminHandler(StatusSource src, AdminAccess access) {
+    AdminHandler(StatusSource src, AdminAccess access, PrometheusMetrics metrics) {
         this.src = src;
         this.access = access;
+        this.metrics = metrics;
     }
 
     @Override
@@ -59,7 +61,7 @@ final class AdminHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
                     : text(HttpResponseStatus.SERVICE_UNAVAILABLE, "not ready: " + String.join("; ", problems) + "\n",
                             "text/plain; charset=utf-8");
         } else if (uri.path().equals("/metrics")) {
-            resp = text(HttpResponseStatus.OK, PrometheusMetrics.render(src), "text/plain; version=0.0.4; charset=utf-8");
+            resp = text(HttpResponseStatus.OK, metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
         } else {
             resp = text(HttpResponseStatus.NOT_FOUND, "not found; try /status, /status?format=table, /metrics, /healthz or /readyz\n",
                     "text/plain; charset=utf-8");

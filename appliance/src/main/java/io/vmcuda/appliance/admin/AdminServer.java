@@ -20,6 +20,7 @@ public final class AdminServer implements AutoCloseable {
 
     public AdminServer(InetSocketAddress listen, EventLoopGroup group, StatusSource src, AdminAccess access)
             throws InterruptedException {
+        PrometheusMetrics metrics = new PrometheusMetrics(src); // one registry for every connection
         this.server = new ServerBootstrap()
                 .group(group)
                 .channel(EpollServerSocketChannel.class)
@@ -28,7 +29,7 @@ public final class AdminServer implements AutoCloseable {
                     @Override
                     protected void initChannel(EpollSocketChannel ch) {
                         ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(MAX_REQUEST_BYTES),
-                                new AdminHandler(src, access));
+                                new AdminHandler(src, access, metrics));
                     }
                 })
                 .bind(listen).sync().channel();

@@ -1,77 +1,175 @@
 package io.vmcuda.appliance.admin;
 
+import io.prometheus.metrics.config.EscapingScheme;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Info;
+import io.prometheus.metrics.core.metrics.SummaryWithCallback;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.Quantiles;
+import io.vmcuda.appliance.pool.Pool;
 import io.vmcuda.appliance.session.DaemonMetrics;
 import io.vmcuda.appliance.session.Session;
+import io.vmcuda.scheduler.GpuInfo;
+import io.vmcuda.scheduler.GpuUsage;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.function.ToLongFunction;
 
-/** GET /metrics in the Prometheus text exposition format (version 0.0.4). */
+/**
+ * GET /metrics: the daemon's figures in the Prometheus text format, through the Prometheus Java client:
+ * the daemon-wide counters, per-GPU series (labels {@code gpu}, {@code uuid}: sessions, memory, utilisation;
+ * {@code vmcuda_gpu_info} names the model), per-tenant series (label {@code tenant}: sessions, bytes each
+ * way), the pool's figures, and the JVM's. Values are read from the daemon's parts at each scrape
+ * (callback metrics), so nothing here is a second copy of a count. In a pool every series carries the
+ * labels {@code cluster} and {@code appliance}, so that one Prometheus keeps the appliances apart.
+ */
 final class PrometheusMetrics {
-    private PrometheusMetrics() {}
+    private final PrometheusRegistry registry = new PrometheusRegistry();
+    private final PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
 
-    static String render(StatusSource src) {
+    PrometheusMetrics(StatusSource src) {
+        Pool pool = src.pool();
+        Labels constant = pool == null ? Labels.EMPTY
+                : Labels.of("cluster", pool.settings().prefix(), "appliance", pool.settings().name());
         DaemonMetrics m = src.metrics();
-        List<Session> active = src.sessions();
-        long h2d = m.endedBytesH2d();
-        long d2h = m.endedBytesD2h();
-        for (Session s : active) {
-            h2d += s.bytesH2d();
-            d2h += s.bytesD2h();
-        }
-        StringBuilder out = new StringBuilder(1024);
-        // in a pool every series names its pool and appliance, so one Prometheus scrapes them all apart
-        io.vmcuda.appliance.pool.Pool pool = src.pool();
-        String labels = pool == null ? "" : "{cluster=\"" + escape(pool.settings().prefix()) + "\",appliance=\""
-                + escape(pool.settings().name()) + "\"}";
-        metric(out, labels, "vmcuda_sessions_total", "counter", "Sessions started since the daemon started.", m.sessionsTotal());
-        metric(out, labels, "vmcuda_sessions_active", "gauge", "Sessions whose worker is starting or running.", active.size());
-        metric(out, labels, "vmcuda_sessions_refused_total", "counter", "HELLOs answered with REFUSED.", m.refusedTotal());
-        metric(out, labels, "vmcuda_auth_failures_total", "counter", "HELLOs refused for a missing or wrong token.", m.authFailures());
-        metric(out, labels, "vmcuda_module_cache_hits_total", "counter",
-                "Module images a worker found in the appliance's module cache (the client did not send them).", m.moduleHits());
-        metric(out, labels, "vmcuda_module_cache_misses_total", "counter",
-                "Module images a worker asked the module cache for in vain (the client sends them).", m.moduleMisses());
-        metric(out, labels, "vmcuda_module_cache_bytes_saved_total", "counter",
-                "Bytes of module images clients did not have to send thanks to the module cache.", m.moduleBytesSaved());
-        metric(out, labels, "vmcuda_handshakes_refused_total", "counter",
-                "Connections closed at once because too many others awaited their handshake.", m.handshakesRefused());
-        metric(out, labels, "vmcuda_handshake_timeouts_total", "counter",
-                "Connections closed for not completing HELLO/upload in time.", m.handshakeTimeouts());
-        metric(out, labels, "vmcuda_protocol_errors_total", "counter", "Control connections closed for a protocol error.",
-                m.protocolErrors());
-        metric(out, labels, "vmcuda_sessions_killed_over_quota_total", "counter",
+        counter(constant, "vmcuda_sessions", "Sessions started since the daemon started.", m::sessionsTotal);
+        gauge(constant, "vmcuda_sessions_active", "Sessions whose worker is starting or running.", () -> src.sessions().size());
+        counter(constant, "vmcuda_sessions_refused", "HELLOs answered with REFUSED.", m::refusedTotal);
+        counter(constant, "vmcuda_auth_failures", "HELLOs refused for a missing or wrong token.", m::authFailures);
+        counter(constant, "vmcuda_sessions_killed_over_quota",
                 "Sessions killed because their worker used more GPU memory than the tenant's quota (driver's count).",
-                m.quotaKills());
-        metric(out, labels, "vmcuda_bytes_h2d_total", "counter", "Bytes copied host to device, all sessions.", h2d);
-        metric(out, labels, "vmcuda_bytes_d2h_total", "counter", "Bytes copied device to host, all sessions.", d2h);
-        metric(out, labels, "vmcuda_gpus", "gauge", "GPUs in the appliance's inventory.", src.inventory().gpus().size());
-        out.append("# HELP vmcuda_worker_start_seconds Time from forking a worker to its connect-back.\n")
-                .append("# TYPE vmcuda_worker_start_seconds summary\n")
-                .append("vmcuda_worker_start_seconds_sum").append(labels).append(' ').append(m.workerStartSeconds()).append('\n')
-                .append("vmcuda_worker_start_seconds_count").append(labels).append(' ').append(m.workerStartCount()).append('\n');
-        if (pool != null) {
-            metric(out, labels, "vmcuda_cluster_registered", "gauge",
-                    "1 while the appliance's registration in the pool is current, 0 while etcd cannot be reached.",
-                    pool.registered() ? 1 : 0);
-            metric(out, labels, "vmcuda_cluster_placements_total", "counter",
-                    "Placement questions this appliance answered with an appliance of the pool.", pool.placements());
-            metric(out, labels, "vmcuda_cluster_placements_refused_total", "counter",
-                    "Placement questions refused (no free slot, no live appliance, etcd unreachable).",
-                    pool.placementsRefused());
-            metric(out, labels, "vmcuda_cluster_placement_races_lost_total", "counter",
-                    "Placement transactions overtaken by another placement or a load change, then retried.",
-                    pool.placementRacesLost());
+                m::quotaKills);
+        counter(constant, "vmcuda_module_cache_hits",
+                "Module images a worker found in the appliance's module cache (the client did not send them).", m::moduleHits);
+        counter(constant, "vmcuda_module_cache_misses",
+                "Module images a worker asked the module cache for in vain (the client sends them).", m::moduleMisses);
+        counter(constant, "vmcuda_module_cache_bytes_saved",
+                "Bytes of module images clients did not have to send thanks to the module cache.", m::moduleBytesSaved);
+        counter(constant, "vmcuda_handshakes_refused",
+                "Connections closed at once because too many others awaited their handshake.", m::handshakesRefused);
+        counter(constant, "vmcuda_handshake_timeouts", "Connections closed for not completing HELLO/upload in time.",
+                m::handshakeTimeouts);
+        counter(constant, "vmcuda_protocol_errors", "Control connections closed for a protocol error.", m::protocolErrors);
+        counter(constant, "vmcuda_bytes_h2d", "Bytes copied host to device, all sessions.",
+                () -> m.endedBytesH2d() + sum(src.sessions(), Session::bytesH2d));
+        counter(constant, "vmcuda_bytes_d2h", "Bytes copied device to host, all sessions.",
+                () -> m.endedBytesD2h() + sum(src.sessions(), Session::bytesD2h));
+        gauge(constant, "vmcuda_gpus", "GPUs in the appliance's inventory.", () -> src.inventory().gpus().size());
+        SummaryWithCallback.builder().name("vmcuda_worker_start_seconds").help("Time from forking a worker to its connect-back.")
+                .constLabels(constant)
+                .callback(cb -> cb.call(m.workerStartCount(), m.workerStartSeconds(), Quantiles.EMPTY)).register(registry);
+        registerGpus(src, constant);
+        registerTenants(src, constant);
+        if (pool != null) registerPool(pool, constant);
+        JvmMetrics.builder().constLabels(constant).register(registry);
+    }
+
+    /** Per GPU of the inventory (fixed for the daemon's life); memory and utilisation when nvidia-smi tells. */
+    private void registerGpus(StatusSource src, Labels constant) {
+        List<GpuInfo> gpus = src.inventory().gpus();
+        Info info = Info.builder().name("vmcuda_gpu").help("The appliance's GPUs: model and compute capability.")
+                .labelNames("gpu", "uuid", "model", "compute_capability").constLabels(constant).register(registry);
+        for (GpuInfo g : gpus) info.addLabelValues(Integer.toString(g.index()), g.uuid(), g.name(), g.computeCapability());
+        perGpu(constant, "vmcuda_gpu_sessions", "Sessions bound to the GPU.", gpus, (cb, g) -> {
+            int[] active = src.scheduler().activeSessionsPerGpu();
+            cb.call(active[g.index()], Integer.toString(g.index()), g.uuid());
+        });
+        perGpu(constant, "vmcuda_gpu_memory_total_bytes", "The GPU's memory.", gpus,
+                (cb, g) -> cb.call(g.memoryTotalBytes(), Integer.toString(g.index()), g.uuid()));
+        perGpu(constant, "vmcuda_gpu_memory_used_bytes", "GPU memory in use (nvidia-smi; absent when unknown).", gpus, (cb, g) -> {
+            GpuUsage u = src.inventory().usage(g.uuid()).orElse(null);
+            if (u != null && u.memoryUsedBytes() >= 0) cb.call(u.memoryUsedBytes(), Integer.toString(g.index()), g.uuid());
+        });
+        perGpu(constant, "vmcuda_gpu_utilization_ratio", "GPU utilisation, 0 to 1 (nvidia-smi; absent when unknown).", gpus, (cb, g) -> {
+            GpuUsage u = src.inventory().usage(g.uuid()).orElse(null);
+            if (u != null && u.utilizationPercent() >= 0) cb.call(u.utilizationPercent() / 100.0, Integer.toString(g.index()), g.uuid());
+        });
+    }
+
+    private interface GpuValue {
+        void read(GaugeWithCallback.Callback cb, GpuInfo gpu);
+    }
+
+    private void perGpu(Labels constant, String name, String help, List<GpuInfo> gpus, GpuValue value) {
+        GaugeWithCallback.builder().name(name).help(help).labelNames("gpu", "uuid").constLabels(constant)
+                .callback(cb -> gpus.forEach(g -> value.read(cb, g))).register(registry);
+    }
+
+    /** Per tenant that has started a session since the daemon started (ended sessions' bytes plus running ones'). */
+    private void registerTenants(StatusSource src, Labels constant) {
+        DaemonMetrics m = src.metrics();
+        GaugeWithCallback.builder().name("vmcuda_tenant_sessions_active").help("The tenant's sessions starting or running.")
+                .labelNames("tenant").constLabels(constant).callback(cb -> {
+                    Map<String, Integer> active = new HashMap<>();
+                    m.tenants().keySet().forEach(t -> active.put(t, 0));
+                    for (Session s : src.sessions()) active.merge(s.tenant().name(), 1, Integer::sum);
+                    active.forEach((t, n) -> cb.call(n, t));
+                }).register(registry);
+        CounterWithCallback.builder().name("vmcuda_tenant_sessions").help("Sessions the tenant started since the daemon started.")
+                .labelNames("tenant").constLabels(constant)
+                .callback(cb -> m.tenants().forEach((t, totals) -> cb.call(totals.sessions(), t))).register(registry);
+        CounterWithCallback.builder().name("vmcuda_tenant_bytes").help("Bytes the tenant's sessions copied, by direction.")
+                .labelNames("tenant", "direction").constLabels(constant).callback(cb -> {
+                    Map<String, long[]> bytes = new HashMap<>();
+                    m.tenants().forEach((t, totals) -> bytes.put(t, new long[] {totals.endedBytesH2d(), totals.endedBytesD2h()}));
+                    for (Session s : src.sessions()) {
+                        long[] b = bytes.computeIfAbsent(s.tenant().name(), k -> new long[2]);
+                        b[0] += s.bytesH2d();
+                        b[1] += s.bytesD2h();
+                    }
+                    bytes.forEach((t, b) -> {
+                        cb.call(b[0], t, "h2d");
+                        cb.call(b[1], t, "d2h");
+                    });
+                }).register(registry);
+    }
+
+    private void registerPool(Pool pool, Labels constant) {
+        gauge(constant, "vmcuda_cluster_registered",
+                "1 while the appliance's registration in the pool is current, 0 while etcd cannot be reached.",
+                () -> pool.registered() ? 1 : 0);
+        counter(constant, "vmcuda_cluster_placements",
+                "Placement questions this appliance answered with an appliance of the pool.", pool::placements);
+        counter(constant, "vmcuda_cluster_placements_refused",
+                "Placement questions refused (no free slot, no live appliance, etcd unreachable).", pool::placementsRefused);
+        counter(constant, "vmcuda_cluster_placement_races_lost",
+                "Placement transactions overtaken by another placement or a load change, then retried.",
+                pool::placementRacesLost);
+    }
+
+    private void counter(Labels constant, String name, String help, java.util.function.LongSupplier value) {
+        CounterWithCallback.builder().name(name).help(help).constLabels(constant)
+                .callback(cb -> cb.call(value.getAsLong())).register(registry);
+    }
+
+    private void gauge(Labels constant, String name, String help, java.util.function.LongSupplier value) {
+        GaugeWithCallback.builder().name(name).help(help).constLabels(constant)
+                .callback(cb -> cb.call(value.getAsLong())).register(registry);
+    }
+
+    private static long sum(List<Session> sessions, ToLongFunction<Session> f) {
+        long n = 0;
+        for (Session s : sessions) n += f.applyAsLong(s);
+        return n;
+    }
+
+    /** The text exposition format (version 0.0.4) of every series now. */
+    String render() {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(16 << 10);
+        try {
+            writer.write(out, registry.scrape(), EscapingScheme.UNDERSCORE_ESCAPING);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e); // a ByteArrayOutputStream does not fail
         }
-        return out.toString();
-    }
-
-    private static void metric(StringBuilder out, String labels, String name, String type, String help, long value) {
-        out.append("# HELP ").append(name).append(' ').append(help).append('\n')
-                .append("# TYPE ").append(name).append(' ').append(type).append('\n')
-                .append(name).append(labels).append(' ').append(value).append('\n');
-    }
-
-    /** A label value in the exposition format. */
-    private static String escape(String v) {
-        return v.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n");
+        return out.toString(StandardCharsets.UTF_8);
     }
 }

@@ -18,8 +18,40 @@ public final class DaemonMetrics {
     private final LongAdder workerStartCount = new LongAdder();
     private final LongAdder workerStartNanos = new LongAdder();
 
+    /** Per tenant: sessions started, and bytes moved by its sessions that have ended. */
+    public static final class TenantTotals {
+        final LongAdder sessions = new LongAdder();
+        final LongAdder endedBytesH2d = new LongAdder();
+        final LongAdder endedBytesD2h = new LongAdder();
+
+        public long sessions() {
+            return sessions.sum();
+        }
+
+        public long endedBytesH2d() {
+            return endedBytesH2d.sum();
+        }
+
+        public long endedBytesD2h() {
+            return endedBytesD2h.sum();
+        }
+    }
+
+    private final java.util.concurrent.ConcurrentHashMap<String, TenantTotals> perTenant =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
     public void sessionStarted() {
         sessionsTotal.incrementAndGet();
+    }
+
+    void sessionStarted(io.vmcuda.appliance.auth.Tenant tenant) {
+        sessionStarted();
+        perTenant.computeIfAbsent(tenant.name(), k -> new TenantTotals()).sessions.increment();
+    }
+
+    /** Every tenant that has started a session since the daemon started, by name. */
+    public java.util.Map<String, TenantTotals> tenants() {
+        return java.util.Collections.unmodifiableMap(perTenant);
     }
 
     public void refused() {
@@ -29,6 +61,9 @@ public final class DaemonMetrics {
     void sessionEnded(Session s) {
         endedBytesH2d.add(s.bytesH2d());
         endedBytesD2h.add(s.bytesD2h());
+        TenantTotals t = perTenant.computeIfAbsent(s.tenant().name(), k -> new TenantTotals());
+        t.endedBytesH2d.add(s.bytesH2d());
+        t.endedBytesD2h.add(s.bytesD2h());
     }
 
     void workerStarted(long nanos) {

@@ -250,7 +250,7 @@ public final class SessionManager implements WorkerEvents {
             s.waitingForWorker.add(client);
         }
         active.put(id, s);
-        metrics.sessionStarted();
+        metrics.sessionStarted(tenant);
         Process p;
         try {
             s.uid = launcher.allocateUid();
