@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hostmem.h"
@@ -118,6 +120,19 @@ static cudaError_t attach(const char *path, uintptr_t base, size_t bytes, uint64
 
 static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
 
+/* Tries at placing a shared file where the worker can map it at the same address. */
+#define MAP_ATTEMPTS 8
+
+/* A 2 MiB-aligned address between 16 and 96 TiB: inside the 47-bit user space of x86-64, away from where the
+ * kernel puts mappings by default (just below the stack, near 128 TiB). */
+static void *random_hint(void) {
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+        r = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull;
+    uint64_t span = (80ull << 40) >> 21; /* 2 MiB steps in 80 TiB */
+    return (void *)(uintptr_t)((16ull << 40) + (r % span << 21));
+}
+
 cudaError_t vmc_hostmap_alloc(void **p, size_t size, unsigned flags) {
     cudaError_t st = vmc_hostmap_map(p, size);
     if (st != cudaSuccess)
@@ -137,20 +152,22 @@ cudaError_t vmc_hostmap_map(void **p, size_t size) {
     if (bytes < size)
         return cudaErrorMemoryAllocation;
     /* The worker maps the file at this process's address or not at all (programs use the host pointer as
-     * the device pointer, as unified addressing lets them): when that range is taken there, try another. */
-    void *tried[4] = {NULL, NULL, NULL, NULL};
+     * the device pointer, as unified addressing lets them): when that range is taken there, try another. The
+     * kernel would put the next file right below the last one, likely inside the same mapping of the worker
+     * (its driver reserves large address ranges), so retries go to random addresses across the user space. */
+    void *tried[MAP_ATTEMPTS] = {NULL};
     cudaError_t st = cudaErrorAlreadyMapped; /* the worker's answer when the range is taken there */
     uint64_t device = 0;
     void *base = NULL;
-    for (int attempt = 0; attempt < 4 && st == cudaErrorAlreadyMapped; attempt++) {
+    for (int attempt = 0; attempt < MAP_ATTEMPTS && st == cudaErrorAlreadyMapped; attempt++) {
         char path[128];
-        base = vmc_shm_new_file(bytes, 1, path, sizeof path);
+        base = vmc_shm_new_file_at(attempt ? random_hint() : NULL, bytes, 1, path, sizeof path);
         if (!base)
             break;
         tried[attempt] = base; /* kept mapped meanwhile, so that the next try gets another address */
         st = attach(path, (uintptr_t)base, bytes, &device);
     }
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < MAP_ATTEMPTS; k++)
         if (tried[k] && (st != cudaSuccess || tried[k] != base))
             munmap(tried[k], bytes);
     if (st == cudaErrorAlreadyMapped || (st != cudaSuccess && !base))

@@ -118,6 +118,10 @@ static int ring_directory(char *out, size_t len) {
 }
 
 void *vmc_shm_new_file(size_t size, int reserve, char *path, size_t path_len) {
+    return vmc_shm_new_file_at(NULL, size, reserve, path, path_len);
+}
+
+void *vmc_shm_new_file_at(void *hint, size_t size, int reserve, char *path, size_t path_len) {
     char dir[32];
     unsigned char name[16];
     if (path_len < 80 || ring_directory(dir, sizeof dir) != 0 || getrandom(name, sizeof name, 0) != (ssize_t)sizeof name)
@@ -132,8 +136,13 @@ void *vmc_shm_new_file(size_t size, int reserve, char *path, size_t path_len) {
     void *base = MAP_FAILED;
     /* reserved: the pages are taken now, where /dev/shm running out later would kill this process (SIGBUS)
      * at a write */
-    if (ftruncate(fd, (off_t)size) == 0 && (!reserve || posix_fallocate(fd, 0, (off_t)size) == 0))
-        base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ftruncate(fd, (off_t)size) == 0 && (!reserve || posix_fallocate(fd, 0, (off_t)size) == 0)) {
+        /* at the hint when it is free here (never over a mapping of this process), else where the kernel likes */
+        if (hint)
+            base = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+        if (base == MAP_FAILED)
+            base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
     close(fd);
     if (base == MAP_FAILED) {
         unlink(path);

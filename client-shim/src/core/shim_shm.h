@@ -36,6 +36,8 @@ int vmc_shm_pinned_in_region(void);
  * /dev/shm directory, in `path`), mapped shared here, its pages taken at once when `reserve`: the mapping,
  * or NULL. The caller unlinks the path once the worker has opened it. */
 void *vmc_shm_new_file(size_t size, int reserve, char *path, size_t path_len);
+/* The same, mapped at `hint` when that range is free in this process (else anywhere). */
+void *vmc_shm_new_file_at(void *hint, size_t size, int reserve, char *path, size_t path_len);
 
 /* The connection has been closed: its ring's mapping goes. A lane of the shared region is given back by
  * the worker, which sees the end of the connection once it has stopped using and registering the lane
