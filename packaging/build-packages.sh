@@ -215,6 +215,8 @@ install -m 644 "$here/appliance/vmcudad.service" "$adeb/lib/systemd/system/vmcud
 install -m 644 "$here/appliance/vmcuda-gpu-check.service" "$adeb/lib/systemd/system/vmcuda-gpu-check.service"
 ln -s /opt/vmcuda/bin/vmcudad "$adeb/usr/sbin/vmcudad"
 copy_docs "$adeb/usr/share/doc/vmcuda-appliance"
+# the Grafana dashboard for the appliance's /metrics (import it in Grafana; docs: appliance/CONFIG.md "Admin port")
+install -D -m 0644 "$repo/packaging/grafana/vmcuda-dashboard.json" "$adeb/usr/share/doc/vmcuda-appliance/grafana/vmcuda-dashboard.json"
 
 # /etc/vmcuda/vmcudad.properties: every key of the daemon, commented, with its built-in default and the
 # meaning from appliance/CONFIG.md; then the few settings this package changes.

@@ -208,6 +208,27 @@ class PoolTest {
         releaseAll();
     }
 
+    /**
+     * packaging/grafana/vmcuda-dashboard.json reads only series that a pooled appliance exports: every metric
+     * name its queries use is a family in /metrics (summary parts by their summary).
+     */
+    @Test
+    @Order(5)
+    void theGrafanaDashboardQueriesOnlySeriesTheAppliancesExport() throws Exception {
+        String dashboard = Files.readString(root.resolve("packaging/grafana/vmcuda-dashboard.json"));
+        String metrics = appliances.values().iterator().next().get("/metrics").body();
+        Matcher names = Pattern.compile("\\b((?:vmcuda|jvm)_[a-z0-9_]+)").matcher(dashboard);
+        int checked = 0;
+        while (names.find()) {
+            String name = names.group(1);
+            String family = name.replaceAll("_(sum|count)$", "");
+            assertTrue(metrics.contains("# TYPE " + name + " ") || metrics.contains("# TYPE " + family + " summary"),
+                    "the dashboard queries " + name + ", which /metrics does not have");
+            checked++;
+        }
+        assertTrue(checked >= 20, "only " + checked + " metric names found in the dashboard");
+    }
+
     // ---- helpers ----
 
     private Map<String, String> env(Map<String, String> extra) {
