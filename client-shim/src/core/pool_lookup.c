@@ -14,7 +14,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-/* etcd answers at once or not at all: an unreachable URL must not hold the program's first CUDA call. */
+/* etcd answers at once or not at all: an unreachable URL must not hold the program's first CUDA call
+ * (connecting is limited by vmc_tcp_connect, 10 s). */
 #define ETCD_TIMEOUT_S 5
 /* Keys only: far below this even for a pool of hundreds of appliances. */
 #define MAX_RESPONSE (1u << 20)

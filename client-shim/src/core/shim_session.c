@@ -116,6 +116,9 @@ static void close_thread_conn(void *p) {
 
 static void make_conn_key(void) { conn_key_made = pthread_key_create(&conn_key, close_thread_conn) == 0; }
 
+/* How long connecting to an appliance or an etcd may take. */
+#define CONNECT_SECONDS 10
+
 int vmc_tcp_connect(const char *appliance, char *why, size_t why_len) {
     char host[256];
     const char *colon = strrchr(appliance, ':');
@@ -143,15 +146,24 @@ int vmc_tcp_connect(const char *appliance, char *why, size_t why_len) {
             last_errno = errno;
             continue;
         }
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+        /* an address that drops packets (a dead appliance still in the pool's list, a blackholed etcd) must not
+         * hold the program's first CUDA call for the kernel's two minutes: connect honours the send timeout */
+        struct timeval connect_limit = {CONNECT_SECONDS, 0}, none = {0, 0};
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &connect_limit, sizeof connect_limit);
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none); /* bulk writes may take their time */
             break;
+        }
         last_errno = errno;
         close(fd);
         fd = -1;
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        snprintf(why, why_len, "%s", strerror(last_errno));
+        if (last_errno == EINPROGRESS || last_errno == EAGAIN)
+            snprintf(why, why_len, "no answer to connecting within %d s", CONNECT_SECONDS);
+        else
+            snprintf(why, why_len, "%s", strerror(last_errno));
         return -1;
     }
     /* Small calls must not wait for Nagle; bulk copies want deep buffers. */

@@ -149,17 +149,17 @@ class WorkerHandoffTest {
                 assertEcho(c, "still here");
             } // closing the NEW connection ends the session
 
-            String metrics = d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
+            // a scrape reads each series in turn, in no fixed order: wait for one taken after every count fell
+            String metrics = d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n")
+                    && m.contains("vmcuda_tenant_sessions_active{tenant=\"anonymous\"} 0.0\n")
+                    && m.contains("vmcuda_gpu_sessions{gpu=\"0\",uuid=\"GPU-00000000-1111-2222-3333-444444444444\"} 0.0\n"));
             assertTrue(metrics.contains("vmcuda_sessions_total 1.0\n"), metrics);
             assertTrue(metrics.contains("vmcuda_worker_start_seconds_count 1\n"), metrics);
             assertTrue(metrics.contains("vmcuda_gpus 1.0\n"), metrics);
             // labelled series: per GPU, per tenant, and the JVM's own
             assertTrue(metrics.contains("vmcuda_gpu_info{compute_capability=\"9.0\",gpu=\"0\",model=\"Test GPU\",uuid=\"GPU-00000000-1111-2222-3333-444444444444\"} 1\n"), metrics);
-            // (a scrape reads each series in turn: the GPU's count may be read just before the session let it go)
-            d.awaitBody("/metrics", m -> m.contains("vmcuda_gpu_sessions{gpu=\"0\",uuid=\"GPU-00000000-1111-2222-3333-444444444444\"} 0.0\n"));
             assertTrue(metrics.contains("vmcuda_gpu_memory_total_bytes{gpu=\"0\",uuid=\"GPU-00000000-1111-2222-3333-444444444444\"} 1.7179869184E10\n"), metrics);
             assertTrue(metrics.contains("vmcuda_tenant_sessions_total{tenant=\"anonymous\"} 1.0\n"), metrics);
-            assertTrue(metrics.contains("vmcuda_tenant_sessions_active{tenant=\"anonymous\"} 0.0\n"), metrics);
             assertTrue(metrics.contains("vmcuda_tenant_bytes_total{direction=\"h2d\",tenant=\"anonymous\"} "), metrics);
             assertTrue(metrics.matches("(?s).*\njvm_memory_used_bytes\\{area=\"heap\"} [0-9.E]+\n.*"), metrics);
             for (String line : metrics.split("\n")) {

@@ -49,12 +49,14 @@ final class NvidiaSmi {
             throw new GpuQueryException("nvidia-smi not found (" + e.getMessage() + ")");
         }
         try (InputStream in = p.getInputStream()) {
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
-            in.transferTo(out);
+            // wait first, with a limit: a wedged GPU can hang nvidia-smi, and reading to EOF would wait with it
+            // (its output is a few lines: the pipe holds it meanwhile)
             if (!p.waitFor(10, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
-                throw new GpuQueryException("nvidia-smi did not finish");
+                throw new GpuQueryException("nvidia-smi did not finish within 10 s");
             }
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            in.transferTo(out);
             String text = out.toString(StandardCharsets.UTF_8);
             if (p.exitValue() != 0) {
                 throw new GpuQueryException("nvidia-smi failed: " + firstLine(text));

@@ -103,7 +103,9 @@ class PoolTest {
         smi.toFile().setExecutable(true);
         Map<String, String> config = Map.of("cluster.etcd", etcd.url(), "cluster.name", name,
                 "cluster.policy", "locality", "cluster.shm_hosts", shmHost,
-                "scheduler.max_sessions_per_gpu", Integer.toString(SLOTS_PER_GPU));
+                "scheduler.max_sessions_per_gpu", Integer.toString(SLOTS_PER_GPU),
+                // also the tenant's cap on placements in flight (aTenantsPlacementsInFlightAreCapped)
+                "tenant.e2e.max_sessions", "40");
         appliances.put(name, DaemonProcess.start(root, work, config, null, name + ".log", token,
                 Map.of("PATH", smiDir + ":" + System.getenv("PATH"))));
     }
@@ -227,6 +229,47 @@ class PoolTest {
             checked++;
         }
         assertTrue(checked >= 20, "only " + checked + " metric names found in the dashboard");
+    }
+
+    /**
+     * A tenant's placements in flight are capped (tenant.NAME.max_sessions, here 40): with 40 tickets of its own
+     * outstanding — written straight into etcd, as a client looping PLACE would leave them — the next placement
+     * is refused with the reason; a forged ticket id in a NEW HELLO is ignored; once the tickets are gone
+     * placement works again.
+     */
+    @Test
+    @Order(6)
+    void aTenantsPlacementsInFlightAreCapped() throws Exception {
+        for (int i = 1; i <= 40; i++) {
+            etcdPut("/vmcuda/tickets/" + (9_000_000 + i),
+                    "{\"appliance\":\"pool-b\",\"gpus\":[\"GPU-none\"],\"tenant\":\"e2e\",\"created_ms\":0}");
+        }
+        ProgramRunner.Result capped = run(holdShared, Map.of());
+        assertTrue(capped.stderr().contains("has 40 placements in flight"), capped.describe());
+        etcdDeletePrefix("/vmcuda/tickets/");
+        ProgramRunner.Result placed = run(holdShared, Map.of());
+        assertTrue(placedOn(placed).startsWith("pool-"), placed.describe());
+    }
+
+    private void etcdPut(String key, String value) throws Exception {
+        etcdPost("/v3/kv/put", "{\"key\":\"" + b64(key) + "\",\"value\":\"" + b64(value) + "\"}");
+    }
+
+    private void etcdDeletePrefix(String prefix) throws Exception {
+        String end = prefix.substring(0, prefix.length() - 1) + (char) (prefix.charAt(prefix.length() - 1) + 1);
+        etcdPost("/v3/kv/deleterange", "{\"key\":\"" + b64(prefix) + "\",\"range_end\":\"" + b64(end) + "\"}");
+    }
+
+    private void etcdPost(String path, String body) throws Exception {
+        java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().send(
+                java.net.http.HttpRequest.newBuilder(java.net.URI.create(etcd.url() + path))
+                        .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), r.body());
+    }
+
+    private static String b64(String s) {
+        return java.util.Base64.getEncoder().encodeToString(s.getBytes(StandardCharsets.UTF_8));
     }
 
     // ---- helpers ----

@@ -222,8 +222,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
             // sent here by a placement of the pool: its ticket names the GPUs chosen for this client
             long ticket = h.sessionId();
             pool.ticketGpus(ticket, tenant.name()).whenComplete((gpus, e) -> ctx.executor().execute(() -> {
-                placement = new PlacementHint(gpus == null ? List.of() : gpus, () -> pool.ticketUsed(ticket));
+                // only this tenant's live ticket for this appliance is this session's to use up
+                if (gpus != null && gpus.isPresent()) placement = new PlacementHint(gpus.get(), () -> pool.ticketUsed(ticket));
                 if (ctx.channel().isActive()) openOrLookUp(ctx, h, wanted);
+                else placementDecided();
             }));
             return;
         }
@@ -249,8 +251,9 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
             return;
         }
         String who = tenant.name();
+        int maxSessions = tenant.maxSessions();
         ctxShared.blocking().execute(() -> {
-            Pool.Answer a = pool.place(q.request(), who);
+            Pool.Answer a = pool.place(q.request(), who, maxSessions);
             ctx.executor().execute(() -> {
                 if (a.refusal() != null) {
                     refuse(ctx, a.refusal());
@@ -268,8 +271,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private void openOrLookUp(ChannelHandlerContext ctx, Hello h, long wanted) {
         if (h.binarySize() == 0) {
             // ships no executable (PROTOCOL.md "Session setup"): the plain worker serves the driver front end
+            PlacementHint p = placement;
+            placement = PlacementHint.NONE; // the session manager decides it from here
             ctxShared.sessions().openPlain(ctx.channel(), h.name(), (int) Math.min(wanted, Integer.MAX_VALUE), tenant,
-                    h.visibleDevices(), placement);
+                    h.visibleDevices(), p);
             return;
         }
         String sha = h.sha256Hex();
@@ -344,11 +349,21 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private void openSession(ChannelHandlerContext ctx, CachedBinary binary, SetupTimings timings) {
         if (!ctx.channel().isActive()) return;
         long wanted = hello.gpusWanted() == 0 ? 1 : hello.gpusWanted(); // 0 means "the default", one GPU
+        PlacementHint p = placement;
+        placement = PlacementHint.NONE; // the session manager decides it from here
         ctxShared.sessions().openNew(ctx.channel(), hello.name(), binary, (int) Math.min(wanted, Integer.MAX_VALUE), timings,
-                tenant, hello.visibleDevices(), placement);
+                tenant, hello.visibleDevices(), p);
+    }
+
+    /** The ticket of a refused (or vanished) client is spent: its slot goes back to the pool now, not at its TTL. */
+    private void placementDecided() {
+        PlacementHint p = placement;
+        placement = PlacementHint.NONE;
+        p.decided().run();
     }
 
     private void refuse(ChannelHandlerContext ctx, String why) {
+        placementDecided();
         phase = Phase.BUSY;
         closeUpload();
         ctxShared.refusals().refuse(ctx.channel(), why);
@@ -387,6 +402,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     @Override
     public void channelInactive(ChannelHandlerContext ctx) throws Exception {
         releasePending();
+        placementDecided();
         if (timeoutCheck != null) timeoutCheck.cancel(false);
         closeUpload();
         super.channelInactive(ctx);

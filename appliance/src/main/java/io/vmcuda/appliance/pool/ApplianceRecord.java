@@ -27,6 +27,12 @@ public record ApplianceRecord(String name, String endpoint, String version, List
 
     /** As placement sees it, with the slots that tickets promise on its GPUs counted as taken. */
     PoolAppliance toPool(Map<String, Integer> ticketsPerGpu) {
+        java.util.Objects.requireNonNull(name, "name");
+        java.util.Objects.requireNonNull(endpoint, "endpoint");
+        for (Gpu x : gpus) {
+            java.util.Objects.requireNonNull(x.uuid(), "gpu uuid");
+            java.util.Objects.requireNonNull(x.name(), "gpu name");
+        }
         List<PoolGpu> g = gpus.stream().map(x -> new PoolGpu(x.uuid(), x.name(), x.memoryTotal(), x.computeCapability(),
                 x.sessions() + ticketsPerGpu.getOrDefault(x.uuid(), 0), x.memoryUsed())).toList();
         return new PoolAppliance(name, endpoint, Set.copyOf(shmHosts), slotsPerGpu, draining, g);

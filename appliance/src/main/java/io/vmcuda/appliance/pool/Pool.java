@@ -39,6 +39,12 @@ public final class Pool implements AutoCloseable {
     /** Joins the pool: registers now and keeps the registration fresh (a failure is retried, not fatal). */
     public static Pool join(PoolSettings settings, GpuInventory inventory, GpuScheduler scheduler, IntSupplier sessions,
                             String version) {
+        if (settings.advertise().startsWith("127.") || settings.advertise().startsWith("[::1]")
+                || settings.advertise().startsWith("localhost:")) {
+            java.util.logging.Logger.getLogger(Pool.class.getName()).warning("the pool will send clients to "
+                    + settings.advertise() + ", a loopback address: only clients on this host can reach it (set "
+                    + "cluster.advertise, or --listen on the client network)");
+        }
         Pool p = new Pool(settings, inventory, scheduler, sessions, version);
         p.member.start();
         return p;
@@ -71,9 +77,10 @@ public final class Pool implements AutoCloseable {
      *
      * @return the ticket and endpoint; or a refusal's message
      */
-    public Answer place(PoolRequest request, String tenant) {
+    public Answer place(PoolRequest request, String tenant, int tenantMaxSessions) {
         try {
-            PoolPlacer.Placement p = placer.place(request, tenant);
+            PoolPlacer.Placement p = placer.place(request, tenant,
+                    tenantMaxSessions > 0 ? tenantMaxSessions : PoolPlacer.DEFAULT_TICKETS_PER_TENANT);
             placements.incrementAndGet();
             return new Answer(p.ticket(), p.endpoint(), p.gpus().size(), null);
         } catch (PoolPlacer.PlacementRefused e) {
@@ -85,8 +92,11 @@ public final class Pool implements AutoCloseable {
     /** A placement's answer: {@code refusal} is null when the client was placed. */
     public record Answer(long ticket, String endpoint, int gpus, String refusal) {}
 
-    /** The GPUs the placement of this ticket chose here (empty: let the local policy choose). */
-    public CompletableFuture<List<String>> ticketGpus(long ticket, String tenant) {
+    /**
+     * The GPUs the placement of this ticket chose here; empty when the ticket is not a live one of this
+     * tenant for this appliance (then the local policy chooses and the ticket is not this session's to use).
+     */
+    public CompletableFuture<java.util.Optional<List<String>>> ticketGpus(long ticket, String tenant) {
         return member.ticketGpus(ticket, tenant);
     }
 

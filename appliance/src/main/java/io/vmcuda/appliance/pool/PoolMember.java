@@ -39,12 +39,16 @@ final class PoolMember implements AutoCloseable {
     private final GpuScheduler scheduler;
     private final IntSupplier sessions;
     private final String version;
+    /** Ticket deletions one registration transaction carries at most (etcd's default limit is 128 operations). */
+    private static final int MAX_TICKET_DELETES = 100;
     private final ScheduledExecutorService thread;
     private final AtomicBoolean publishQueued = new AtomicBoolean();
     /** Tickets whose sessions are now counted in this appliance's load (or that were refused): to delete. */
     private final Set<Long> usedTickets = ConcurrentHashMap.newKeySet();
     private volatile boolean registered;
     private volatile boolean draining;
+    /** close() has begun: a refresh it interrupts must not forget the lease that close() revokes. */
+    private volatile boolean closing;
     // only on thread
     private long leaseId;
     private int[] publishedLoad;
@@ -96,16 +100,20 @@ final class PoolMember implements AutoCloseable {
 
     /**
      * The GPUs a placement chose for this ticket, when the ticket names this appliance and the tenant that
-     * asked for it; empty otherwise (expired, forged, or etcd unreachable: the local policy then chooses).
+     * asked for it; empty otherwise (expired, forged, another tenant's, or etcd unreachable: the local policy
+     * then chooses, and the ticket is left alone).
      */
-    CompletableFuture<List<String>> ticketGpus(long ticket, String tenant) {
+    CompletableFuture<java.util.Optional<List<String>>> ticketGpus(long ticket, String tenant) {
         return etcd.getKVClient().get(keys.ticket(ticket))
                 .orTimeout(Pool.CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
                 .handle((r, e) -> {
-                    if (e != null || r.getKvs().isEmpty()) return List.<String>of();
+                    if (e != null || r.getKvs().isEmpty()) return java.util.Optional.<List<String>>empty();
                     TicketRecord t = PoolJson.read(r.getKvs().get(0).getValue(), TicketRecord.class);
-                    if (t == null || !settings.name().equals(t.appliance()) || !tenant.equals(t.tenant())) return List.of();
-                    return t.gpus() == null ? List.<String>of() : List.copyOf(t.gpus());
+                    if (t == null || t.gpus() == null || t.gpus().contains(null) || !settings.name().equals(t.appliance())
+                            || !tenant.equals(t.tenant())) {
+                        return java.util.Optional.<List<String>>empty();
+                    }
+                    return java.util.Optional.of(List.copyOf(t.gpus()));
                 });
     }
 
@@ -119,6 +127,7 @@ final class PoolMember implements AutoCloseable {
             registered = true;
             lastFailure = null;
         } catch (Exception e) {
+            if (closing) return;
             String why = Pool.describe(e);
             if (registered || !why.equals(lastFailure)) {
                 LOG.warning("cannot register in the pool (etcd " + String.join(",", settings.etcd()) + "): " + why
@@ -139,9 +148,11 @@ final class PoolMember implements AutoCloseable {
             }
         }
         if (leaseId == 0) leaseId = Pool.await(etcd.getLeaseClient().grant(settings.ttl().toSeconds())).getID();
+        // tickets first: a session bound after this snapshot is in the load below, its ticket deleted next time
+        List<Long> used = new ArrayList<>(usedTickets);
+        if (used.size() > MAX_TICKET_DELETES) used = used.subList(0, MAX_TICKET_DELETES);
         ApplianceRecord record = record();
         int[] load = record.gpus().stream().mapToInt(ApplianceRecord.Gpu::sessions).toArray();
-        List<Long> used = new ArrayList<>(usedTickets);
         PutOption underLease = PutOption.builder().withLeaseId(leaseId).build();
         List<Op> ops = new ArrayList<>(List.of(
                 Op.put(keys.appliance(settings.name()), PoolJson.write(record), underLease),
@@ -179,6 +190,7 @@ final class PoolMember implements AutoCloseable {
     @Override
     public void close() {
         draining = true;
+        closing = true;
         thread.shutdownNow();
         try {
             thread.awaitTermination(Pool.CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);

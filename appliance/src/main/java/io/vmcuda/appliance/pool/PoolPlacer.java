@@ -48,8 +48,19 @@ final class PoolPlacer {
         this.etcd = etcd;
     }
 
-    /** Where the tenant's client goes: blocks for a few etcd round trips. */
-    Placement place(PoolRequest request, String tenant) throws PlacementRefused {
+    /**
+     * Placements in flight (tickets not yet taken up) one tenant may hold at once, when its own
+     * tenant.NAME.max_sessions does not say: a token looping PLACE could otherwise promise away every slot
+     * of the pool for cluster.ticket_ttl_s.
+     */
+    static final int DEFAULT_TICKETS_PER_TENANT = 64;
+
+    /**
+     * Where the tenant's client goes: blocks for a few etcd round trips.
+     *
+     * @param maxTickets placements of this tenant that may be in flight at once
+     */
+    Placement place(PoolRequest request, String tenant, int maxTickets) throws PlacementRefused {
         try {
             for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
                 GetResponse claims = Pool.await(etcd.getKVClient().get(keys.claims()));
@@ -57,6 +68,13 @@ final class PoolPlacer {
                 GetOption atRevision = GetOption.builder().isPrefix(true).withRevision(revision).build();
                 List<KeyValue> registrations = Pool.await(etcd.getKVClient().get(keys.appliances(), atRevision)).getKvs();
                 List<KeyValue> tickets = Pool.await(etcd.getKVClient().get(keys.tickets(), atRevision)).getKvs();
+                long inFlight = tickets.stream().map(kv -> PoolJson.read(kv.getValue(), TicketRecord.class))
+                        .filter(t -> t != null && tenant.equals(t.tenant())).count();
+                if (inFlight >= maxTickets) {
+                    throw new PlacementRefused("tenant '" + tenant + "' has " + inFlight + " placements in flight, its limit "
+                            + "(tenant." + tenant + ".max_sessions, else " + DEFAULT_TICKETS_PER_TENANT + "); try again when "
+                            + "its programs have started");
+                }
                 List<PoolAppliance> pool = pool(registrations, tickets);
                 Optional<PoolChoice> choice = settings.policy().choose(pool, request);
                 if (choice.isEmpty()) {
@@ -88,6 +106,12 @@ final class PoolPlacer {
             throw new PlacementRefused("the pool is too busy: " + ATTEMPTS + " placements in a row were overtaken by others");
         } catch (PlacementRefused e) {
             throw e;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new PlacementRefused("the appliance is stopping");
+        } catch (RuntimeException e) {
+            LOG.log(java.util.logging.Level.WARNING, "placement failed", e);
+            throw new PlacementRefused("the placement failed on this appliance: " + Pool.describe(e));
         } catch (Exception e) {
             throw new PlacementRefused("the pool's etcd (" + String.join(",", settings.etcd()) + ") did not answer: "
                     + Pool.describe(e));
@@ -109,13 +133,14 @@ final class PoolPlacer {
         List<PoolAppliance> pool = new ArrayList<>();
         for (KeyValue kv : registrations) {
             ApplianceRecord r = PoolJson.read(kv.getValue(), ApplianceRecord.class);
-            if (r == null || r.gpus() == null || r.shmHosts() == null) {
+            try {
+                Map<String, Integer> mine = new HashMap<>();
+                for (ApplianceRecord.Gpu g : r.gpus()) mine.put(g.uuid(), promised.getOrDefault(r.name() + " " + g.uuid(), 0));
+                pool.add(r.toPool(mine));
+            } catch (RuntimeException malformed) {
+                // not JSON, or a field missing (null): one bad value must not stop placement for the whole pool
                 LOG.warning("ignoring the malformed pool registration " + kv.getKey().toString(StandardCharsets.UTF_8));
-                continue;
             }
-            Map<String, Integer> mine = new HashMap<>();
-            for (ApplianceRecord.Gpu g : r.gpus()) mine.put(g.uuid(), promised.getOrDefault(r.name() + " " + g.uuid(), 0));
-            pool.add(r.toPool(mine));
         }
         return pool;
     }

@@ -15,14 +15,14 @@ import java.util.logging.Logger;
  * program, whose code runs on the appliance (its constructors do) and can reach NVIDIA's driver directly
  * or overwrite the count. So the daemon asks the driver (nvidia-smi) every worker.quota_check_s how much
  * device memory each process uses, and kills a session whose worker process tree uses more than its
- * quota plus worker.quota_slack_bytes: the CUDA context and the driver's own reservations, which the
- * quota does not count (about 0.5 GiB per GPU on an H100/H200).
+ * quota plus worker.quota_slack_bytes per GPU of the session: the CUDA context and the driver's own
+ * reservations, which the quota does not count (about 0.5 GiB per GPU on an H100/H200).
  */
 final class QuotaWatch {
     private static final Logger LOG = Logger.getLogger(QuotaWatch.class.getName());
 
-    /** A session as the watch sees it: its quota and the pids of its worker's process tree. */
-    record Watched(Session session, long quotaBytes, List<Long> pids) {}
+    /** A session as the watch sees it: its quota, its GPUs and the pids of its worker's process tree. */
+    record Watched(Session session, long quotaBytes, int gpus, List<Long> pids) {}
 
     /** A session past its quota, with what its processes use. */
     record Over(Session session, long usedBytes, long quotaBytes) {}
@@ -48,7 +48,8 @@ final class QuotaWatch {
             List<Long> pids = new ArrayList<>();
             pids.add(p.pid());
             p.descendants().forEach(h -> pids.add(h.pid()));
-            watched.add(new Watched(s, quota, pids));
+            int gpus = s.binding() == null ? 1 : Math.max(1, s.binding().gpus().size());
+            watched.add(new Watched(s, quota, gpus, pids));
         }
         if (watched.isEmpty()) return;
         Optional<Map<Long, Long>> used = inventory.processMemory();
@@ -69,7 +70,8 @@ final class QuotaWatch {
         for (Watched w : watched) {
             long used = 0;
             for (long pid : w.pids()) used += usedByPid.getOrDefault(pid, 0L);
-            if (used > w.quotaBytes() + slackBytes) over.add(new Over(w.session(), used, w.quotaBytes()));
+            // each GPU of the session has its own context and driver reservations
+            if (used > w.quotaBytes() + slackBytes * w.gpus()) over.add(new Over(w.session(), used, w.quotaBytes()));
         }
         return over;
     }

@@ -499,8 +499,8 @@ public final class SessionManager implements WorkerEvents {
         scheduler.release(s.binding());
         loadChanged.run();
         releaseTenantSlot(s.tenant());
+        metrics.sessionEnded(s); // first: a scrape in between must not see the bytes counters go back
         active.remove(s.id());
-        metrics.sessionEnded(s);
         records.append(s);
         LOG.info("session " + s.id() + " " + s.state().name().toLowerCase() + ": " + s.program() + " worker exit status "
                 + status + ", " + s.calls() + " calls, " + s.bytesH2d() + " B to the GPU, " + s.bytesD2h()
