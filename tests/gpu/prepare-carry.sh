@@ -64,6 +64,14 @@ cp -p "${programs[@]}" "$carry/cuda/"
 cp -p "$repo"/tests/target/bench/* "$carry/bench/" 2>/dev/null || echo "prepare-carry: no benchmarks in tests/target/bench" >&2
 cp -p "$repo"/tests/target/isolation/* "$carry/isolation/" 2>/dev/null || echo "prepare-carry: no isolation programs in tests/target/isolation" >&2
 
+# seal NAME LABEL WHAT: $pack becomes .carry/NAME.tar.xz (xz: the static-runtime programs share most of their
+# bytes, and etcd alone is 21 MiB), then goes
+seal() {
+    tar -cJf "$carry/$1.tar.xz" -C "$pack" .
+    rm -rf "$pack"
+    echo "prepare-carry: $2 -> .carry/$1.tar.xz ($(du -h "$carry/$1.tar.xz" | cut -f1)): $3"
+}
+
 rm -f "$carry/driver.tar.xz"
 if [ "$with_driver" = true ]; then
     pack="$(mktemp -d)"
@@ -73,9 +81,7 @@ if [ "$with_driver" = true ]; then
     cp -p "$repo"/tests/target/driver/drv_api "$repo"/tests/target/driver/drv_kernels.* "$repo"/tests/target/driver/rt_static "$repo"/tests/target/driver/graph_topology "$repo"/tests/target/driver/drv_hostmap "$repo"/tests/target/driver/drv_threads "$repo"/tests/target/driver/drv_fork "$repo"/tests/target/driver/nvml_probe "$pack/driver/" ||
         { echo "prepare-carry: --driver: no tests/target/driver/{drv_api,rt_static}; run: mvn -B install" >&2; exit 1; }
     bash "$repo/tests/driver/discovery/build.sh" "$pack/disc-tools" >/dev/null
-    tar -cJf "$carry/driver.tar.xz" -C "$pack" .
-    rm -rf "$pack"
-    echo "prepare-carry: driver front end -> .carry/driver.tar.xz ($(du -h "$carry/driver.tar.xz" | cut -f1)): static-runtime programs, drv_api, rt_static, discovery tools"
+    seal driver "driver front end" "static-runtime programs, drv_api, rt_static, discovery tools"
 fi
 
 rm -f "$carry/pool.tar.xz"
@@ -92,9 +98,7 @@ if [ "$with_pool" = true ]; then
     for p in device memory launch streams_events threads; do
         cp -p "$repo/tests/target/cuda-static/$p" "$pack/cuda-static/" 2>/dev/null || true
     done
-    tar -cJf "$carry/pool.tar.xz" -C "$pack" . # xz: etcd alone is 21 MiB
-    rm -rf "$pack"
-    echo "prepare-carry: pool -> .carry/pool.tar.xz ($(du -h "$carry/pool.tar.xz" | cut -f1)): etcd, hold_session, programs"
+    seal pool pool "etcd, hold_session, programs"
 fi
 
 # perf and the libraries it links, except the C/C++ runtime the GPU machine's newer Ubuntu has itself.

@@ -66,8 +66,13 @@ class IsolationTest {
     }
 
     private Process start(DaemonProcess d, Path program, Path logPrefix, String... args) throws IOException {
+        return start(d, false, program, logPrefix, args);
+    }
+
+    /** @param stdinOpen the program's stdin is a pipe the test writes (Process.getOutputStream), else /dev/null */
+    private Process start(DaemonProcess d, boolean stdinOpen, Path program, Path logPrefix, String... args) throws IOException {
         ProcessBuilder pb = new ProcessBuilder(viaVmcuda(d, program, args)).directory(work.toFile())
-                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
+                .redirectInput(stdinOpen ? ProcessBuilder.Redirect.PIPE : ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
                 .redirectOutput(Path.of(logPrefix + ".out").toFile())
                 .redirectError(Path.of(logPrefix + ".err").toFile());
         env(d).forEach((k, v) -> {
@@ -191,14 +196,7 @@ class IsolationTest {
                 "worker.quota_check_s", "1", "worker.quota_slack_bytes", "536870912"), null, "daemon-quota.log", null,
                 Map.of("PATH", smiDir + ":" + System.getenv("PATH")))) {
             Path prefix = work.resolve("quota-hold");
-            List<String> cmd = viaVmcuda(d, hold);
-            ProcessBuilder pb = new ProcessBuilder(cmd).directory(work.toFile())
-                    .redirectOutput(Path.of(prefix + ".out").toFile()).redirectError(Path.of(prefix + ".err").toFile());
-            env(d).forEach((k, v) -> {
-                if (v == null) pb.environment().remove(k);
-                else pb.environment().put(k, v);
-            });
-            Process client = pb.start();
+            Process client = start(d, true, hold, prefix);
             try {
                 DaemonProcess.await("the daemon kills the session past its quota", 60_000,
                         () -> d.logText().contains("past the tenant's quota"));

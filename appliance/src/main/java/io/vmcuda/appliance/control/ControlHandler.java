@@ -271,10 +271,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private void openOrLookUp(ChannelHandlerContext ctx, Hello h, long wanted) {
         if (h.binarySize() == 0) {
             // ships no executable (PROTOCOL.md "Session setup"): the plain worker serves the driver front end
-            PlacementHint p = placement;
-            placement = PlacementHint.NONE; // the session manager decides it from here
             ctxShared.sessions().openPlain(ctx.channel(), h.name(), (int) Math.min(wanted, Integer.MAX_VALUE), tenant,
-                    h.visibleDevices(), p);
+                    h.visibleDevices(), takePlacement());
             return;
         }
         String sha = h.sha256Hex();
@@ -349,17 +347,20 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private void openSession(ChannelHandlerContext ctx, CachedBinary binary, SetupTimings timings) {
         if (!ctx.channel().isActive()) return;
         long wanted = hello.gpusWanted() == 0 ? 1 : hello.gpusWanted(); // 0 means "the default", one GPU
-        PlacementHint p = placement;
-        placement = PlacementHint.NONE; // the session manager decides it from here
         ctxShared.sessions().openNew(ctx.channel(), hello.name(), binary, (int) Math.min(wanted, Integer.MAX_VALUE), timings,
-                tenant, hello.visibleDevices(), p);
+                tenant, hello.visibleDevices(), takePlacement());
+    }
+
+    /** The placement, handed over: from here its holder (the session manager) decides it. */
+    private PlacementHint takePlacement() {
+        PlacementHint p = placement;
+        placement = PlacementHint.NONE;
+        return p;
     }
 
     /** The ticket of a refused (or vanished) client is spent: its slot goes back to the pool now, not at its TTL. */
     private void placementDecided() {
-        PlacementHint p = placement;
-        placement = PlacementHint.NONE;
-        p.decided().run();
+        takePlacement().decided().run();
     }
 
     private void refuse(ChannelHandlerContext ctx, String why) {

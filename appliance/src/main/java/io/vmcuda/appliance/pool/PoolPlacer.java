@@ -67,9 +67,12 @@ final class PoolPlacer {
                 long revision = claims.getHeader().getRevision();
                 GetOption atRevision = GetOption.builder().isPrefix(true).withRevision(revision).build();
                 List<KeyValue> registrations = Pool.await(etcd.getKVClient().get(keys.appliances(), atRevision)).getKvs();
-                List<KeyValue> tickets = Pool.await(etcd.getKVClient().get(keys.tickets(), atRevision)).getKvs();
-                long inFlight = tickets.stream().map(kv -> PoolJson.read(kv.getValue(), TicketRecord.class))
-                        .filter(t -> t != null && tenant.equals(t.tenant())).count();
+                List<TicketRecord> tickets = new ArrayList<>();
+                for (KeyValue kv : Pool.await(etcd.getKVClient().get(keys.tickets(), atRevision)).getKvs()) {
+                    TicketRecord t = PoolJson.read(kv.getValue(), TicketRecord.class);
+                    if (t != null) tickets.add(t);
+                }
+                long inFlight = tickets.stream().filter(t -> tenant.equals(t.tenant())).count();
                 if (inFlight >= maxTickets) {
                     throw new PlacementRefused("tenant '" + tenant + "' has " + inFlight + " placements in flight, its limit "
                             + "(tenant." + tenant + ".max_sessions, else " + DEFAULT_TICKETS_PER_TENANT + "); try again when "
@@ -123,11 +126,10 @@ final class PoolPlacer {
         return racesLost.get();
     }
 
-    private List<PoolAppliance> pool(List<KeyValue> registrations, List<KeyValue> tickets) {
+    private List<PoolAppliance> pool(List<KeyValue> registrations, List<TicketRecord> tickets) {
         Map<String, Integer> promised = new HashMap<>(); // appliance name + " " + GPU UUID -> tickets
-        for (KeyValue kv : tickets) {
-            TicketRecord t = PoolJson.read(kv.getValue(), TicketRecord.class);
-            if (t == null || t.gpus() == null) continue;
+        for (TicketRecord t : tickets) {
+            if (t.gpus() == null) continue;
             for (String g : t.gpus()) promised.merge(t.appliance() + " " + g, 1, Integer::sum);
         }
         List<PoolAppliance> pool = new ArrayList<>();
