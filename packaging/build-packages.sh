@@ -110,7 +110,7 @@ Architecture: amd64
 Maintainer: $maintainer
 Installed-Size: @INSTALLED_SIZE@
 Depends: libc6 (>= 2.34)
-Suggests: curl, jq
+Suggests: curl, jq, libucx0
 Section: libs
 Priority: optional
 Homepage: https://github.com/vmcuda/vmcuda
@@ -278,7 +278,7 @@ Architecture: amd64
 Maintainer: $maintainer
 Installed-Size: @INSTALLED_SIZE@
 Depends: libc6 (>= 2.34), zlib1g, libstdc++6, libgcc-s1, passwd
-Recommends: systemd
+Recommends: systemd, libucx0
 Section: misc
 Priority: optional
 Homepage: https://github.com/vmcuda/vmcuda

@@ -3,8 +3,8 @@
 #include "hostmap.h"
 #include "shim_call.h"
 #include "shim_ranges.h"
-#include "shim_shm.h"
 #include "shim_stripe.h"
+#include "transport.h"
 #include "vmc_api.h"
 #include "vmc_drv_api.h"
 
@@ -73,12 +73,17 @@ static cudaError_t socket_device_to_host(void *dst, uint32_t symbol, uint64_t sr
     return vmc_call_finish_download(&c, dst, count);
 }
 
-/* One stripe of a striped copy (shim_stripe.h), on the calling thread's own connection. */
+/* One stripe of a striped copy (shim_stripe.h), on the calling thread's own connection: through its ring
+ * when it has one. */
 static cudaError_t stripe_to_device(uint8_t *host, uint64_t device, size_t n, unsigned mode) {
+    if (vmc_ring_for(n))
+        return vmc_ring_to_device(VMC_NO_INDEX, device, host, n, 0, mode);
     return socket_host_to_device(VMC_NO_INDEX, device, host, n, 0, mode);
 }
 
 static cudaError_t stripe_to_host(uint8_t *host, uint64_t device, size_t n, unsigned mode) {
+    if (vmc_ring_for(n))
+        return vmc_ring_to_host(host, VMC_NO_INDEX, device, n, 0, mode);
     return socket_device_to_host(host, VMC_NO_INDEX, device, n, 0, mode);
 }
 
@@ -93,7 +98,9 @@ static unsigned stripes_for(uint32_t symbol, uint64_t device, size_t count, unsi
     return vmc_stripe_ways(count);
 }
 
-/* Host-to-device: the shared-memory ring when co-located, else the socket (striped when large). */
+/* Host-to-device: memory shared with the worker where it lies; else the connection's ring (transport.h)
+ * when it has one, striped over several connections when the ring's transport gains from that; else the
+ * byte stream (striped when large). */
 cudaError_t vmc_copy_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, uint64_t stream_arg,
                                unsigned mode) {
     cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
@@ -103,11 +110,12 @@ cudaError_t vmc_copy_to_device(uint32_t symbol, uint64_t dst, const void *src, s
         return vmc_hostmap_copy(dst, src, count, stream_arg, mode, 1);
     /* An async copy must return once its bytes have left the buffer, without waiting for the stream:
      * the socket gives that; the ring would wait for the device copy. */
-    if (!(mode & COPY_ASYNC) && vmc_shm_ready(count))
-        return vmc_shm_host_to_device(symbol, dst, src, count, stream, mode);
-    unsigned ways = stripes_for(symbol, dst, count, mode);
+    struct vmc_ring *ring = (mode & COPY_ASYNC) ? NULL : vmc_ring_for(count);
+    unsigned ways = ring && !ring->striped ? 1 : stripes_for(symbol, dst, count, mode);
     if (ways > 1)
         return vmc_striped_copy(ways, (uint8_t *)(uintptr_t)src, dst, count, mode, stripe_to_device);
+    if (ring)
+        return vmc_ring_to_device(symbol, dst, src, count, stream, mode);
     return socket_host_to_device(symbol, dst, src, count, stream, mode);
 }
 
@@ -115,10 +123,11 @@ cudaError_t vmc_copy_to_host(void *dst, uint32_t symbol, uint64_t src, size_t co
     cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
     if (symbol == VMC_NO_INDEX && vmc_hostmap_contains(dst, count))
         return vmc_hostmap_copy(src, dst, count, stream_arg, mode, 0);
-    if (vmc_shm_ready(count))
-        return vmc_shm_device_to_host(dst, symbol, src, count, stream, mode);
-    unsigned ways = stripes_for(symbol, src, count, mode);
+    struct vmc_ring *ring = vmc_ring_for(count);
+    unsigned ways = ring && !ring->striped ? 1 : stripes_for(symbol, src, count, mode);
     if (ways > 1)
         return vmc_striped_copy(ways, dst, src, count, mode, stripe_to_host);
+    if (ring)
+        return vmc_ring_to_host(dst, symbol, src, count, stream, mode);
     return socket_device_to_host(dst, symbol, src, count, stream, mode);
 }

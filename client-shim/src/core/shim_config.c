@@ -78,10 +78,12 @@ static void set(const char *key, const char *value) {
             config.transport = VMC_TRANSPORT_TCP;
         else if (strcmp(value, "shm") == 0)
             config.transport = VMC_TRANSPORT_SHM;
+        else if (strcmp(value, "ucx") == 0)
+            config.transport = VMC_TRANSPORT_UCX;
         else if (strcmp(value, "auto") == 0)
             config.transport = VMC_TRANSPORT_AUTO;
         else
-            fprintf(stderr, "vmcuda: transport '%s' is not one of auto, tcp, shm; using auto\n", value);
+            fprintf(stderr, "vmcuda: transport '%s' is not one of auto, tcp, shm, ucx; using auto\n", value);
     } else if (strcmp(key, "handshake_timeout_s") == 0) {
         long v = strtol(value, NULL, 10);
         config.handshake_timeout_s = v > 0 && v <= 3600 ? v : 120;

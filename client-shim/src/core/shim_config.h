@@ -15,7 +15,7 @@ struct vmc_client_config {
     char token[512];       /* tenant token sent in HELLO */
     size_t block_size;     /* bulk-transfer block size in bytes */
     uint32_t gpus;         /* GPUs wanted for the session */
-    enum { VMC_TRANSPORT_AUTO, VMC_TRANSPORT_TCP, VMC_TRANSPORT_SHM } transport; /* bulk data path */
+    enum { VMC_TRANSPORT_AUTO, VMC_TRANSPORT_TCP, VMC_TRANSPORT_SHM, VMC_TRANSPORT_UCX } transport; /* bulk data path */
     long handshake_timeout_s; /* deadline for each read of the session handshake */
     uint32_t tcp_streams;  /* TCP connections one large synchronous copy is striped over */
     char shm_region[256];  /* a shared region (ivshmem BAR, or a file) the rings live in; empty = none */

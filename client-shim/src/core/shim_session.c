@@ -2,6 +2,7 @@
  * every other thread that calls CUDA joins it with a connection of its own. */
 #include "shim_session.h"
 #include "shim_shm.h"
+#include "transport.h"
 #include "shm_acl.h"
 
 #include <errno.h>
@@ -72,7 +73,7 @@ static void child_after_fork(void) {
         return;
     for (struct vmc_conn *c = all_conns; c; c = c->next_open) {
         close(c->fd);
-        vmc_shm_forget(c);
+        vmc_ring_forget(c);
         vmc_pipe_forget(c);
         c->broken = 1;
     }
@@ -105,7 +106,7 @@ static void close_thread_conn(void *p) {
     if (c && c != primary) {
         unlink_conn(c);
         close(c->fd); /* first: the worker gives a lane of a shared region back when it sees the end */
-        vmc_shm_forget(c);
+        vmc_ring_forget(c);
         vmc_pipe_forget(c);
         vmc_out_free(&c->out);
         vmc_reader_free(&c->in);
@@ -266,7 +267,6 @@ static struct vmc_conn *new_conn(int fd) {
     if (!c)
         return NULL;
     c->fd = fd;
-    c->shm_lane = -1;
     pthread_once(&fork_watch_once, watch_forks);
     pthread_mutex_lock(&all_conns_lock);
     c->next_open = all_conns;

@@ -16,13 +16,9 @@ struct vmc_conn {
     uint8_t *payload;     /* last received payload */
     size_t payload_cap;
     struct vmc_reader in; /* buffered input: a header and its payload usually arrive in one read */
-    /* Shared-memory ring for bulk copies when co-located with the appliance (shim_shm.c). */
-    int shm_state;        /* 0 = not tried, 1 = attached, -1 = not available: use the socket */
-    uint8_t *shm_base;
-    size_t shm_size, shm_slot_size;
-    uint32_t shm_slots;
-    int shm_lane;         /* the ring is lane shm_lane of the configured shared region (-1: its own file) */
-    uint64_t shm_nonce;   /* what holds that lane */
+    /* The ring large copies take (transport.h: shared memory or UCX). */
+    int ring_state;       /* 0 = not tried, 1 = attached, -1 = none: the byte stream carries every copy */
+    struct vmc_ring *ring;
     /* Calls through shared memory when co-located (shim_pipe.c): the byte stream of this connection. */
     int pipe_state;       /* 0 = not tried, 1 = up, -1 = the socket carries it */
     int at_frame_start;   /* reading a frame's header: where the worker may hand the stream back to the socket */

@@ -22,6 +22,7 @@
 #include "shim_config.h"
 #include "shim_copy.h"
 #include "shim_session.h"
+#include "transport.h"
 #include "vmc_api.h"
 #include "vmc_region.h"
 
@@ -80,7 +81,43 @@ static void detect_local(void) {
     freeaddrinfo(res);
 }
 
-/* ---- the ring ---- */
+/* ---- the ring: slots mapped in this process, filled and drained with memcpy (transport.h) ---- */
+
+struct shm_ring {
+    struct vmc_ring ring;
+    uint8_t *base;
+    size_t size;
+    int lane;       /* the ring is lane `lane` of the configured shared region (-1: its own file) */
+};
+
+static int shm_fill(struct vmc_ring *r, uint32_t slot, const void *src, size_t n) {
+    vmc_copy(((struct shm_ring *)r)->base + (size_t)slot * r->slot_size, src, n);
+    return 0;
+}
+
+static int shm_drain(struct vmc_ring *r, uint32_t slot, void *dst, size_t n) {
+    vmc_copy(dst, ((struct shm_ring *)r)->base + (size_t)slot * r->slot_size, n);
+    return 0;
+}
+
+/* A lane stays in held[]: should its worker never give it back (killed), the exit does; if the worker did
+ * and the lane was claimed again, that nonce no longer matches and nothing happens. */
+static void shm_close(struct vmc_ring *r) {
+    struct shm_ring *s = (struct shm_ring *)r;
+    if (s->lane < 0)
+        munmap(s->base, s->size);
+    free(s);
+}
+
+static const struct vmc_ring_ops shm_ops = {"shared memory", shm_fill, shm_drain, shm_close};
+
+static struct vmc_ring *new_ring(uint8_t *base, size_t size, size_t slot_size, uint32_t slots, int lane) {
+    struct shm_ring *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    *s = (struct shm_ring){{&shm_ops, slot_size, slots, VMC_SHM_MIN_BYTES, 0, ""}, base, size, lane};
+    return &s->ring;
+}
 
 /* Ring files live in a directory of this process, /dev/shm/vmcuda.XXXXXX, mode 0711: anyone may pass
  * through it but only this user may list it, and each file's name is 128 random bits, sent only over this
@@ -152,13 +189,13 @@ void *vmc_shm_new_file_at(void *hint, size_t size, int reserve, char *path, size
 }
 
 /* Creates the ring file, asks the worker to map and register it, and unlinks it either way. */
-static void attach_file(struct vmc_conn *conn) {
+static struct vmc_ring *attach_file(void) {
     size_t slot_size = vmc_block_size();
     size_t size = slot_size * SLOTS;
     char path[128];
     void *base = vmc_shm_new_file(size, 0, path, sizeof path);
     if (!base)
-        return;
+        return NULL;
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_ShmAttach, 0);
     if (st == cudaSuccess) {
@@ -169,15 +206,10 @@ static void attach_file(struct vmc_conn *conn) {
         st = vmc_call_finish(&c);
     }
     unlink(path);
-    if (st != cudaSuccess) {
-        munmap(base, size);
-        return;
-    }
-    conn->shm_base = base;
-    conn->shm_size = size;
-    conn->shm_slot_size = slot_size;
-    conn->shm_slots = SLOTS;
-    conn->shm_state = 1;
+    struct vmc_ring *ring = st == cudaSuccess ? new_ring(base, size, slot_size, SLOTS, -1) : NULL;
+    if (!ring)
+        munmap(base, size); /* (should the worker hold it, its copies go nowhere: this connection uses the socket) */
+    return ring;
 }
 
 /* ---- a lane of a shared region (client setting shm_region; PROTOCOL.md "Shared regions") ---- */
@@ -256,12 +288,12 @@ static uint64_t new_nonce(void) {
 }
 
 /* Claims a free lane and asks the worker to attach it; the lane goes back if the worker says no. */
-static void attach_region(struct vmc_conn *conn) {
+static struct vmc_ring *attach_region(void) {
     pthread_once(&region_once, map_region);
     uint64_t nonce = new_nonce();
     int lane = region_base && nonce ? vmc_region_claim(region_base, &region_geometry, nonce) : -1;
     if (lane < 0)
-        return; /* no region, or every lane taken: this connection uses the socket */
+        return NULL; /* no region, or every lane taken: this connection uses the socket */
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_ShmAttachRegion, 0);
     if (st == cudaSuccess) {
@@ -275,41 +307,20 @@ static void attach_region(struct vmc_conn *conn) {
             fprintf(stderr, "vmcuda: the appliance did not attach a lane of shared region %s (does its shm.regions name "
                             "the same memory?); bulk copies go over TCP\n", vmc_client_config()->shm_region);
         vmc_region_release(region_base, &region_geometry, (uint32_t)lane, nonce);
-        return;
+        return NULL;
     }
-    conn->shm_base = vmc_region_lane(region_base, &region_geometry, (uint32_t)lane);
-    conn->shm_size = region_geometry.lane_size;
-    conn->shm_slot_size = region_geometry.slot_size;
-    conn->shm_slots = region_geometry.slots;
-    conn->shm_lane = lane;
-    conn->shm_nonce = nonce;
-    conn->shm_state = 1;
-    note_held((uint32_t)lane, nonce);
+    note_held((uint32_t)lane, nonce); /* given back at exit even if the ring below cannot be made */
+    return new_ring(vmc_region_lane(region_base, &region_geometry, (uint32_t)lane), region_geometry.lane_size,
+                    region_geometry.slot_size, region_geometry.slots, lane);
 }
 
-static void attach(struct vmc_conn *conn) {
-    conn->shm_state = -1;
-    if (vmc_client_config()->shm_region[0])
-        attach_region(conn);
-    else
-        attach_file(conn);
+struct vmc_ring *vmc_shm_attach(void) {
+    return vmc_client_config()->shm_region[0] ? attach_region() : attach_file();
 }
 
-void vmc_shm_forget(struct vmc_conn *conn) {
-    /* A lane stays in held[]: should its worker never give it back (killed), the exit does; if the worker
-     * did and the lane was claimed again, that nonce no longer matches and nothing happens. */
-    if (conn->shm_lane < 0 && conn->shm_base)
-        munmap(conn->shm_base, conn->shm_size);
-    conn->shm_base = NULL;
-    conn->shm_lane = -1;
-    conn->shm_state = 0;
-}
-
-/* The configuration lets this process share memory with the appliance: transport shm, a shared region, or
- * auto with an appliance on this host. */
-static int may_share(void) {
+int vmc_shm_may_share(void) {
     const struct vmc_client_config *cfg = vmc_client_config();
-    if (cfg->transport == VMC_TRANSPORT_TCP)
+    if (cfg->transport == VMC_TRANSPORT_TCP || cfg->transport == VMC_TRANSPORT_UCX)
         return 0;
     /* A configured shared region says the appliance shares memory with this machine. */
     if (cfg->transport == VMC_TRANSPORT_AUTO && !cfg->shm_region[0]) {
@@ -320,95 +331,6 @@ static int may_share(void) {
     return 1;
 }
 
-int vmc_shm_colocated(void) { return may_share() && !vmc_client_config()->shm_region[0]; }
+int vmc_shm_colocated(void) { return vmc_shm_may_share() && !vmc_client_config()->shm_region[0]; }
 
 int vmc_shm_pinned_in_region(void) { return vmc_client_config()->pinned_in_region && vmc_shm_colocated(); }
-
-int vmc_shm_ready(size_t count) {
-    if (count < VMC_RING_MIN_PIPED || !may_share())
-        return 0;
-    cudaError_t err;
-    struct vmc_conn *conn = vmc_thread_conn(&err);
-    if (!conn)
-        return 0;
-    if (count < (conn->pipe_state == 1 ? VMC_RING_MIN_PIPED : VMC_SHM_MIN_BYTES))
-        return 0;
-    if (conn->shm_state == 0)
-        attach(conn);
-    return conn->shm_state == 1;
-}
-
-static int put_token(struct vmc_conn *conn, uint32_t k) {
-    uint8_t b[4] = {(uint8_t)k, (uint8_t)(k >> 8), (uint8_t)(k >> 16), (uint8_t)(k >> 24)};
-    return vmc_conn_write(conn, b, 4);
-}
-
-/* Reads the token for block `expect`; anything else means the two sides disagree about the stream. */
-static int take_token(struct vmc_conn *conn, uint32_t expect) {
-    uint8_t b[4];
-    if (vmc_conn_read(conn, b, 4) != 0)
-        return -1;
-    uint32_t k = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-    return k == expect ? 0 : -1;
-}
-
-static uint8_t *slot(struct vmc_conn *conn, uint32_t k) { return conn->shm_base + (size_t)(k % conn->shm_slots) * conn->shm_slot_size; }
-
-static cudaError_t begin(struct vmc_call *c, uint32_t id, uint32_t symbol, uint64_t addr, size_t count, cudaStream_t stream,
-                         unsigned mode) {
-    cudaError_t st = vmc_call_begin_ex(c, id, 0, !(mode & COPY_DRIVER));
-    if (st != cudaSuccess)
-        return st;
-    vmc_arg_u32(c, symbol);
-    vmc_arg_u64(c, addr);
-    vmc_arg_u64(c, count);
-    vmc_arg_u64(c, (uint64_t)(uintptr_t)stream);
-    vmc_arg_u8(c, (uint8_t)mode);
-    return vmc_call_send(c);
-}
-
-cudaError_t vmc_shm_host_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
-                                   unsigned mode) {
-    struct vmc_call c;
-    cudaError_t st = begin(&c, VMC_API_vmc_MemcpyHostToDeviceShm, symbol, dst, count, stream, mode);
-    if (st != cudaSuccess)
-        return st;
-    struct vmc_conn *conn = c.conn;
-    size_t ss = conn->shm_slot_size;
-    uint32_t blocks = (uint32_t)((count + ss - 1) / ss), freed = 0;
-    for (uint32_t k = 0; k < blocks; k++) {
-        if (k >= conn->shm_slots && take_token(conn, freed++) != 0)
-            return vmc_session_lost(conn, "shared-memory ring out of step");
-        size_t n = k + 1 < blocks ? ss : count - (size_t)k * ss;
-        vmc_copy(slot(conn, k), (const uint8_t *)src + (size_t)k * ss, n);
-        if (put_token(conn, k) != 0)
-            return vmc_session_lost(conn, "cannot send to the worker");
-    }
-    while (freed < blocks)
-        if (take_token(conn, freed++) != 0)
-            return vmc_session_lost(conn, "shared-memory ring out of step");
-    return vmc_call_await(&c);
-}
-
-cudaError_t vmc_shm_device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
-                                   unsigned mode) {
-    struct vmc_call c;
-    cudaError_t st = begin(&c, VMC_API_vmc_MemcpyDeviceToHostShm, symbol, src, count, stream, mode);
-    if (st != cudaSuccess)
-        return st;
-    st = vmc_call_await(&c);
-    if (!c.replied || st != cudaSuccess)
-        return st;
-    struct vmc_conn *conn = c.conn;
-    size_t ss = conn->shm_slot_size;
-    uint32_t blocks = (uint32_t)((count + ss - 1) / ss);
-    for (uint32_t k = 0; k < blocks; k++) {
-        if (take_token(conn, k) != 0)
-            return vmc_session_lost(conn, "shared-memory ring out of step");
-        size_t n = k + 1 < blocks ? ss : count - (size_t)k * ss;
-        vmc_copy((uint8_t *)dst + (size_t)k * ss, slot(conn, k), n);
-        if (put_token(conn, k) != 0)
-            return vmc_session_lost(conn, "cannot send to the worker");
-    }
-    return vmc_call_await(&c);
-}

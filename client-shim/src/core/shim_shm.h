@@ -1,5 +1,6 @@
 /* The co-located fast path: bulk copies through a shared-memory ring the worker's GPU DMA reads and
- * writes directly (PROTOCOL.md "Co-located fast path"). */
+ * writes directly (PROTOCOL.md "Co-located fast path"; the ring's block protocol is ring_copy.c's), and
+ * the files this process shares with its worker. */
 #ifndef SHIM_SHM_H
 #define SHIM_SHM_H
 
@@ -16,15 +17,14 @@
  * 0.41 / 0.70 through the byte stream and the worker's synchronous copy from pageable memory. */
 #define VMC_RING_MIN_PIPED (4u << 10)
 
-struct vmc_conn;
+struct vmc_ring;
 
-/* 1 if this copy should take the ring (attaching it on first use), 0 if the socket must carry it. */
-int vmc_shm_ready(size_t count);
-/* Same arguments and semantics as the socket paths in shim_memory.c (synchronous copies only). */
-cudaError_t vmc_shm_host_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
-                                   unsigned mode);
-cudaError_t vmc_shm_device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
-                                   unsigned mode);
+/* The configuration lets this process share memory with the appliance: transport shm, a shared region, or
+ * auto with an appliance on this host. */
+int vmc_shm_may_share(void);
+/* A shared-memory ring for the calling thread's connection (transport.h): a lane of the configured shared
+ * region, else a new /dev/shm file the worker maps; NULL when the worker cannot attach one. */
+struct vmc_ring *vmc_shm_attach(void);
 
 /* 1 when this process and the appliance are on one OS instance and may share memory through files in
  * /dev/shm (transport shm, or auto with a local appliance; not a shared region between two VMs). */
@@ -38,11 +38,5 @@ int vmc_shm_pinned_in_region(void);
 void *vmc_shm_new_file(size_t size, int reserve, char *path, size_t path_len);
 /* The same, mapped at `hint` when that range is free in this process (else anywhere). */
 void *vmc_shm_new_file_at(void *hint, size_t size, int reserve, char *path, size_t path_len);
-
-/* The connection has been closed: its ring's mapping goes. A lane of the shared region is given back by
- * the worker, which sees the end of the connection once it has stopped using and registering the lane
- * (a lane freed here first could be claimed again while that worker still holds it); lanes still held
- * when the process exits are given back then, as a fallback. */
-void vmc_shm_forget(struct vmc_conn *conn);
 
 #endif

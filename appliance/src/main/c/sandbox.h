@@ -23,6 +23,8 @@ struct sandbox_opts {
     int n_keep;
     const char *region[SANDBOX_MAX_REGIONS]; /* --region PATH: shared-memory region the worker gets open O_RDWR */
     int n_region;
+    const char *ucx_agent;       /* --ucx-agent PATH: vmcuda-ucx-agent, started outside the namespaces as --uid for
+                                  * the worker's bulk copies over UCX (its socket in $VMCUDA_UCX_AGENT_FD), or NULL */
     unsigned long nproc;         /* --nproc N: RLIMIT_NPROC (per user, threads included) */
     unsigned long nofile;        /* --nofile N: RLIMIT_NOFILE */
     unsigned long fsize;         /* --fsize BYTES: RLIMIT_FSIZE, the largest file the worker may write (its
@@ -41,7 +43,7 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
 
 #define SANDBOX_USAGE \
     "usage: vmcuda-sandbox [--user NAME] [--uid N] --workdir DIR [--hide DIR [--lend DIR]] [--keep PATH]...\n" \
-    "                      [--region PATH]...\n" \
+    "                      [--region PATH]... [--ucx-agent PATH]\n" \
     "                      [--nproc N] [--nofile N] [--fsize BYTES] [--tmp-size SIZE] -- EXECUTABLE ARGV0 [ARGS...]\n" \
     "       vmcuda-sandbox --probe [--user NAME]\n"
 

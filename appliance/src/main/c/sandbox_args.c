@@ -122,6 +122,10 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
             if (o->n_region == SANDBOX_MAX_REGIONS)
                 return fail(err, err_len, "more than %d --region paths", SANDBOX_MAX_REGIONS);
             o->region[o->n_region++] = v;
+        } else if (strcmp(a, "--ucx-agent") == 0) {
+            if (!good_path(v))
+                return fail(err, err_len, "--ucx-agent must be an absolute path without '..'");
+            o->ucx_agent = v;
         } else if (strcmp(a, "--nproc") == 0) {
             if (number(v, 16, 1ul << 22, &o->nproc) != 0)
                 return fail(err, err_len, "--nproc must be a number from 16 to %lu", 1ul << 22);

@@ -7,6 +7,9 @@
  *      read-only) before any mount hides them; a region that cannot be opened is skipped with one warning
  *      (the client then uses its other data path). The session directory and every --keep path (O_PATH)
  *      are opened in step 4, in the worker's mount namespace, before the new /tmp hides what lies below it;
+ *   2b. with --ucx-agent, starts vmcuda-ucx-agent (ucx_agent.h) here, outside the namespaces to come (it needs
+ *      the network and the RDMA devices), as the worker's uid and group, with nothing inherited but its end
+ *      of a new socket pair; the worker gets the other end in $VMCUDA_UCX_AGENT_FD;
  *   3. unshare(mount, network, IPC, PID namespaces) and forks: the worker is PID 1 of its PID namespace;
  *      this process stays outside as its parent, turns SIGTERM/SIGINT/SIGHUP into SIGKILL for it and exits
  *      with its status (128 + signal when killed), so the daemon's process handle behaves as the worker's;
@@ -304,6 +307,34 @@ static void die_with_launcher(void) {
         _exit(125); /* the launcher is gone: nobody would reap or account for this worker */
 }
 
+/* Step 2b: the worker's UCX agent. Returns the worker's end of its socket pair (close-on-exec until step 6). */
+static int start_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw, const int *inherited, int n_inherited) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        die("socketpair for the UCX agent");
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork the UCX agent");
+    if (pid == 0) {
+        for (int i = 0; i < n_inherited; i++) /* what the worker inherits is not the agent's */
+            if (inherited[i] >= 0)
+                close(inherited[i]);
+        close(sv[0]);
+        uid_t uid = worker_uid(o, pw);
+        if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(uid) != 0 || setuid(0) == 0 ||
+            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+            die("UCX agent: drop privileges to uid %u", (unsigned)uid);
+        char num[16];
+        snprintf(num, sizeof num, "%d", sv[1]);
+        if (fcntl(sv[1], F_SETFD, 0) != 0)
+            die("UCX agent: socket");
+        execl(o->ucx_agent, "vmcuda-ucx-agent", num, (char *)NULL);
+        die("execute %s", o->ucx_agent);
+    }
+    close(sv[1]);
+    return sv[0];
+}
+
 /* Forks into the new namespaces; returns in the child (PID 1), exits in the parent with its status. */
 static void enter_namespaces(int *close_in_parent, int n_close) {
     sigset_t all, old;
@@ -440,12 +471,14 @@ int main(int argc, char **argv) {
         region_path[n_region_fd] = o.region[i];
         region_fd[n_region_fd++] = fd;
     }
-    int close_in_parent[2 + SANDBOX_MAX_REGIONS] = {dfd, exe_fd};
+    int close_in_parent[3 + SANDBOX_MAX_REGIONS] = {dfd, exe_fd};
     for (int i = 0; i < n_region_fd; i++)
         close_in_parent[2 + i] = region_fd[i];
+    int ucx_fd = o.ucx_agent ? start_ucx_agent(&o, pw, close_in_parent, 2 + n_region_fd) : -1;
+    close_in_parent[2 + n_region_fd] = ucx_fd;
 
     /* 3. namespaces; from here on this is the worker, PID 1 */
-    enter_namespaces(close_in_parent, 2 + n_region_fd);
+    enter_namespaces(close_in_parent, 3 + n_region_fd);
 
     /* 4. the file system view. Bind sources must be mounts of this namespace: open them here, before
      * the new /tmp hides what lies below the old one. */
@@ -495,6 +528,15 @@ int main(int argc, char **argv) {
         } else {
             unsetenv("VMCUDA_SHM_REGIONS");
         }
+    }
+    unsetenv("VMCUDA_UCX_AGENT"); /* in here the worker could not start one that reaches the network */
+    unsetenv("VMCUDA_UCX_AGENT_FD");
+    if (ucx_fd >= 0) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", ucx_fd);
+        if (fcntl(ucx_fd, F_SETFD, 0) != 0)
+            die("make the UCX agent's socket inheritable");
+        setenv("VMCUDA_UCX_AGENT_FD", num, 1);
     }
     /* 7. the system-call filter, last: the steps above needed what it denies */
     char why[160];

@@ -94,6 +94,15 @@ void vmc_w_shm_release_all_lanes(void);
 enum vmc_w_result vmc_w_shm_host_to_device(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_shm_device_to_host(struct vmc_wcall *wc);
 void vmc_w_shm_release(struct vmc_wconn *c);
+/* A ring's shape is one the worker accepts: 2..64 slots of 64 KiB..256 MiB (whole pages), 4 GiB at most. */
+int vmc_w_shm_ring_ok(uint32_t slots, uint64_t slot_size, uint64_t size);
+/* Makes `base` (size bytes, slots x slot_size, mapped shared) connection c's ring and registers it with the
+ * runtime; `ucx_ring`: the UCX agent's id for it, 0 for none. 1 registered, 0 not (copies are pageable), -1
+ * out of memory (nothing changed). */
+int vmc_w_shm_adopt(struct vmc_wconn *c, void *base, size_t size, size_t slot_size, uint32_t slots, uint32_t ucx_ring);
+/* Bulk copies over UCX (worker_ucx.c): a ring registered with the session's UCX agent. */
+enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc);
+void vmc_w_ucx_detach(uint32_t ring);
 /* Calls through shared memory (worker_pipe.c): the client's pipe taken over for this connection. */
 enum vmc_w_result vmc_w_pipe_attach(struct vmc_wcall *wc);
 void vmc_w_pipe_release(struct vmc_wconn *c);

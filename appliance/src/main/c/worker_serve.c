@@ -248,6 +248,7 @@ static enum vmc_w_result dispatch_call(struct vmc_wcall *wc) {
     case VMC_API_vmc_ShmAttach: return vmc_w_shm_attach(wc);
     case VMC_API_vmc_ShmAttachRegion: return vmc_w_shm_attach_region(wc);
     case VMC_API_vmc_PipeAttach: return vmc_w_pipe_attach(wc);
+    case VMC_API_vmc_UcxAttach: return vmc_w_ucx_attach(wc);
     case VMC_API_vmc_MemcpyHostToDeviceShm: return vmc_w_shm_host_to_device(wc);
     case VMC_API_vmc_MemcpyDeviceToHostShm: return vmc_w_shm_device_to_host(wc);
     case VMC_API_cudaDeviceReset: {

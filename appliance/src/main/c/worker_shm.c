@@ -36,6 +36,8 @@ struct vmc_wshm {
     struct vmc_region_geometry geometry;
     uint32_t lane;
     uint64_t nonce;
+    /* A ring the UCX agent has registered under this id (worker_ucx.c); it is told when the ring goes. */
+    uint32_t ucx_ring;
 };
 
 /* ---- shared regions: mapped once per worker, on first use ---- */
@@ -158,9 +160,11 @@ void vmc_w_shm_release(struct vmc_wconn *c) {
         track(shm, 0);
         vmc_region_release(shm->region->base, &shm->geometry, shm->lane, shm->nonce);
         vmc_w_log("shared-region lane %u given back", shm->lane);
-    }
-    else
+    } else {
+        if (shm->ucx_ring)
+            vmc_w_ucx_detach(shm->ucx_ring);
         munmap(shm->base, shm->size);
+    }
     free(shm);
     c->shm = NULL;
 }
@@ -202,8 +206,7 @@ enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc) {
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     struct vmc_wconn *c = wc->conn;
-    if (c->shm || !valid_name(path) || slots < 2 || slots > MAX_SLOTS || slot_size < MIN_SLOT || slot_size > MAX_SLOT ||
-        slot_size % 4096 != 0 || size != slots * slot_size || size > MAX_RING) {
+    if (c->shm || !valid_name(path) || !vmc_w_shm_ring_ok(slots, slot_size, size)) {
         vmc_w_reply_status(wc, cudaErrorInvalidValue);
         return VMC_W_DONE;
     }
@@ -215,20 +218,34 @@ enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc) {
     }
     void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    struct vmc_wshm *shm = base == MAP_FAILED ? NULL : calloc(1, sizeof *shm);
-    if (!shm) {
-        if (base != MAP_FAILED)
-            munmap(base, size);
+    if (base == MAP_FAILED) {
         vmc_w_reply_status(wc, cudaErrorMemoryAllocation);
         return VMC_W_DONE;
     }
-    *shm = (struct vmc_wshm){base, size, slot_size, slots, 0, 0, NULL, {0}, 0, 0};
-    ensure_registered(shm);
-    c->shm = shm;
+    if (vmc_w_shm_adopt(c, base, size, slot_size, slots, 0) < 0) {
+        munmap(base, size);
+        vmc_w_reply_status(wc, cudaErrorMemoryAllocation);
+        return VMC_W_DONE;
+    }
     vmc_w_log("shared-memory ring attached: %u slots of %zu bytes%s", slots, (size_t)slot_size,
-              shm->registered ? ", registered with the runtime" : ", NOT registered (copies are pageable)");
+              c->shm->registered ? ", registered with the runtime" : ", NOT registered (copies are pageable)");
     vmc_w_reply_status(wc, cudaSuccess);
     return VMC_W_DONE;
+}
+
+int vmc_w_shm_ring_ok(uint32_t slots, uint64_t slot_size, uint64_t size) {
+    return slots >= 2 && slots <= MAX_SLOTS && slot_size >= MIN_SLOT && slot_size <= MAX_SLOT && slot_size % 4096 == 0 &&
+           size == slots * slot_size && size <= MAX_RING;
+}
+
+int vmc_w_shm_adopt(struct vmc_wconn *c, void *base, size_t size, size_t slot_size, uint32_t slots, uint32_t ucx_ring) {
+    struct vmc_wshm *shm = calloc(1, sizeof *shm);
+    if (!shm)
+        return -1;
+    *shm = (struct vmc_wshm){base, size, slot_size, slots, 0, 0, NULL, {0}, 0, 0, ucx_ring};
+    ensure_registered(shm);
+    c->shm = shm;
+    return shm->registered;
 }
 
 /* Attaches lane `lane` of whichever shared region holds `nonce` there: only the client that claimed the
@@ -257,7 +274,7 @@ enum vmc_w_result vmc_w_shm_attach_region(struct vmc_wcall *wc) {
         return VMC_W_DONE;
     }
     *shm = (struct vmc_wshm){vmc_region_lane(found->base, &g, lane), g.lane_size, g.slot_size, g.slots, 0, 0,
-                             found, g, lane, nonce};
+                             found, g, lane, nonce, 0};
     ensure_registered(shm);
     c->shm = shm;
     track(shm, 1);

@@ -113,6 +113,16 @@ int main(void) {
         CHECK(parse(v, &o, err) == 0 && o.n_region == 1);
         CHECK(strcmp(o.region[0], "/sys/bus/pci/devices/0000:00:05.0/resource2") == 0 && strcmp(o.exe, "/x") == 0);
     }
+    {   /* --ucx-agent: an absolute path without '..'; none by default */
+        char *v[] = {"s", "--workdir", "/w", "--ucx-agent", "/opt/vmcuda/native/vmcuda-ucx-agent", "--", "/x", "a", NULL};
+        CHECK(parse(v, &o, err) == 0 && strcmp(o.ucx_agent, "/opt/vmcuda/native/vmcuda-ucx-agent") == 0);
+        char *rel[] = {"s", "--workdir", "/w", "--ucx-agent", "vmcuda-ucx-agent", "--", "/x", "a", NULL};
+        CHECK(parse(rel, &o, err) == -1 && err[0]);
+        char *up[] = {"s", "--workdir", "/w", "--ucx-agent", "/opt/../tmp/agent", "--", "/x", "a", NULL};
+        CHECK(parse(up, &o, err) == -1 && err[0]);
+        char *none[] = {"s", "--workdir", "/w", "--", "/x", "a", NULL};
+        CHECK(parse(none, &o, err) == 0 && o.ucx_agent == NULL);
+    }
     {   /* several, kept in order; none by default */
         char *v[] = {"s", "--region", "/dev/uio0", "--workdir", "/w", "--region", "/dev/shm/vmcuda-ring", "--keep", "/k",
                      "--region", "/a/../b", "--", "/x", "a", NULL};

@@ -71,6 +71,7 @@ public final class ApplianceConfig {
         workerMaxProcesses();
         workerMaxOpenFiles();
         workerTmpSize();
+        workerUcx();
         shmRegions();
     }
 
@@ -329,6 +330,15 @@ public final class ApplianceConfig {
         String v = string("worker.sandbox").toLowerCase();
         if (!v.equals("auto") && !v.equals("true") && !v.equals("false")) {
             throw new IllegalArgumentException("config key 'worker.sandbox' = '" + v + "' must be auto, true or false");
+        }
+        return v;
+    }
+
+    /** {@code worker.ucx}: auto, true or false (UcxAgent says what each means). */
+    public String workerUcx() {
+        String v = string("worker.ucx");
+        if (!v.matches("auto|true|false")) {
+            throw new IllegalArgumentException("config key 'worker.ucx' = '" + v + "' must be auto, true or false");
         }
         return v;
     }

@@ -19,6 +19,7 @@ import io.vmcuda.appliance.session.TenantConnections;
 import io.vmcuda.appliance.worker.WorkerLauncher;
 import io.vmcuda.appliance.auth.Authenticator;
 import io.vmcuda.appliance.worker.Sandbox;
+import io.vmcuda.appliance.worker.UcxAgent;
 import io.vmcuda.appliance.worker.WorkerSocketServer;
 import io.vmcuda.scheduler.GpuInventory;
 import io.vmcuda.scheduler.GpuScheduler;
@@ -117,6 +118,7 @@ public final class Daemon implements AutoCloseable {
         WorkerLauncher launcher = new WorkerLauncher(socketPath, workerLibDir, config.workerCudaLibDirs(),
                 config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes(),
                 config.shmRegions(), config.workerUidPool(), stateDir);
+        launcher.offerUcx(UcxAgent.resolve(config, workerLibDir));
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl"), config.sessionRecordsMaxBytes()), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);

@@ -96,16 +96,17 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
      * becomes a {@code --region}, which the launcher opens read-write as root and hands to the worker.
      */
     List<String> command(Path workDir, List<Path> keep, List<Path> regions, Path executable, String argv0) {
-        return command(workDir, keep, regions, executable, argv0, 0, null, null);
+        return command(workDir, keep, regions, executable, argv0, 0, null, null, null);
     }
 
     /**
      * @param uid  the session's own uid (worker.uid_range), 0 for worker.user's
      * @param hide a directory above workDir the worker must not see (the daemon's state directory), or null
      * @param lend a directory below {@code hide} the worker may read (module images the daemon lends it), or null
+     * @param ucxAgent vmcuda-ucx-agent, which the launcher starts outside the sandbox for the worker, or null
      */
     List<String> command(Path workDir, List<Path> keep, List<Path> regions, Path executable, String argv0, long uid,
-                         Path hide, Path lend) {
+                         Path hide, Path lend, Path ucxAgent) {
         List<String> cmd = new ArrayList<>(List.of(launcher.toString(), "--user", user, "--workdir",
                 workDir.toAbsolutePath().toString(), "--nproc", Long.toString(maxProcesses), "--nofile",
                 Long.toString(maxOpenFiles), "--tmp-size", tmpSize));
@@ -132,6 +133,10 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
         for (Path r : regions) {
             cmd.add("--region");
             cmd.add(r.toString());
+        }
+        if (ucxAgent != null) {
+            cmd.add("--ucx-agent");
+            cmd.add(ucxAgent.toString());
         }
         cmd.add("--");
         cmd.add(executable.toAbsolutePath().toString());

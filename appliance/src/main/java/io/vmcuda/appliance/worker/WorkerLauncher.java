@@ -31,6 +31,7 @@ public final class WorkerLauncher {
     private final List<Path> shmRegions;
     private final UidPool uids;     // null: sandboxed workers all run as worker.user
     private final Path hiddenDir;   // the daemon's state directory, out of a sandboxed worker's sight; or null
+    private volatile Path ucxAgent; // vmcuda-ucx-agent when the appliance offers UCX (worker.ucx), else null
 
     public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
                           Map<String, String> extraEnv) {
@@ -153,6 +154,11 @@ public final class WorkerLauncher {
         return pb.start();
     }
 
+    /** Offers bulk copies over UCX to the workers started from now on, through this agent (UcxAgent). */
+    public void offerUcx(Path agent) {
+        this.ucxAgent = agent;
+    }
+
     /** The worker's command line: through the sandbox launcher when workers are sandboxed. */
     List<String> command(WorkerSpec spec) {
         if (sandbox == null) return command(spec.argv0(), spec.executable());
@@ -163,7 +169,7 @@ public final class WorkerLauncher {
             if (Files.isDirectory(Path.of(d))) keep.add(Path.of(d));
         }
         return sandbox.command(spec.workDir(), keep, regions(spec), spec.executable(), spec.argv0(), spec.uid(), hiddenDir,
-                spec.lendDir());
+                spec.lendDir(), ucxAgent);
     }
 
     /**
@@ -202,6 +208,15 @@ public final class WorkerLauncher {
             List<String> paths = new ArrayList<>();
             for (Path r : regions) paths.add(r.toString());
             env.put("VMCUDA_SHM_REGIONS", String.join(",", paths));
+        }
+        Path agent = ucxAgent;
+        if (agent != null) {
+            // a sandboxed worker gets its agent from the launcher (--ucx-agent); UCX's own settings reach the agent
+            if (sandbox == null) env.put("VMCUDA_UCX_AGENT", agent.toString());
+            env.put("UCX_LOG_FILE", "stderr"); // the session log, not the worker's stdout (which reaches the client)
+            daemonEnv.forEach((name, value) -> {
+                if (name.startsWith("UCX_")) env.put(name, value);
+            });
         }
         env.putAll(extraEnv);
         return env;

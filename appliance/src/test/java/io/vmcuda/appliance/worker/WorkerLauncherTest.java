@@ -99,6 +99,36 @@ class WorkerLauncherTest {
         assertEquals("/state", b.get(b.indexOf("--hide") + 1));
     }
 
+    /**
+     * With UCX offered, an unsandboxed worker is told where the agent is (it starts it itself); a sandboxed one
+     * gets it from the launcher (--ucx-agent), which starts it outside the sandbox. UCX's own settings of the
+     * daemon reach both, and UCX's log goes to the session log rather than the program's stdout.
+     */
+    @Test
+    void ucxReachesWorkersThroughTheirAgent() {
+        Path agent = Path.of("/opt/vmcuda/native/vmcuda-ucx-agent");
+        Map<String, String> daemonEnv = Map.of("UCX_TLS", "rc,self", "UCX_NET_DEVICES", "mlx5_0:1", "OTHER", "x");
+        assertFalse(launcher.environment(spec(null), daemonEnv).containsKey("UCX_TLS"), "no UCX settings while UCX is off");
+        WorkerLauncher plain = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
+                List.of(), 4194304, Map.of());
+        plain.offerUcx(agent);
+        Map<String, String> env = plain.environment(spec(null), daemonEnv);
+        assertEquals(agent.toString(), env.get("VMCUDA_UCX_AGENT"));
+        assertEquals("rc,self", env.get("UCX_TLS"));
+        assertEquals("mlx5_0:1", env.get("UCX_NET_DEVICES"));
+        assertEquals("stderr", env.get("UCX_LOG_FILE"));
+        assertFalse(env.containsKey("OTHER"));
+
+        Sandbox sandbox = new Sandbox(Path.of("/opt/vmcuda/native/vmcuda-sandbox"), "nobody", 4096, 1024, "512m");
+        WorkerLauncher sandboxed = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
+                List.of(), 4194304, Map.of(), sandbox, "0");
+        sandboxed.offerUcx(agent);
+        List<String> cmd = sandboxed.command(spec(null));
+        assertEquals(agent.toString(), cmd.get(cmd.indexOf("--ucx-agent") + 1));
+        assertTrue(cmd.indexOf("--ucx-agent") < cmd.indexOf("--"), cmd.toString());
+        assertFalse(sandboxed.environment(spec(null), daemonEnv).containsKey("VMCUDA_UCX_AGENT"), "the launcher's to give");
+    }
+
     private static final List<Path> REGIONS = List.of(Path.of("/sys/bus/pci/devices/0000:00:05.0/resource2"),
             Path.of("/dev/shm/vmcuda-ring"));
 

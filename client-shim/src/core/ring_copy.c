@@ -1,0 +1,94 @@
+/* Copies through a connection's ring (transport.h): the block protocol both transports share (PROTOCOL.md
+ * "Co-located fast path"). A copy is cut into slot-sized blocks; block k uses slot k % slots; a 4-byte
+ * token with the block's number says on the byte stream that a slot was filled (or drained) and may be
+ * used by the other side. */
+#include "transport.h"
+
+#include <stdio.h>
+
+#include "bulk.h"
+#include "shim_call.h"
+#include "shim_session.h"
+#include "vmc_api.h"
+
+static int put_token(struct vmc_conn *conn, uint32_t k) {
+    uint8_t b[4] = {(uint8_t)k, (uint8_t)(k >> 8), (uint8_t)(k >> 16), (uint8_t)(k >> 24)};
+    return vmc_conn_write(conn, b, 4);
+}
+
+/* Reads the token for block `expect`; anything else means the two sides disagree about the stream. */
+static int take_token(struct vmc_conn *conn, uint32_t expect) {
+    uint8_t b[4];
+    if (vmc_conn_read(conn, b, 4) != 0)
+        return -1;
+    uint32_t k = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    return k == expect ? 0 : -1;
+}
+
+static cudaError_t begin(struct vmc_call *c, uint32_t id, uint32_t symbol, uint64_t addr, size_t count, cudaStream_t stream,
+                         unsigned mode) {
+    cudaError_t st = vmc_call_begin_ex(c, id, 0, !(mode & COPY_DRIVER));
+    if (st != cudaSuccess)
+        return st;
+    vmc_arg_u32(c, symbol);
+    vmc_arg_u64(c, addr);
+    vmc_arg_u64(c, count);
+    vmc_arg_u64(c, (uint64_t)(uintptr_t)stream);
+    vmc_arg_u8(c, (uint8_t)mode);
+    return vmc_call_send(c);
+}
+
+static cudaError_t transport_failed(struct vmc_conn *conn) {
+    char why[200];
+    snprintf(why, sizeof why, "%s: %s", conn->ring->ops->name, conn->ring->why);
+    return vmc_session_lost(conn, why);
+}
+
+cudaError_t vmc_ring_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
+                               unsigned mode) {
+    struct vmc_call c;
+    cudaError_t st = begin(&c, VMC_API_vmc_MemcpyHostToDeviceShm, symbol, dst, count, stream, mode);
+    if (st != cudaSuccess)
+        return st;
+    struct vmc_conn *conn = c.conn;
+    struct vmc_ring *ring = conn->ring;
+    size_t ss = ring->slot_size;
+    uint32_t blocks = (uint32_t)((count + ss - 1) / ss), freed = 0;
+    for (uint32_t k = 0; k < blocks; k++) {
+        if (k >= ring->slots && take_token(conn, freed++) != 0)
+            return vmc_session_lost(conn, "ring out of step");
+        size_t n = k + 1 < blocks ? ss : count - (size_t)k * ss;
+        if (ring->ops->fill(ring, k % ring->slots, (const uint8_t *)src + (size_t)k * ss, n) != 0)
+            return transport_failed(conn);
+        if (put_token(conn, k) != 0)
+            return vmc_session_lost(conn, "cannot send to the worker");
+    }
+    while (freed < blocks)
+        if (take_token(conn, freed++) != 0)
+            return vmc_session_lost(conn, "ring out of step");
+    return vmc_call_await(&c);
+}
+
+cudaError_t vmc_ring_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream, unsigned mode) {
+    struct vmc_call c;
+    cudaError_t st = begin(&c, VMC_API_vmc_MemcpyDeviceToHostShm, symbol, src, count, stream, mode);
+    if (st != cudaSuccess)
+        return st;
+    st = vmc_call_await(&c);
+    if (!c.replied || st != cudaSuccess)
+        return st;
+    struct vmc_conn *conn = c.conn;
+    struct vmc_ring *ring = conn->ring;
+    size_t ss = ring->slot_size;
+    uint32_t blocks = (uint32_t)((count + ss - 1) / ss);
+    for (uint32_t k = 0; k < blocks; k++) {
+        if (take_token(conn, k) != 0)
+            return vmc_session_lost(conn, "ring out of step");
+        size_t n = k + 1 < blocks ? ss : count - (size_t)k * ss;
+        if (ring->ops->drain(ring, k % ring->slots, (uint8_t *)dst + (size_t)k * ss, n) != 0)
+            return transport_failed(conn);
+        if (put_token(conn, k) != 0)
+            return vmc_session_lost(conn, "cannot send to the worker");
+    }
+    return vmc_call_await(&c);
+}

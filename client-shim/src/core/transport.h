@@ -1,0 +1,59 @@
+/* How a connection's bulk copies travel: the transport interface of the client core.
+ *
+ * Every connection has a byte stream to its worker (a TCP socket, or the pipe in shared memory when
+ * co-located: shim_pipe.h), which carries calls, replies and small copies. Large copies may instead go
+ * through a ring: a few slots of page-locked memory on the appliance, which the worker's GPU DMA reads
+ * and writes directly, handed back and forth with 4-byte tokens on the byte stream (ring_copy.c,
+ * PROTOCOL.md "Co-located fast path"). What differs between transports is only how the client moves
+ * bytes into and out of a slot:
+ *   - shared memory (shim_shm.c): the slots are mapped in this process too (a /dev/shm file of its own, or
+ *     a lane of a shared region such as an ivshmem BAR); a slot is filled and drained with memcpy;
+ *   - UCX (transport_ucx.c): the slots live in the appliance and are registered with UCX there; a slot is
+ *     filled with a UCX put and drained with a UCX get (RDMA where the NIC has it: no CPU copies).
+ * Which ring a connection gets, if any, is chosen once, at its first copy large enough to want one
+ * (transport.c); connections without one use the byte stream, striped over several connections for large
+ * synchronous copies (shim_stripe.h). bulk.c routes every copy. */
+#ifndef VMC_TRANSPORT_H
+#define VMC_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+struct vmc_conn;
+struct vmc_ring;
+
+struct vmc_ring_ops {
+    const char *name; /* for messages: "shared memory", "UCX" */
+    /* Moves n bytes into / out of slot `slot` (0 .. slots-1). The bytes of a fill must be visible to the
+     * worker when it returns. 0, or -1 with one line in ring->why. */
+    int (*fill)(struct vmc_ring *ring, uint32_t slot, const void *src, size_t n);
+    int (*drain)(struct vmc_ring *ring, uint32_t slot, void *dst, size_t n);
+    /* The connection is closed or forgotten (a fork): frees the ring. */
+    void (*close)(struct vmc_ring *ring);
+};
+
+/* The first member of each transport's own ring structure. */
+struct vmc_ring {
+    const struct vmc_ring_ops *ops;
+    size_t slot_size;
+    uint32_t slots;
+    size_t min_bytes; /* copies smaller than this take the byte stream */
+    int striped;      /* large copies are still striped over several connections (each with its own ring) */
+    char why[160];
+};
+
+/* The calling thread's connection's ring for a synchronous copy of `count` bytes (attaching one the first
+ * time a copy is large enough), or NULL: the byte stream carries it. */
+struct vmc_ring *vmc_ring_for(size_t count);
+
+/* Copies through the calling thread's connection's ring; same arguments and statuses as the byte-stream
+ * copies in bulk.c (synchronous copies only). */
+cudaError_t vmc_ring_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
+                               unsigned mode);
+cudaError_t vmc_ring_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream, unsigned mode);
+
+/* The connection is closed: its ring goes. */
+void vmc_ring_forget(struct vmc_conn *conn);
+
+#endif

@@ -1,0 +1,317 @@
+/* Bulk copies over UCX (transport.h; PROTOCOL.md "Bulk copies over UCX"; docs/ucx.md). The worker's ring
+ * lives on the appliance, registered with UCX by the session's UCX agent; this side fills a slot with a UCX
+ * put followed by a flush (the bytes are in the ring when the flush completes) and drains one with a UCX
+ * get. With an RDMA NIC (InfiniBand, RoCE, VMware PVRDMA) the NIC moves the bytes straight between the
+ * application's buffer and the ring: no CPU copy on either side; over UCX's tcp or shared-memory transports
+ * UCX emulates the one-sided operations.
+ *
+ * UCX is loaded at run time, only when the transport is configured (transport = ucx, or auto with an RDMA
+ * device on this machine): a client without UCX installed works over TCP and says why UCX was not used.
+ * UCX's own settings (UCX_TLS, UCX_NET_DEVICES, UCX_IB_GID_INDEX, ...) are read from the environment. */
+#include "transport_ucx.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <ucp/api/ucp.h>
+
+#include "shim_call.h"
+#include "shim_config.h"
+#include "shim_session.h"
+#include "shim_shm.h"
+#include "transport.h"
+#include "vmc_api.h"
+
+#define SLOTS 4
+/* A put or get that makes no progress for this long means the appliance is unreachable over UCX. */
+#define STALL_NS (15ll * 1000000000ll)
+/* The same for the first flush of a new end point, which proves that UCX reaches the appliance at all. */
+#define FIRST_CONTACT_NS (5ll * 1000000000ll)
+
+/* ---- libucp, loaded on first use ---- */
+
+static struct {
+    ucs_status_t (*config_read)(const char *, const char *, ucp_config_t **);
+    void (*config_release)(ucp_config_t *);
+    ucs_status_t (*init_version)(unsigned, unsigned, const ucp_params_t *, const ucp_config_t *, ucp_context_h *);
+    ucs_status_t (*worker_create)(ucp_context_h, const ucp_worker_params_t *, ucp_worker_h *);
+    void (*worker_destroy)(ucp_worker_h);
+    unsigned (*worker_progress)(ucp_worker_h);
+    ucs_status_t (*ep_create)(ucp_worker_h, const ucp_ep_params_t *, ucp_ep_h *);
+    ucs_status_ptr_t (*ep_close_nbx)(ucp_ep_h, const ucp_request_param_t *);
+    ucs_status_t (*ep_rkey_unpack)(ucp_ep_h, const void *, ucp_rkey_h *);
+    void (*rkey_destroy)(ucp_rkey_h);
+    ucs_status_ptr_t (*put_nbx)(ucp_ep_h, const void *, size_t, uint64_t, ucp_rkey_h, const ucp_request_param_t *);
+    ucs_status_ptr_t (*get_nbx)(ucp_ep_h, void *, size_t, uint64_t, ucp_rkey_h, const ucp_request_param_t *);
+    ucs_status_ptr_t (*ep_flush_nbx)(ucp_ep_h, const ucp_request_param_t *);
+    ucs_status_t (*request_check_status)(void *);
+    void (*request_free)(void *);
+    const char *(*status_string)(ucs_status_t);
+} ucp;
+
+static ucp_context_h context;
+static char load_why[200];
+/* A connection could not reach the appliance over UCX: the others would not either (one message, no retries). */
+static int unreachable;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void load(void) {
+    /* UCX writes its log to stdout unless told otherwise, which would mix it into the program's output (read
+     * once, when libucs loads) */
+    setenv("UCX_LOG_FILE", "stderr", 0);
+    void *h = dlopen("libucp.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(load_why, sizeof load_why, "cannot load libucp.so.0 (%s); install UCX (Debian: libucx0)", dlerror());
+        return;
+    }
+    struct { void **slot; const char *name; } syms[] = {
+        {(void **)&ucp.config_read, "ucp_config_read"}, {(void **)&ucp.config_release, "ucp_config_release"},
+        {(void **)&ucp.init_version, "ucp_init_version"}, {(void **)&ucp.worker_create, "ucp_worker_create"},
+        {(void **)&ucp.worker_destroy, "ucp_worker_destroy"}, {(void **)&ucp.worker_progress, "ucp_worker_progress"},
+        {(void **)&ucp.ep_create, "ucp_ep_create"}, {(void **)&ucp.ep_close_nbx, "ucp_ep_close_nbx"},
+        {(void **)&ucp.ep_rkey_unpack, "ucp_ep_rkey_unpack"}, {(void **)&ucp.rkey_destroy, "ucp_rkey_destroy"},
+        {(void **)&ucp.put_nbx, "ucp_put_nbx"}, {(void **)&ucp.get_nbx, "ucp_get_nbx"},
+        {(void **)&ucp.ep_flush_nbx, "ucp_ep_flush_nbx"}, {(void **)&ucp.request_check_status, "ucp_request_check_status"},
+        {(void **)&ucp.request_free, "ucp_request_free"}, {(void **)&ucp.status_string, "ucs_status_string"},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+        if (!(*syms[i].slot = dlsym(h, syms[i].name))) {
+            snprintf(load_why, sizeof load_why, "libucp.so.0 lacks %s (UCX older than 1.10?)", syms[i].name);
+            return;
+        }
+    ucp_config_t *config;
+    ucs_status_t st = ucp.config_read(NULL, NULL, &config);
+    if (st == UCS_OK) {
+        ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_RMA};
+        st = ucp.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context);
+        ucp.config_release(config);
+    }
+    if (st != UCS_OK) {
+        context = NULL;
+        snprintf(load_why, sizeof load_why, "UCX did not start: %s", ucp.status_string(st));
+    }
+}
+
+/* ---- the ring ---- */
+
+struct ucx_ring {
+    struct vmc_ring ring;
+    ucp_worker_h worker; /* this connection's own: only its thread uses it */
+    ucp_ep_h ep;
+    ucp_rkey_h rkey;
+    uint64_t remote_base;
+    volatile int peer_failed;
+    ucs_status_t peer_status;
+};
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
+/* Waits up to `stall_ns` without progress for a request to complete; 0, or -1 with why set. */
+static int wait_for(struct ucx_ring *u, ucs_status_ptr_t req, const char *what, int64_t stall_ns) {
+    ucs_status_t st = UCS_OK;
+    if (UCS_PTR_IS_ERR(req)) {
+        st = UCS_PTR_STATUS(req);
+    } else if (req) {
+        int64_t since = now_ns();
+        unsigned spins = 0;
+        while ((st = ucp.request_check_status(req)) == UCS_INPROGRESS && !u->peer_failed) {
+            if (ucp.worker_progress(u->worker)) {
+                spins = 0;
+                since = 0;
+            } else if (++spins % 4096 == 0) {
+                int64_t t = now_ns();
+                if (!since)
+                    since = t;
+                else if (t - since > stall_ns)
+                    break;
+            }
+        }
+        if (st == UCS_INPROGRESS) {
+            if (u->peer_failed)
+                snprintf(u->ring.why, sizeof u->ring.why, "UCX %s: the appliance's end failed: %s", what,
+                         ucp.status_string(u->peer_status));
+            else
+                snprintf(u->ring.why, sizeof u->ring.why, "UCX %s made no progress for %lld s", what,
+                         (long long)(stall_ns / 1000000000ll));
+            return -1; /* the request stays with UCX: the session is lost and the worker destroyed with it */
+        }
+        ucp.request_free(req);
+    }
+    if (st != UCS_OK) {
+        snprintf(u->ring.why, sizeof u->ring.why, "UCX %s failed: %s", what, ucp.status_string(st));
+        return -1;
+    }
+    return 0;
+}
+
+static int wait(struct ucx_ring *u, ucs_status_ptr_t req, const char *what) { return wait_for(u, req, what, STALL_NS); }
+
+static int ucx_fill(struct vmc_ring *r, uint32_t slot, const void *src, size_t n) {
+    struct ucx_ring *u = (struct ucx_ring *)r;
+    ucp_request_param_t p = {0};
+    uint64_t at = u->remote_base + (uint64_t)slot * r->slot_size;
+    /* the flush makes the put complete at the appliance: only then may the token say the slot is full */
+    if (wait(u, ucp.put_nbx(u->ep, src, n, at, u->rkey, &p), "put") != 0 || wait(u, ucp.ep_flush_nbx(u->ep, &p), "flush") != 0)
+        return -1;
+    return 0;
+}
+
+static int ucx_drain(struct vmc_ring *r, uint32_t slot, void *dst, size_t n) {
+    struct ucx_ring *u = (struct ucx_ring *)r;
+    ucp_request_param_t p = {0};
+    return wait(u, ucp.get_nbx(u->ep, dst, n, u->remote_base + (uint64_t)slot * r->slot_size, u->rkey, &p), "get");
+}
+
+static void ucx_close(struct vmc_ring *r) {
+    struct ucx_ring *u = (struct ucx_ring *)r;
+    if (u->rkey)
+        ucp.rkey_destroy(u->rkey);
+    if (u->ep) {
+        /* forced: the appliance may be gone, and a clean close would wait for it */
+        ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
+        ucs_status_ptr_t req = ucp.ep_close_nbx(u->ep, &p);
+        if (req && !UCS_PTR_IS_ERR(req)) {
+            for (int i = 0; i < 100000 && ucp.request_check_status(req) == UCS_INPROGRESS; i++)
+                ucp.worker_progress(u->worker);
+            if (ucp.request_check_status(req) != UCS_INPROGRESS)
+                ucp.request_free(req);
+        }
+    }
+    if (u->worker)
+        ucp.worker_destroy(u->worker);
+    free(u);
+}
+
+static const struct vmc_ring_ops ucx_ops = {"UCX", ucx_fill, ucx_drain, ucx_close};
+
+static void on_peer_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
+    (void)ep;
+    struct ucx_ring *u = arg;
+    u->peer_status = status;
+    u->peer_failed = 1;
+}
+
+/* One line per process for each reason UCX is not used, when the user asked for it by name. */
+static void say_not_used(const char *why) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char last[200];
+    if (vmc_client_config()->transport != VMC_TRANSPORT_UCX)
+        return;
+    pthread_mutex_lock(&lock);
+    if (strcmp(last, why) != 0) {
+        snprintf(last, sizeof last, "%s", why);
+        fprintf(stderr, "vmcuda: transport ucx not used: %s; bulk copies go over TCP\n", why);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* An RDMA device (InfiniBand, RoCE, PVRDMA) is present: what `auto` needs before it tries UCX. */
+static int rdma_device_present(void) {
+    DIR *d = opendir("/sys/class/infiniband");
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));)
+        found = e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return found;
+}
+
+int vmc_ucx_wanted(void) {
+    int t = vmc_client_config()->transport;
+    return t == VMC_TRANSPORT_UCX || (t == VMC_TRANSPORT_AUTO && rdma_device_present());
+}
+
+/* Connects this connection's own UCX worker to the appliance's; NULL with why set on failure. */
+static struct ucx_ring *connect_ring(const uint8_t *rkey, const uint8_t *address, uint64_t base,
+                                     char *why, size_t why_len) {
+    struct ucx_ring *u = calloc(1, sizeof *u);
+    if (!u) {
+        snprintf(why, why_len, "out of memory");
+        return NULL;
+    }
+    u->ring = (struct vmc_ring){&ucx_ops, vmc_block_size(), SLOTS, VMC_SHM_MIN_BYTES, 1, ""};
+    u->remote_base = base;
+    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE};
+    ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                        UCP_EP_PARAM_FIELD_ERR_HANDLER,
+                          .address = (const ucp_address_t *)address,
+                          .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+                          .err_handler = {on_peer_error, u}};
+    ucs_status_t st = ucp.worker_create(context, &wp, &u->worker);
+    const char *step = "worker";
+    if (st == UCS_OK) {
+        step = "end point";
+        st = ucp.ep_create(u->worker, &ep, &u->ep);
+        if (st == UCS_ERR_UNREACHABLE) {
+            /* UCX's shared-memory transports cannot report a failed peer: without that, a dead appliance shows as
+             * a put or get that makes no progress (STALL_NS), and the byte stream's end */
+            ep.field_mask &= ~(uint64_t)(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
+            st = ucp.ep_create(u->worker, &ep, &u->ep);
+        }
+    }
+    if (st == UCS_OK) {
+        step = "rkey";
+        st = ucp.ep_rkey_unpack(u->ep, rkey, &u->rkey);
+    }
+    if (st != UCS_OK) {
+        snprintf(why, why_len, "UCX %s: %s", step, ucp.status_string(st));
+        ucx_close(&u->ring);
+        return NULL;
+    }
+    /* the end point's first flush completes once UCX has reached the appliance's end: checked here, while the
+     * byte stream can still carry every copy, rather than at a copy, where a failure would end the session */
+    ucp_request_param_t p = {0};
+    if (wait_for(u, ucp.ep_flush_nbx(u->ep, &p), "first contact", FIRST_CONTACT_NS) != 0) {
+        snprintf(why, why_len, "%s", u->ring.why);
+        ucx_close(&u->ring);
+        return NULL;
+    }
+    return u;
+}
+
+struct vmc_ring *vmc_ucx_attach(void) {
+    pthread_once(&load_once, load);
+    if (!context) {
+        say_not_used(load_why);
+        return NULL;
+    }
+    if (__atomic_load_n(&unreachable, __ATOMIC_RELAXED))
+        return NULL; /* said once already */
+    struct vmc_call c;
+    cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_UcxAttach, 0);
+    if (st != cudaSuccess)
+        return NULL;
+    vmc_arg_u32(&c, SLOTS);
+    vmc_arg_u64(&c, vmc_block_size());
+    st = vmc_call_finish(&c);
+    char why[240];
+    if (st != cudaSuccess) {
+        size_t n = c.replied && c.reply.len > c.reply.pos ? c.reply.len - c.reply.pos : 0;
+        snprintf(why, sizeof why, "the appliance says: %.*s", (int)(n < 200 ? n : 200),
+                 n ? (const char *)c.reply.data + c.reply.pos : "no UCX ring for this session");
+        say_not_used(why);
+        return NULL;
+    }
+    uint64_t base = vmc_in_u64(&c.reply);
+    uint32_t rkey_len = vmc_in_u32(&c.reply), address_len = vmc_in_u32(&c.reply);
+    const uint8_t *rkey = vmc_in_view(&c.reply, rkey_len), *address = vmc_in_view(&c.reply, address_len);
+    if (c.reply.bad || !rkey || !address || !rkey_len || !address_len) {
+        say_not_used("the appliance's answer to the UCX attach is malformed");
+        return NULL;
+    }
+    struct ucx_ring *u = connect_ring(rkey, address, base, why, sizeof why);
+    if (!u) {
+        __atomic_store_n(&unreachable, 1, __ATOMIC_RELAXED);
+        say_not_used(why);
+        return NULL;
+    }
+    return &u->ring;
+}

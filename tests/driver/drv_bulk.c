@@ -1,0 +1,55 @@
+/* Bulk copies of many shapes through whichever transport the client is configured for (tcp, shm, ucx):
+ * sizes below, at and across the ring's slot size and past its four slots, at odd device offsets, and one
+ * large enough to be striped over several connections; each compared byte for byte after a round trip.
+ * `drv_bulk loop` copies 48 MiB each way until it is killed (the transports' fault tests), printing
+ * "copying" once the first round trip is done. */
+#define DRV_CHECK_NO_KERNELS
+#include "drv_check.h"
+#include <stdlib.h>
+#include <string.h>
+
+static void fill(unsigned char *p, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 131 + seed * 7 + (i >> 12));
+}
+
+int main(int argc, char **argv) {
+    enum { MAX = 48 << 20, ROOM = MAX + (1 << 20) };
+    unsigned char *out = malloc(ROOM), *in = malloc(ROOM);
+    CUdevice dev;
+    CUcontext ctx;
+    CUdeviceptr d;
+    CU(cuInit(0));
+    CU(cuDeviceGet(&dev, 0));
+    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU(cuCtxPushCurrent_v2(ctx));
+    CU(cuMemAlloc_v2(&d, ROOM));
+    if (argc > 1 && strcmp(argv[1], "loop") == 0) {
+        fill(out, MAX, 1);
+        for (int round = 0;; round++) {
+            CU(cuMemcpyHtoD_v2(d, out, MAX));
+            CU(cuMemcpyDtoH_v2(in, d, MAX));
+            if (round == 0) {
+                printf("copying\n");
+                fflush(stdout);
+            }
+        }
+    }
+    static const struct { size_t size, offset; const char *what; } cases[] = {
+        {300 << 10, 0, "300 KiB"},
+        {(4 << 20) + 3, 1, "4 MiB + 3 bytes at offset 1"},
+        {(17 << 20) + 1, 4093, "17 MiB + 1 byte at offset 4093 (past the ring's four slots)"},
+        {MAX, 0, "48 MiB (large enough to be striped)"},
+    };
+    for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        fill(out, cases[c].size, c + 1);
+        memset(in, 0, cases[c].size);
+        CU(cuMemcpyHtoD_v2(d + cases[c].offset, out, cases[c].size));
+        CU(cuMemcpyDtoH_v2(in, d + cases[c].offset, cases[c].size));
+        char what[160];
+        snprintf(what, sizeof what, "round trip of %s", cases[c].what);
+        check(memcmp(in, out, cases[c].size) == 0, what);
+    }
+    CU(cuMemFree_v2(d));
+    return failures ? 1 : 0;
+}
