@@ -103,6 +103,9 @@ grep -Eq 'lib/vmcuda-appliance-[^/]*\.jar$' "$work/appliance.list" || fail "appl
 if [ -f "$repo/appliance/target/native/vmcuda-sandbox" ]; then
     grep -Fqx "root/root ./opt/vmcuda/native/vmcuda-sandbox" "$work/appliance.list" || fail "appliance package lacks the sandbox launcher"
 fi
+if [ -f "$repo/appliance/target/native/vmcuda-ucx-agent" ]; then
+    grep -Fqx "root/root ./opt/vmcuda/native/vmcuda-ucx-agent" "$work/appliance.list" || fail "appliance package lacks the UCX agent"
+fi
 dpkg-deb -I "$adeb" conffiles > "$work/appliance.conffiles"
 expect_grep "appliance conffiles" '^/etc/vmcuda/vmcudad\.properties$' "$work/appliance.conffiles"
 dpkg-deb -I "$adeb" postinst > "$work/appliance.postinst"

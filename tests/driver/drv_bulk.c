@@ -2,7 +2,9 @@
  * sizes below, at and across the ring's slot size and past its four slots, at odd device offsets, and one
  * large enough to be striped over several connections; each compared byte for byte after a round trip.
  * `drv_bulk loop` copies 48 MiB each way until it is killed (the transports' fault tests), printing
- * "copying" once the first round trip is done. */
+ * "copying" once the first round trip is done; `drv_bulk rounds N` makes N such round trips and prints their
+ * rate (a quick measurement on machines without a GPU, against CI's stand-in driver). */
+#include <time.h>
 #define DRV_CHECK_NO_KERNELS
 #include "drv_check.h"
 #include <stdlib.h>
@@ -24,6 +26,20 @@ int main(int argc, char **argv) {
     CU(cuDevicePrimaryCtxRetain(&ctx, dev));
     CU(cuCtxPushCurrent_v2(ctx));
     CU(cuMemAlloc_v2(&d, ROOM));
+    if (argc > 2 && strcmp(argv[1], "rounds") == 0) {
+        int rounds = atoi(argv[2]);
+        struct timespec t0, t1;
+        fill(out, MAX, 1);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int round = 0; round < rounds; round++) {
+            CU(cuMemcpyHtoD_v2(d, out, MAX));
+            CU(cuMemcpyDtoH_v2(in, d, MAX));
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        printf("%d round trips of 48 MiB: %.2f GB/s each way\n", rounds, 2.0 * rounds * MAX / s / 2 / 1e9);
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "loop") == 0) {
         fill(out, MAX, 1);
         for (int round = 0;; round++) {

@@ -13,6 +13,9 @@
 #   .carry/pool.tar.xz            with --pool, for tests/gpu/run-pool-on-device.sh: this machine's etcd
 #                                 (Debian's etcd-server), tests/target/pool/*, cuda/ and a few cuda-static/
 #                                 programs
+#   .carry/ucx.tar.xz             for the UCX transport's section of run-on-device.sh: this machine's UCX
+#                                 libraries (Debian libucx0: lib/, lib/ucx/ with the cma module; the GPU
+#                                 machine has no UCX) and tests/target/driver/drv_bulk
 #   .carry/perf.tar.gz            with --with-perf: this machine's perf and its libraries, for
 #                                 tests/gpu/profile-tcp.sh (the GPU machine has no perf)
 #
@@ -101,6 +104,20 @@ if [ "$with_pool" = true ]; then
     seal pool pool "etcd, hold_session, programs"
 fi
 
+# UCX for the client and the agents on the GPU machine: the libraries keep UCX's layout (modules in ucx/ next
+# to libuct), without the verbs modules (no RDMA device there, and they would need rdma-core)
+rm -f "$carry/ucx.tar.xz"
+if [ -f /usr/lib/x86_64-linux-gnu/libucp.so.0 ] && [ -x "$repo/tests/target/driver/drv_bulk" ]; then
+    pack="$(mktemp -d)"
+    mkdir -p "$pack/lib/ucx"
+    cp -L /usr/lib/x86_64-linux-gnu/libuc{p,t,s,m}.so.0 /usr/lib/x86_64-linux-gnu/libnuma.so.1 "$pack/lib/"
+    cp -L /usr/lib/x86_64-linux-gnu/ucx/libuct_cma.so.0 "$pack/lib/ucx/"
+    cp -p "$repo/tests/target/driver/drv_bulk" "$repo/tests/driver/drv_bulk.expected" "$pack/"
+    seal ucx UCX "libucp and what it needs, drv_bulk"
+else
+    echo "prepare-carry: no UCX here (apt-get install libucx0) or no tests/target/driver/drv_bulk: the GPU run skips UCX" >&2
+fi
+
 # perf and the libraries it links, except the C/C++ runtime the GPU machine's newer Ubuntu has itself.
 rm -f "$carry/perf.tar.gz"
 if [ "$with_perf" = true ]; then
@@ -120,7 +137,7 @@ echo "prepare-carry: $(basename "${bundles[0]}") -> .carry/vmcuda-bundle.tar.gz"
 echo "prepare-carry: ${#programs[@]} test programs -> .carry/cuda/: $(cd "$carry/cuda" && ls | tr '\n' ' ')"
 echo "prepare-carry: benchmarks -> .carry/bench/: $(cd "$carry/bench" && ls | tr '\n' ' ')"
 size_mib=$(du -smc "$carry" | tail -1 | cut -f1)
-echo "prepare-carry: carried size ${size_mib} MiB; device tool carry: [\".carry/vmcuda-bundle.tar.gz\", \".carry/cuda\", \".carry/bench\"]"
+echo "prepare-carry: carried size ${size_mib} MiB; device tool carry: [\".carry/vmcuda-bundle.tar.gz\", \".carry/cuda\", \".carry/bench\", \".carry/isolation\", \".carry/ucx.tar.xz\"]"
 # The device tool carries at most 64 MiB in all (working tree included).
 if [ "$size_mib" -ge 60 ]; then
     echo "prepare-carry: WARNING: close to or over the 64 MiB the device tool carries" >&2

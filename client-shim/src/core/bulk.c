@@ -87,15 +87,17 @@ static cudaError_t stripe_to_host(uint8_t *host, uint64_t device, size_t n, unsi
     return socket_device_to_host(host, VMC_NO_INDEX, device, n, 0, mode);
 }
 
-/* How many TCP stripes a copy gets: only synchronous copies of plain device memory that lie inside
- * one allocation (so that every stripe fails or succeeds as the whole copy would natively). */
-static unsigned stripes_for(uint32_t symbol, uint64_t device, size_t count, unsigned mode) {
+/* How many stripes a copy gets: only synchronous copies of plain device memory that lie inside one
+ * allocation (so that every stripe fails or succeeds as the whole copy would natively); from VMC_STRIPE_MIN
+ * bytes over the byte stream, from the ring's own threshold through a ring (never for some). */
+static unsigned stripes_for(uint32_t symbol, uint64_t device, size_t count, unsigned mode, const struct vmc_ring *ring) {
+    size_t min = ring ? ring->stripe_min : VMC_STRIPE_MIN;
     struct vmc_range r;
-    if (symbol != VMC_NO_INDEX || (mode & COPY_ASYNC) || count < VMC_STRIPE_MIN)
+    if (symbol != VMC_NO_INDEX || (mode & COPY_ASYNC) || min == 0 || count < min)
         return 1;
     if (!vmc_ranges_find(&device_ranges, (const void *)(uintptr_t)device, &r) || device + count > r.base + r.size)
         return 1;
-    return vmc_stripe_ways(count);
+    return vmc_stripe_ways(count, min);
 }
 
 /* Host-to-device: memory shared with the worker where it lies; else the connection's ring (transport.h)
@@ -111,7 +113,7 @@ cudaError_t vmc_copy_to_device(uint32_t symbol, uint64_t dst, const void *src, s
     /* An async copy must return once its bytes have left the buffer, without waiting for the stream:
      * the socket gives that; the ring would wait for the device copy. */
     struct vmc_ring *ring = (mode & COPY_ASYNC) ? NULL : vmc_ring_for(count);
-    unsigned ways = ring && !ring->striped ? 1 : stripes_for(symbol, dst, count, mode);
+    unsigned ways = stripes_for(symbol, dst, count, mode, ring);
     if (ways > 1)
         return vmc_striped_copy(ways, (uint8_t *)(uintptr_t)src, dst, count, mode, stripe_to_device);
     if (ring)
@@ -124,7 +126,7 @@ cudaError_t vmc_copy_to_host(void *dst, uint32_t symbol, uint64_t src, size_t co
     if (symbol == VMC_NO_INDEX && vmc_hostmap_contains(dst, count))
         return vmc_hostmap_copy(src, dst, count, stream_arg, mode, 0);
     struct vmc_ring *ring = vmc_ring_for(count);
-    unsigned ways = ring && !ring->striped ? 1 : stripes_for(symbol, src, count, mode);
+    unsigned ways = stripes_for(symbol, src, count, mode, ring);
     if (ways > 1)
         return vmc_striped_copy(ways, dst, src, count, mode, stripe_to_host);
     if (ring)

@@ -12,10 +12,10 @@
 /* Set once a helper thread could not join the session: from then on copies use one connection. */
 static int helpers_cannot_join;
 
-unsigned vmc_stripe_ways(size_t count) {
+unsigned vmc_stripe_ways(size_t count, size_t min) {
     const struct vmc_client_config *cfg = vmc_client_config();
     /* Multi-GPU sessions: a helper's connection has device 0 current, not the caller's device. */
-    if (cfg->tcp_streams <= 1 || cfg->gpus != 1 || count < VMC_STRIPE_MIN ||
+    if (cfg->tcp_streams <= 1 || cfg->gpus != 1 || count < min ||
         __atomic_load_n(&helpers_cannot_join, __ATOMIC_RELAXED))
         return 1;
     size_t by_size = count / STRIPE_BLOCKS_MIN;

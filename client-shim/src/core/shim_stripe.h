@@ -20,8 +20,9 @@
 /* Moves one stripe over the calling thread's own connection: host <-> [device, device + n). */
 typedef cudaError_t (*vmc_stripe_fn)(uint8_t *host, uint64_t device, size_t n, unsigned mode);
 
-/* How many stripes a synchronous copy of `count` bytes should be cut into (1: do not stripe). */
-unsigned vmc_stripe_ways(size_t count);
+/* How many stripes a synchronous copy of `count` bytes should be cut into (1: do not stripe): from `min` bytes
+ * (VMC_STRIPE_MIN over the byte stream; a ring's transport may start lower), each stripe at least 8 MiB. */
+unsigned vmc_stripe_ways(size_t count, size_t min);
 
 /* Moves `count` bytes in up to `ways` stripes with `move` and returns the first error among them (in
  * address order), or cudaSuccess. First waits for the work the calling thread queued before on the

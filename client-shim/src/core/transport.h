@@ -39,7 +39,8 @@ struct vmc_ring {
     size_t slot_size;
     uint32_t slots;
     size_t min_bytes; /* copies smaller than this take the byte stream */
-    int striped;      /* large copies are still striped over several connections (each with its own ring) */
+    size_t stripe_min; /* copies from this size on are striped over several connections, each with its own
+                        * ring (0: never, the ring alone is faster) */
     char why[160];
 };
 

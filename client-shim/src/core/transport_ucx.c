@@ -27,6 +27,7 @@
 #include "vmc_api.h"
 
 #define SLOTS 4
+#define UCX_STRIPE_MIN (16u << 20)
 /* A put or get that makes no progress for this long means the appliance is unreachable over UCX. */
 #define STALL_NS (15ll * 1000000000ll)
 /* The same for the first flush of a new end point, which proves that UCX reaches the appliance at all. */
@@ -237,7 +238,9 @@ static struct ucx_ring *connect_ring(const uint8_t *rkey, const uint8_t *address
         snprintf(why, why_len, "out of memory");
         return NULL;
     }
-    u->ring = (struct vmc_ring){&ucx_ops, vmc_block_size(), SLOTS, VMC_SHM_MIN_BYTES, 1, ""};
+    /* UCX over tcp moves one stream at a few GB/s (sw-emulated puts): copies from 16 MiB are cut into stripes
+     * of 8 MiB on connections of their own, which the agent serves on a thread each (GPU run 53) */
+    u->ring = (struct vmc_ring){&ucx_ops, vmc_block_size(), SLOTS, VMC_SHM_MIN_BYTES, UCX_STRIPE_MIN, ""};
     u->remote_base = base;
     ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE};
     ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
@@ -277,12 +280,19 @@ static struct ucx_ring *connect_ring(const uint8_t *rkey, const uint8_t *address
     return u;
 }
 
-struct vmc_ring *vmc_ucx_attach(void) {
-    pthread_once(&load_once, load);
-    if (!context) {
-        say_not_used(load_why);
-        return NULL;
+/* UCX's tcp segment sizes must be the agent's ("TX RX" from its reply), or UCX aborts the side that receives
+ * a larger segment than it expects: the appliance's choice is applied here, before UCX is loaded (it reads
+ * its transports' settings from the environment only; every agent of an appliance says the same). */
+static void use_agents_segments(const char *segments) {
+    char tx[16], rx[16];
+    const char *tls = getenv("UCX_TLS");
+    if ((!tls || strstr(tls, "tcp") || strstr(tls, "all")) && sscanf(segments, "%15s %15s", tx, rx) == 2) {
+        setenv("UCX_TCP_TX_SEG_SIZE", tx, 1);
+        setenv("UCX_TCP_RX_SEG_SIZE", rx, 1);
     }
+}
+
+struct vmc_ring *vmc_ucx_attach(void) {
     if (__atomic_load_n(&unreachable, __ATOMIC_RELAXED))
         return NULL; /* said once already */
     struct vmc_call c;
@@ -303,8 +313,23 @@ struct vmc_ring *vmc_ucx_attach(void) {
     uint64_t base = vmc_in_u64(&c.reply);
     uint32_t rkey_len = vmc_in_u32(&c.reply), address_len = vmc_in_u32(&c.reply);
     const uint8_t *rkey = vmc_in_view(&c.reply, rkey_len), *address = vmc_in_view(&c.reply, address_len);
-    if (c.reply.bad || !rkey || !address || !rkey_len || !address_len) {
+    uint32_t segments_len = vmc_in_u32(&c.reply);
+    const uint8_t *segments = vmc_in_view(&c.reply, segments_len);
+    if (c.reply.bad || !rkey || !address || !rkey_len || !address_len || segments_len >= 32) {
         say_not_used("the appliance's answer to the UCX attach is malformed");
+        return NULL;
+    }
+    char seg[32];
+    memcpy(seg, segments, segments_len);
+    seg[segments_len] = 0;
+    static pthread_mutex_t settings_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&settings_lock);
+    if (!context && !load_why[0])
+        use_agents_segments(seg);
+    pthread_mutex_unlock(&settings_lock);
+    pthread_once(&load_once, load);
+    if (!context) {
+        say_not_used(load_why);
         return NULL;
     }
     struct ucx_ring *u = connect_ring(rkey, address, base, why, sizeof why);

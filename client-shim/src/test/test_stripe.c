@@ -87,14 +87,17 @@ int main(void) {
     refusing_thread = pthread_self();
 
     /* how many stripes */
-    CHECK(vmc_stripe_ways(VMC_STRIPE_MIN - 1) == 1, "a copy below the threshold is striped");
-    CHECK(vmc_stripe_ways(VMC_STRIPE_MIN) == 4, "32 MiB: %u stripes, expected 4 (8 MiB each)", vmc_stripe_ways(VMC_STRIPE_MIN));
-    CHECK(vmc_stripe_ways(1u << 30) == 4, "1 GiB with tcp_streams 4: %u", vmc_stripe_ways(1u << 30));
+    CHECK(vmc_stripe_ways(VMC_STRIPE_MIN - 1, VMC_STRIPE_MIN) == 1, "a copy below the threshold is striped");
+    CHECK(vmc_stripe_ways(VMC_STRIPE_MIN, VMC_STRIPE_MIN) == 4, "32 MiB: %u stripes, expected 4 (8 MiB each)", vmc_stripe_ways(VMC_STRIPE_MIN, VMC_STRIPE_MIN));
+    CHECK(vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN) == 4, "1 GiB with tcp_streams 4: %u", vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN));
+    /* a ring's transport may stripe from a lower size (UCX: 16 MiB), still 8 MiB a stripe at least */
+    CHECK(vmc_stripe_ways(16u << 20, 16u << 20) == 2, "16 MiB from 16 MiB: %u stripes, expected 2", vmc_stripe_ways(16u << 20, 16u << 20));
+    CHECK(vmc_stripe_ways((16u << 20) - 1, 16u << 20) == 1, "below a ring's threshold it is striped");
     config.gpus = 2;
-    CHECK(vmc_stripe_ways(1u << 30) == 1, "a multi-GPU session is striped");
+    CHECK(vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN) == 1, "a multi-GPU session is striped");
     config.gpus = 1;
     config.tcp_streams = 1;
-    CHECK(vmc_stripe_ways(1u << 30) == 1, "tcp_streams 1 stripes");
+    CHECK(vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN) == 1, "tcp_streams 1 stripes");
     config.tcp_streams = 4;
 
     /* exact coverage, sizes that do not divide evenly, on several threads at once */
@@ -128,7 +131,7 @@ int main(void) {
     st = vmc_striped_copy(4, host, 0, 64u << 20, 0, move_to_device);
     CHECK(st == cudaSuccess && memcmp(device_memory, host, 64u << 20) == 0, "stripes of refused helpers were lost");
     CHECK(n_seen == 1 && pthread_equal(seen_threads[0], pthread_self()), "refused stripes not moved by the caller");
-    CHECK(vmc_stripe_ways(1u << 30) == 1, "striping goes on after a helper could not join");
+    CHECK(vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN) == 1, "striping goes on after a helper could not join");
 
     free(host);
     free(device_memory);

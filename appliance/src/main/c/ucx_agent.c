@@ -5,7 +5,7 @@
  * and get from it (this process's UCX worker address, the ring's packed rkey and address). It is the
  * passive side of every transfer: it only progresses its UCX worker, which with RDMA hardware is idle
  * (the NIC moves the bytes) and over UCX's tcp or shared-memory transports carries out the client's puts
- * and gets. It sleeps on UCX's event descriptor and the worker's socket, and exits when the worker's end
+ * and gets, one thread per ring. It exits when the worker's end
  * closes (the worker exited or was killed). UCX's own settings (UCX_TLS, UCX_NET_DEVICES, ...) come from
  * its environment. */
 #define _GNU_SOURCE
@@ -15,30 +15,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <ucp/api/ucp.h>
 
 #include "ucx_agent.h"
 
 #define MAX_RINGS 256
+#define SPIN_NS 200000l
 
+/* Each ring has a UCX worker and a thread of its own: the connections of one session (one per CPU thread of
+ * the program, and the helpers of a striped copy) move their blocks in parallel, which over UCX's tcp and
+ * shared-memory transports means this process's threads do the copying in parallel. */
 struct ring {
     uint32_t id; /* 0: free */
     void *base;
     size_t size;
     ucp_mem_h memh;
+    ucp_worker_h worker;
+    ucp_address_t *address;
+    size_t address_len;
+    int stop;    /* an eventfd: the thread stops when it is written */
+    pthread_t thread;
 };
 
 static struct ring rings[MAX_RINGS];
 static uint32_t next_id = 1;
 static ucp_context_h context;
-static ucp_worker_h worker;
-static ucp_address_t *address;
-static size_t address_len;
+static char tcp_segments[32]; /* what every attach reply says (ucx_agent.h) */
 
 static void say(const char *fmt, const char *detail) {
     fprintf(stderr, "vmcuda-ucx-agent: ");
@@ -47,23 +57,68 @@ static void say(const char *fmt, const char *detail) {
 }
 
 static int start_ucx(void) {
+    /* UCX's tcp transport emulates puts and gets in segments of 8 KiB by default: 64 KiB doubles a stream's
+     * rate (ucx_perftest ucp_put_bw, 4 MiB messages, loopback: 1.6 -> 3.5 GB/s). UCX reads its transports'
+     * settings from the environment only; the operator's own (UCX_TCP_*_SEG_SIZE) win. */
+    const char *tls = getenv("UCX_TLS");
+    if (!tls || strstr(tls, "tcp") || strstr(tls, "all")) { /* else UCX warns that they are unused */
+        setenv("UCX_TCP_TX_SEG_SIZE", "64k", 0);
+        setenv("UCX_TCP_RX_SEG_SIZE", "64k", 0);
+    }
+    if (getenv("UCX_TCP_TX_SEG_SIZE") && getenv("UCX_TCP_RX_SEG_SIZE"))
+        snprintf(tcp_segments, sizeof tcp_segments, "%.14s %.14s", getenv("UCX_TCP_TX_SEG_SIZE"), getenv("UCX_TCP_RX_SEG_SIZE"));
     ucp_config_t *config;
     if (ucp_config_read(NULL, NULL, &config) != UCS_OK)
         return -1;
-    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP};
+    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+                           .features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP, .mt_workers_shared = 1};
     ucs_status_t st = ucp_init(&params, config, &context);
     ucp_config_release(config);
     if (st != UCS_OK) {
         say("ucp_init: %s", ucs_status_string(st));
         return -1;
     }
-    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE};
-    if ((st = ucp_worker_create(context, &wp, &worker)) != UCS_OK ||
-        (st = ucp_worker_get_address(worker, &address, &address_len)) != UCS_OK) {
-        say("UCX worker: %s", ucs_status_string(st));
-        return -1;
-    }
     return 0;
+}
+
+/* A ring's thread: progresses its UCX worker, sleeping on UCX's event descriptor between events. */
+static void *progress(void *arg) {
+    struct ring *r = arg;
+    int efd = -1;
+    if (ucp_worker_get_efd(r->worker, &efd) != UCS_OK)
+        efd = -1;
+    for (;;) {
+        /* busy for a while after the last event: during a transfer the next segment is microseconds away, and
+         * a sleep and wake-up per segment would cost more than the segment itself */
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do {
+            while (ucp_worker_progress(r->worker))
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while ((t.tv_sec - t0.tv_sec) * 1000000000l + (t.tv_nsec - t0.tv_nsec) < SPIN_NS);
+        ucs_status_t st = efd < 0 ? UCS_ERR_UNSUPPORTED : ucp_worker_arm(r->worker);
+        if (st == UCS_ERR_BUSY)
+            continue;
+        struct pollfd p[2] = {{r->stop, POLLIN, 0}, {efd, POLLIN, 0}};
+        if (poll(p, efd < 0 ? 1 : 2, st == UCS_OK ? -1 : 1) < 0 && errno != EINTR)
+            break;
+        if (p[0].revents & POLLIN)
+            break;
+    }
+    return NULL;
+}
+
+static void release(struct ring *r) {
+    uint64_t one = 1;
+    if (write(r->stop, &one, sizeof one) == (ssize_t)sizeof one)
+        pthread_join(r->thread, NULL);
+    close(r->stop);
+    ucp_worker_release_address(r->worker, r->address);
+    ucp_worker_destroy(r->worker);
+    ucp_mem_unmap(context, r->memh);
+    munmap(r->base, r->size);
+    r->id = 0;
 }
 
 static void reply(int sock, struct vmc_ucx_reply *r, const void *rkey, const void *addr) {
@@ -88,48 +143,73 @@ static void attach(int sock, const struct vmc_ucx_request *q, int fd) {
         refuse(sock, UCS_ERR_INVALID_PARAM, fd < 0 ? "no ring descriptor" : !slot ? "too many rings" : "bad ring size");
         return;
     }
-    void *base = mmap(NULL, q->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) {
+    struct ring r = {.size = q->size, .stop = -1};
+    r.base = mmap(NULL, q->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (r.base == MAP_FAILED) {
         refuse(sock, UCS_ERR_NO_MEMORY, strerror(errno));
         return;
     }
     ucp_mem_map_params_t mp = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
-                               .address = base, .length = q->size};
-    ucp_mem_h memh;
+                               .address = r.base, .length = q->size};
+    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE};
     void *rkey = NULL;
     size_t rkey_len = 0;
-    ucs_status_t st = ucp_mem_map(context, &mp, &memh);
-    if (st == UCS_OK && (st = ucp_rkey_pack(context, memh, &rkey, &rkey_len)) != UCS_OK)
-        ucp_mem_unmap(context, memh);
-    if (st != UCS_OK || rkey_len + address_len > VMC_UCX_MAX_BLOB) {
-        if (st == UCS_OK) {
-            ucp_rkey_buffer_release(rkey);
-            ucp_mem_unmap(context, memh);
+    const char *step = "register the ring";
+    int mapped = 0, made = 0, addressed = 0;
+    ucs_status_t st = ucp_mem_map(context, &mp, &r.memh);
+    if (st == UCS_OK && (mapped = 1, step = "pack its key", st = ucp_rkey_pack(context, r.memh, &rkey, &rkey_len)) == UCS_OK &&
+        (step = "create a worker", st = ucp_worker_create(context, &wp, &r.worker)) == UCS_OK &&
+        (made = 1, step = "worker address", st = ucp_worker_get_address(r.worker, &r.address, &r.address_len)) == UCS_OK) {
+        addressed = 1;
+        if (rkey_len + r.address_len > VMC_UCX_MAX_BLOB) {
+            step = "rkey and address too large";
+            st = UCS_ERR_EXCEEDS_LIMIT;
+        } else if ((r.stop = eventfd(0, EFD_CLOEXEC)) < 0) {
+            step = "start its thread";
+            st = UCS_ERR_NO_RESOURCE;
+        } else {
+            *slot = r; /* the thread's view (id still 0: the slot is not in use until the thread runs) */
+            if (pthread_create(&slot->thread, NULL, progress, slot) != 0) {
+                step = "start its thread";
+                st = UCS_ERR_NO_RESOURCE;
+            }
         }
-        munmap(base, q->size);
-        refuse(sock, st != UCS_OK ? st : UCS_ERR_EXCEEDS_LIMIT, st != UCS_OK ? ucs_status_string(st) : "rkey too large");
+    }
+    if (st != UCS_OK) {
+        char why[128];
+        snprintf(why, sizeof why, "%s: %s", step, ucs_status_string(st));
+        if (r.stop >= 0)
+            close(r.stop);
+        if (addressed)
+            ucp_worker_release_address(r.worker, r.address);
+        if (made)
+            ucp_worker_destroy(r.worker);
+        if (rkey)
+            ucp_rkey_buffer_release(rkey);
+        if (mapped)
+            ucp_mem_unmap(context, r.memh);
+        munmap(r.base, q->size);
+        refuse(sock, st, why);
         return;
     }
-    *slot = (struct ring){next_id++, base, q->size, memh};
+    slot->id = r.id = next_id++;
     if (next_id == 0)
         next_id = 1;
-    struct vmc_ucx_reply r = {.ring = slot->id, .remote_base = (uint64_t)(uintptr_t)base, .rkey_len = (uint32_t)rkey_len,
-                              .address_len = (uint32_t)address_len};
-    reply(sock, &r, rkey, address);
+    struct vmc_ucx_reply answer = {.ring = r.id, .remote_base = (uint64_t)(uintptr_t)r.base, .rkey_len = (uint32_t)rkey_len,
+                                   .address_len = (uint32_t)r.address_len};
+    memcpy(answer.tcp_segments, tcp_segments, sizeof tcp_segments);
+    reply(sock, &answer, rkey, r.address);
     ucp_rkey_buffer_release(rkey);
 }
 
 static void detach(uint32_t id) {
     for (int i = 0; i < MAX_RINGS; i++)
-        if (id && rings[i].id == id) {
-            ucp_mem_unmap(context, rings[i].memh);
-            munmap(rings[i].base, rings[i].size);
-            rings[i].id = 0;
-        }
+        if (id && rings[i].id == id)
+            release(&rings[i]);
 }
 
-/* One request from the worker; returns -1 when the worker's end is closed. */
-static int serve(int sock) {
+/* One request from the worker (refused when UCX did not start); returns -1 when the worker's end is closed. */
+static int serve(int sock, int ucx_ok) {
     struct vmc_ucx_request q;
     char control[CMSG_SPACE(sizeof(int))];
     struct iovec iov = {&q, sizeof q};
@@ -141,7 +221,9 @@ static int serve(int sock) {
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
             memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    if (n == (ssize_t)sizeof q && q.op == VMC_UCX_ATTACH)
+    if (n == (ssize_t)sizeof q && q.op == VMC_UCX_ATTACH && !ucx_ok)
+        refuse(sock, UCS_ERR_UNSUPPORTED, "UCX did not start on the appliance (see the session log)");
+    else if (n == (ssize_t)sizeof q && q.op == VMC_UCX_ATTACH)
         attach(sock, &q, fd);
     else if (n == (ssize_t)sizeof q && q.op == VMC_UCX_DETACH)
         detach(q.ring);
@@ -161,34 +243,14 @@ int main(int argc, char **argv) {
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     signal(SIGPIPE, SIG_IGN);
-    int efd = -1;
-    if (start_ucx() != 0 || ucp_worker_get_efd(worker, &efd) != UCS_OK) {
-        /* every attach is refused with the reason: the worker tells its client, which uses TCP */
-        for (;;) {
-            struct vmc_ucx_request q;
-            ssize_t n = recv((int)sock, &q, sizeof q, 0);
-            if (n <= 0 && !(n < 0 && errno == EINTR))
-                return 0;
-            if (n == (ssize_t)sizeof q && q.op == VMC_UCX_ATTACH)
-                refuse((int)sock, UCS_ERR_UNSUPPORTED, "UCX did not start on the appliance (see the session log)");
-        }
-    }
-    for (;;) {
-        while (ucp_worker_progress(worker))
-            ;
-        ucs_status_t st = ucp_worker_arm(worker);
-        if (st == UCS_ERR_BUSY)
-            continue;
-        struct pollfd p[2] = {{(int)sock, POLLIN, 0}, {efd, POLLIN, 0}};
-        if (poll(p, 2, st == UCS_OK ? -1 : 10) < 0 && errno != EINTR)
-            break;
-        if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && serve((int)sock) != 0)
-            break;
-    }
+    int ok = start_ucx() == 0;
+    /* without UCX every attach is refused with the reason: the worker tells its client, which uses TCP */
+    while (serve((int)sock, ok) == 0)
+        ;
     for (int i = 0; i < MAX_RINGS; i++)
-        detach(rings[i].id);
-    ucp_worker_release_address(worker, address);
-    ucp_worker_destroy(worker);
-    ucp_cleanup(context);
+        if (rings[i].id)
+            release(&rings[i]);
+    if (context)
+        ucp_cleanup(context);
     return 0;
 }

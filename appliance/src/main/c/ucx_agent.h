@@ -34,6 +34,9 @@ struct vmc_ucx_reply {
     uint32_t rkey_len;    /* then rkey_len bytes of packed rkey, address_len bytes of worker address */
     uint32_t address_len;
     char why[128];        /* one line when status != 0 */
+    /* UCX's tcp segment sizes in this agent (UCX_TCP_TX_SEG_SIZE and UCX_TCP_RX_SEG_SIZE, as "TX RX"): the
+     * client must use the same, or UCX aborts the receiving process on the first larger segment */
+    char tcp_segments[32];
 };
 
 #endif

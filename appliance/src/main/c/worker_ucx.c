@@ -94,6 +94,7 @@ static int receive_reply(int fd, struct vmc_ucx_reply *r, uint8_t *blob) {
     if (n < (ssize_t)sizeof *r || (m.msg_flags & MSG_TRUNC))
         return -1;
     r->why[sizeof r->why - 1] = 0;
+    r->tcp_segments[sizeof r->tcp_segments - 1] = 0;
     if (r->status == 0 && ((uint64_t)r->rkey_len + r->address_len > VMC_UCX_MAX_BLOB ||
                            (size_t)n != sizeof *r + r->rkey_len + r->address_len))
         return -1;
@@ -147,7 +148,8 @@ static int register_ring(size_t size, void **base, struct vmc_ucx_reply *r, uint
 }
 
 /* The reply's payload: status, then (success) the ring's address in the agent, the rkey's and worker
- * address's lengths and bytes; (refusal) one line saying why, for the client to print. */
+ * address's lengths and bytes, and the agent's UCX tcp segment sizes; (refusal) one line saying why, for
+ * the client to print. */
 enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc) {
     uint32_t slots = vmc_in_u32(&wc->in);
     uint64_t slot_size = vmc_in_u64(&wc->in);
@@ -184,6 +186,8 @@ enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc) {
     vmc_out_u32(&c->reply, r.rkey_len);
     vmc_out_u32(&c->reply, r.address_len);
     vmc_out_bytes(&c->reply, blob, (size_t)r.rkey_len + r.address_len);
+    vmc_out_u32(&c->reply, (uint32_t)strlen(r.tcp_segments));
+    vmc_out_bytes(&c->reply, r.tcp_segments, strlen(r.tcp_segments));
     free(blob);
     return VMC_W_DONE;
 }

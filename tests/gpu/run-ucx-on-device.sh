@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Bulk copies over UCX on the lent GPU machine (issue 19; docs/ucx.md). That machine has no RDMA device and
+# no UCX: tests/gpu/prepare-carry.sh packs this machine's UCX libraries (Debian libucx0) and drv_bulk into
+# .carry/ucx.tar.xz. Two appliances from the bundle on the one GPU:
+#   main   sandboxed workers (root), UCX offered: clients reach its agents over UCX's tcp transport, as a
+#          client on another host would (its agents run as the session's uid, where UCX's shared-memory
+#          transports cannot map the client's segments);
+#   sm     unsandboxed workers (worker.sandbox = false, the client's own uid), UCX_TLS=sm: UCX over shared
+#          memory.
+# Checks (client GPU-less, tests/gpu/gpuless.sh): drv_bulk natively and through vmcuda over tcp, shm, ucx-tcp
+# and ucx-sm, stdout as expected, and the worker logs show the UCX rings. Then tests/bench/compare.sh with the
+# vmcuda_bench copies in one table: native | tcp | shm | ucx-tcp | ucx-sm. Device tool call:
+#     run(command="bash tests/gpu/run-ucx-on-device.sh",
+#         carry=[".carry/vmcuda-bundle.tar.gz", ".carry/bench", ".carry/ucx.tar.xz"])
+# $OUT gets summary.txt (also on stdout), bench-ucx.txt, main.log, sm.log, worker-logs.tar.gz. Exit 0 when
+# every check passed.
+set -uo pipefail
+
+REPO="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
+CARRY="${CARRY:-$REPO/.carry}"
+OUT="${OUT:-/tmp/vmcuda-ucx-out}"
+WORK=/tmp/vmcuda-ucx
+TIMEOUT="${VMCUDA_TEST_TIMEOUT:-120}"
+SUMMARY="$OUT/summary.txt"
+mkdir -p "$OUT"
+rm -rf "$WORK"
+mkdir -p "$WORK"/{runs,carried}
+: >"$SUMMARY"
+failures=0
+say() { echo "$*" | tee -a "$SUMMARY"; }
+fail() { say "FAIL: $*"; failures=$((failures + 1)); }
+
+PIDS=()
+finish() {
+    for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done
+    sleep 1
+    for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null; done
+    tar -czf "$OUT/worker-logs.tar.gz" -C "$WORK" state-main/sessions state-sm/sessions 2>/dev/null
+}
+trap finish EXIT
+
+say "== vmcuda over UCX on the GPU machine $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+say "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | paste -sd';')"
+say "rdma devices: $(ls /sys/class/infiniband 2>/dev/null | paste -sd' ' || true)$( [ -d /sys/class/infiniband ] || echo none)"
+tar -xzf "$CARRY/vmcuda-bundle.tar.gz" -C "$WORK" || { fail "cannot extract the bundle"; exit 1; }
+tar -xJf "$CARRY/ucx.tar.xz" -C "$WORK/carried" || { fail "cannot extract $CARRY/ucx.tar.xz (prepare-carry.sh)"; exit 1; }
+ROOT="$(ls -d "$WORK"/vmcuda-*/ | head -1)"
+ROOT="${ROOT%/}"
+C="$WORK/carried"
+UCX_LIB="$C/lib"
+REAL_CUDART_DIR="$(dirname "$(readlink -f "$(ldconfig -p | awk '/libcudart\.so\.13 /{print $NF; exit}')" 2>/dev/null)" 2>/dev/null)"
+[ -d "$REAL_CUDART_DIR" ] || REAL_CUDART_DIR=/usr/local/cuda/lib64
+say "ucx: $(LD_LIBRARY_PATH=$UCX_LIB strings "$UCX_LIB/libucp.so.0" | grep -m1 -E '^1\.[0-9]+\.[0-9]+$' || echo '?') (carried)"
+
+# start NAME PORT UCX_TLS CONFIG-LINES: one daemon, its agents finding the carried UCX through the workers'
+# library path (worker.cuda_lib_dirs); one after the other (JCuda's native library unpacks under a fixed name)
+declare -A PORT
+start() {
+    local name=$1 port=$2 tls=$3
+    shift 3
+    PORT[$name]=$port
+    printf 'worker.cuda_lib_dirs = %s:%s\nworker.ucx = true\n' "$REAL_CUDART_DIR" "$UCX_LIB" >"$WORK/$name.properties"
+    printf '%s\n' "$@" >>"$WORK/$name.properties"
+    env ${tls:+UCX_TLS=$tls} setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:$port" --admin "127.0.0.1:$((port + 1))" \
+        --state-dir "$WORK/state-$name" --config "$WORK/$name.properties" --worker-lib-dir "$ROOT/native" \
+        >"$OUT/$name.log" 2>&1 </dev/null &
+    PIDS+=($!)
+    for _ in $(seq 1 300); do grep -q "listening on" "$OUT/$name.log" 2>/dev/null && break; sleep 0.2; done
+    grep -q "listening on" "$OUT/$name.log" || { fail "daemon $name did not start"; tail -5 "$OUT/$name.log"; exit 1; }
+    say "daemon $name: $(grep -o 'bulk copies over UCX [a-z ]*' "$OUT/$name.log" | head -1); $(grep -o 'workers sandboxed[^(]*\|workers run unsandboxed[^;]*' "$OUT/$name.log" | head -1)"
+}
+start main 17370 ""
+start sm 17380 sm "worker.sandbox = false"
+
+# one drv_bulk run through vmcuda: LABEL DAEMON TRANSPORT [UCX_TLS]
+run_bulk() {
+    local label=$1 daemon=$2 transport=$3 tls=${4:-}
+    (cd "$WORK" && env LD_LIBRARY_PATH="$REAL_CUDART_DIR:$UCX_LIB" VMCUDA_TRANSPORT="$transport" ${tls:+UCX_TLS=$tls} \
+        timeout "$TIMEOUT" bash "$REPO/tests/gpu/gpuless.sh" "$ROOT/client" "$ROOT/bin/vmcuda" run \
+        --appliance "127.0.0.1:${PORT[$daemon]}" -- "$C/drv_bulk" >"$WORK/runs/$label.out" 2>"$WORK/runs/$label.err" </dev/null)
+    local rc=$?
+    if [ $rc = 0 ] && cmp -s "$WORK/runs/$label.out" "$C/drv_bulk.expected" && ! grep -q "transport ucx not used" "$WORK/runs/$label.err"; then
+        say "PASS drv_bulk over $label"
+    else
+        fail "drv_bulk over $label (exit $rc): $(head -c 600 "$WORK/runs/$label.out" "$WORK/runs/$label.err" | tr '\n' ' ')"
+    fi
+}
+
+(cd "$WORK" && LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout "$TIMEOUT" "$C/drv_bulk" >"$WORK/runs/native.out" 2>&1)
+cmp -s "$WORK/runs/native.out" "$C/drv_bulk.expected" && say "PASS drv_bulk natively" ||
+    fail "drv_bulk natively: $(head -c 300 "$WORK/runs/native.out")"
+run_bulk tcp main tcp
+run_bulk shm main shm
+run_bulk ucx-tcp main ucx tcp
+run_bulk ucx-sm sm ucx sm
+rings_main=$(cat "$WORK"/state-main/sessions/*/worker.log 2>/dev/null | grep -c "UCX ring attached")
+rings_sm=$(cat "$WORK"/state-sm/sessions/*/worker.log 2>/dev/null | grep -c "UCX ring attached")
+say "UCX rings attached: main $rings_main, sm $rings_sm; e.g. $(cat "$WORK"/state-main/sessions/*/worker.log | grep -m1 'UCX ring attached' | cut -c1-160)"
+[ "$rings_main" -ge 1 ] && [ "$rings_sm" -ge 1 ] || fail "a UCX run attached no ring"
+grep -q "registered with the runtime" <(cat "$WORK"/state-main/sessions/*/worker.log | grep "UCX ring attached") ||
+    fail "the UCX ring was not registered with the CUDA runtime (copies would be pageable)"
+
+# ---- benchmark: one table, native and every transport side by side ---------------------------------
+if [ -x "$CARRY/bench/vmcuda_bench" ]; then
+    say ""
+    say "== tests/bench/compare.sh vmcuda_bench: native | tcp | shm | ucx-tcp | ucx-sm (GB/s rows: ratio > 1 = vmcuda faster)"
+    COLUMNS="tcp shm ucx-tcp:VMCUDA_TRANSPORT=ucx,UCX_TLS=tcp,LD_LIBRARY_PATH=$REAL_CUDART_DIR:$UCX_LIB ucx-sm:VMCUDA_TRANSPORT=ucx,UCX_TLS=sm,LD_LIBRARY_PATH=$REAL_CUDART_DIR:$UCX_LIB@127.0.0.1:${PORT[sm]}" \
+        LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout -k 5 300 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" \
+        "$ROOT/bin/vmcuda" "127.0.0.1:${PORT[main]}" >"$OUT/bench-ucx.txt" 2>&1 || fail "compare.sh failed (see bench-ucx.txt)"
+    cat "$OUT/bench-ucx.txt"
+else
+    say "benchmark: not carried (.carry/bench/vmcuda_bench missing)"
+fi
+
+say ""
+[ $failures = 0 ] && say "UCX RESULT: PASS" || say "UCX RESULT: FAIL ($failures)"
+exit $((failures > 0))
