@@ -62,7 +62,7 @@ static int agent(void) {
     } else if (path && *path) {
         agent_fd = spawn_agent(path);
     } else {
-        snprintf(agent_why, sizeof agent_why, "this appliance offers no UCX (worker.ucx is off, or vmcuda-ucx-agent is missing)");
+        snprintf(agent_why, sizeof agent_why, "this appliance offers no UCX (its setting worker.ucx; its log says why)");
     }
     return agent_fd;
 }
