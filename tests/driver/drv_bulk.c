@@ -1,6 +1,8 @@
 /* Bulk copies of many shapes through whichever transport the client is configured for (tcp, shm, ucx):
  * sizes below, at and across the ring's slot size and past its four slots, at odd device offsets, and one
- * large enough to be striped over several connections; each compared byte for byte after a round trip.
+ * large enough to be striped over several connections; then 2-D and 3-D copies between pitched host rows
+ * and pitched device memory, with rows wider than a ring slot too; each compared byte for byte after a
+ * round trip.
  * `drv_bulk loop` copies 48 MiB each way until it is killed (the transports' fault tests), printing
  * "copying" once the first round trip is done; `drv_bulk rounds N` makes N such round trips and prints their
  * rate (a quick measurement on machines without a GPU, against CI's stand-in driver). */
@@ -13,6 +15,55 @@
 static void fill(unsigned char *p, size_t n, unsigned seed) {
     for (size_t i = 0; i < n; i++)
         p[i] = (unsigned char)(i * 131 + seed * 7 + (i >> 12));
+}
+
+/* host rows of `width` bytes at `host_pitch`, `height` rows a slice, `depth` slices, through pitched device memory
+ * and back into rows at another pitch: what arrives must be what left, and the padding between rows untouched */
+static void box_round_trip(size_t width, size_t height, size_t depth, const char *what) {
+    size_t out_pitch = width + 100, in_pitch = width + 37, rows = height * depth;
+    unsigned char *out = malloc(out_pitch * rows), *in = malloc(in_pitch * rows);
+    fill(out, out_pitch * rows, (unsigned)width);
+    memset(in, 0xEE, in_pitch * rows);
+    CUdeviceptr d;
+    size_t pitch;
+    CU(cuMemAllocPitch_v2(&d, &pitch, width, rows, 4));
+    CUDA_MEMCPY3D up = {0}, down = {0};
+    up.srcMemoryType = CU_MEMORYTYPE_HOST, up.srcHost = out, up.srcPitch = out_pitch, up.srcHeight = height;
+    up.dstMemoryType = CU_MEMORYTYPE_DEVICE, up.dstDevice = d, up.dstPitch = pitch, up.dstHeight = height;
+    up.WidthInBytes = width, up.Height = height, up.Depth = depth;
+    down.srcMemoryType = CU_MEMORYTYPE_DEVICE, down.srcDevice = d, down.srcPitch = pitch, down.srcHeight = height;
+    down.dstMemoryType = CU_MEMORYTYPE_HOST, down.dstHost = in, down.dstPitch = in_pitch, down.dstHeight = height;
+    down.WidthInBytes = width, down.Height = height, down.Depth = depth;
+    if (depth == 1) {
+        CUDA_MEMCPY2D up2 = {0}, down2 = {0};
+        up2.srcMemoryType = CU_MEMORYTYPE_HOST, up2.srcHost = out, up2.srcPitch = out_pitch;
+        up2.dstMemoryType = CU_MEMORYTYPE_DEVICE, up2.dstDevice = d, up2.dstPitch = pitch;
+        up2.WidthInBytes = width, up2.Height = height;
+        down2.srcMemoryType = CU_MEMORYTYPE_DEVICE, down2.srcDevice = d, down2.srcPitch = pitch;
+        down2.dstMemoryType = CU_MEMORYTYPE_HOST, down2.dstHost = in, down2.dstPitch = in_pitch;
+        down2.WidthInBytes = width, down2.Height = height;
+        CU(cuMemcpy2D_v2(&up2));
+        CU(cuMemcpy2D_v2(&down2));
+    } else {
+        CU(cuMemcpy3D_v2(&up));
+        CU(cuMemcpy3D_v2(&down));
+    }
+    int same = 1;
+    for (size_t r = 0; r < rows && same; r++) {
+        same = memcmp(in + r * in_pitch, out + r * out_pitch, width) == 0;
+        for (size_t b = width; b < in_pitch && same; b++)
+            same = in[r * in_pitch + b] == 0xEE;
+    }
+    check(same, what);
+    CU(cuMemFree_v2(d));
+    free(out);
+    free(in);
+}
+
+static void check_boxes(void) {
+    box_round_trip(3000, 700, 1, "2-D round trip of 700 rows of 3000 bytes");
+    box_round_trip(1000, 300, 40, "3-D round trip of 40 slices of 300 rows of 1000 bytes");
+    box_round_trip((5 << 20) + 11, 3, 1, "2-D round trip of 3 rows of 5 MiB + 11 bytes (wider than a ring slot)");
 }
 
 int main(int argc, char **argv) {
@@ -67,5 +118,6 @@ int main(int argc, char **argv) {
         check(memcmp(in, out, cases[c].size) == 0, what);
     }
     CU(cuMemFree_v2(d));
+    check_boxes();
     return failures ? 1 : 0;
 }

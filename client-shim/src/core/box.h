@@ -6,20 +6,16 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
-#define BOX_ASYNC 1u
-#define BOX_PER_THREAD 2u
-#define BOX_DRIVER 4u /* the driver front end's copy: done with the driver, answered with a CUresult */
-
-/* How the device side is addressed: a pitched device pointer, a CUDA array through the 2-D API, an
- * array as a byte run that wraps rows (cudaMemcpyToArray/FromArray), an array through the 3-D API. */
-enum vmc_box_dev_kind { DEV_PITCHED = 0, DEV_ARRAY_2D = 1, DEV_LINEAR = 2, DEV_ARRAY_3D = 3 };
+#include "vmc_box_plan.h" /* BOX_* mode bits, the device side's kinds */
 
 struct vmc_box {
     enum vmc_box_dev_kind dev_kind;
     uint64_t handle, pitch, slice_rows, x, y, z, w, h, d;
 };
 
-/* One box between `host` (rows of `pitch` bytes, `rows` rows per slice) and the device side. */
+/* One box between `host` (rows of `pitch` bytes, `rows` rows per slice) and the device side: through the
+ * connection's ring (transport.h) when it has one for a synchronous copy of this size, chunk by chunk as the
+ * worker plans them, else packed densely over the byte stream. */
 cudaError_t vmc_box_copy(int to_device, const struct vmc_box *b, void *host, size_t pitch, size_t rows, uint64_t stream,
                          unsigned mode);
 

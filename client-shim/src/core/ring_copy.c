@@ -11,13 +11,13 @@
 #include "shim_session.h"
 #include "vmc_api.h"
 
-static int put_token(struct vmc_conn *conn, uint32_t k) {
+int vmc_ring_give(struct vmc_conn *conn, uint32_t k) {
     uint8_t b[4] = {(uint8_t)k, (uint8_t)(k >> 8), (uint8_t)(k >> 16), (uint8_t)(k >> 24)};
     return vmc_conn_write(conn, b, 4);
 }
 
 /* Reads the token for block `expect`; anything else means the two sides disagree about the stream. */
-static int take_token(struct vmc_conn *conn, uint32_t expect) {
+int vmc_ring_take(struct vmc_conn *conn, uint32_t expect) {
     uint8_t b[4];
     if (vmc_conn_read(conn, b, 4) != 0)
         return -1;
@@ -38,7 +38,7 @@ static cudaError_t begin(struct vmc_call *c, uint32_t id, uint32_t symbol, uint6
     return vmc_call_send(c);
 }
 
-static cudaError_t transport_failed(struct vmc_conn *conn) {
+cudaError_t vmc_ring_failed(struct vmc_conn *conn) {
     char why[200];
     snprintf(why, sizeof why, "%s: %s", conn->ring->ops->name, conn->ring->why);
     return vmc_session_lost(conn, why);
@@ -55,16 +55,16 @@ cudaError_t vmc_ring_to_device(uint32_t symbol, uint64_t dst, const void *src, s
     size_t ss = ring->slot_size;
     uint32_t blocks = (uint32_t)((count + ss - 1) / ss), freed = 0;
     for (uint32_t k = 0; k < blocks; k++) {
-        if (k >= ring->slots && take_token(conn, freed++) != 0)
+        if (k >= ring->slots && vmc_ring_take(conn, freed++) != 0)
             return vmc_session_lost(conn, "ring out of step");
         size_t n = k + 1 < blocks ? ss : count - (size_t)k * ss;
         if (ring->ops->fill(ring, k % ring->slots, (const uint8_t *)src + (size_t)k * ss, n) != 0)
-            return transport_failed(conn);
-        if (put_token(conn, k) != 0)
+            return vmc_ring_failed(conn);
+        if (vmc_ring_give(conn, k) != 0)
             return vmc_session_lost(conn, "cannot send to the worker");
     }
     while (freed < blocks)
-        if (take_token(conn, freed++) != 0)
+        if (vmc_ring_take(conn, freed++) != 0)
             return vmc_session_lost(conn, "ring out of step");
     return vmc_call_await(&c);
 }
@@ -82,12 +82,12 @@ cudaError_t vmc_ring_to_host(void *dst, uint32_t symbol, uint64_t src, size_t co
     size_t ss = ring->slot_size;
     uint32_t blocks = (uint32_t)((count + ss - 1) / ss);
     for (uint32_t k = 0; k < blocks; k++) {
-        if (take_token(conn, k) != 0)
+        if (vmc_ring_take(conn, k) != 0)
             return vmc_session_lost(conn, "ring out of step");
         size_t n = k + 1 < blocks ? ss : count - (size_t)k * ss;
         if (ring->ops->drain(ring, k % ring->slots, (uint8_t *)dst + (size_t)k * ss, n) != 0)
-            return transport_failed(conn);
-        if (put_token(conn, k) != 0)
+            return vmc_ring_failed(conn);
+        if (vmc_ring_give(conn, k) != 0)
             return vmc_session_lost(conn, "cannot send to the worker");
     }
     return vmc_call_await(&c);

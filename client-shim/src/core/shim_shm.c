@@ -90,13 +90,15 @@ struct shm_ring {
     int lane;       /* the ring is lane `lane` of the configured shared region (-1: its own file) */
 };
 
+static uint8_t *shm_slot(struct vmc_ring *r, uint32_t slot);
+
 static int shm_fill(struct vmc_ring *r, uint32_t slot, const void *src, size_t n) {
-    vmc_copy(((struct shm_ring *)r)->base + (size_t)slot * r->slot_size, src, n);
+    vmc_copy(shm_slot(r, slot), src, n);
     return 0;
 }
 
 static int shm_drain(struct vmc_ring *r, uint32_t slot, void *dst, size_t n) {
-    vmc_copy(dst, ((struct shm_ring *)r)->base + (size_t)slot * r->slot_size, n);
+    vmc_copy(dst, shm_slot(r, slot), n);
     return 0;
 }
 
@@ -109,7 +111,9 @@ static void shm_close(struct vmc_ring *r) {
     free(s);
 }
 
-static const struct vmc_ring_ops shm_ops = {"shared memory", shm_fill, shm_drain, shm_close};
+static uint8_t *shm_slot(struct vmc_ring *r, uint32_t slot) { return ((struct shm_ring *)r)->base + (size_t)slot * r->slot_size; }
+
+static const struct vmc_ring_ops shm_ops = {"shared memory", shm_fill, shm_drain, shm_slot, shm_close};
 
 static struct vmc_ring *new_ring(uint8_t *base, size_t size, size_t slot_size, uint32_t slots, int lane) {
     struct shm_ring *s = calloc(1, sizeof *s);

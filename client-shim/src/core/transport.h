@@ -29,6 +29,9 @@ struct vmc_ring_ops {
      * worker when it returns. 0, or -1 with one line in ring->why. */
     int (*fill)(struct vmc_ring *ring, uint32_t slot, const void *src, size_t n);
     int (*drain)(struct vmc_ring *ring, uint32_t slot, void *dst, size_t n);
+    /* Slot `slot` as memory of this process, to fill or drain in place (a scattered copy packs straight into
+     * it), or NULL when the slots are not mapped here. */
+    uint8_t *(*slot_memory)(struct vmc_ring *ring, uint32_t slot);
     /* The connection is closed or forgotten (a fork): frees the ring. */
     void (*close)(struct vmc_ring *ring);
 };
@@ -53,6 +56,13 @@ struct vmc_ring *vmc_ring_for(size_t count);
 cudaError_t vmc_ring_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
                                unsigned mode);
 cudaError_t vmc_ring_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream, unsigned mode);
+
+/* The block protocol's steps, for copies that cut their bytes into blocks of their own (box.c): hand block k
+ * over with its token, take block k's token (0, or -1: the stream broke or is out of step), and the session
+ * lost when the ring's transport failed (its reason printed). */
+int vmc_ring_give(struct vmc_conn *conn, uint32_t k);
+int vmc_ring_take(struct vmc_conn *conn, uint32_t k);
+cudaError_t vmc_ring_failed(struct vmc_conn *conn);
 
 /* The connection is closed: its ring goes. */
 void vmc_ring_forget(struct vmc_conn *conn);

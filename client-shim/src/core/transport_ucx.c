@@ -191,7 +191,7 @@ static void ucx_close(struct vmc_ring *r) {
     free(u);
 }
 
-static const struct vmc_ring_ops ucx_ops = {"UCX", ucx_fill, ucx_drain, ucx_close};
+static const struct vmc_ring_ops ucx_ops = {"UCX", ucx_fill, ucx_drain, NULL, ucx_close};
 
 static void on_peer_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
     (void)ep;

@@ -8,6 +8,8 @@
 #include <cuda_runtime_api.h>
 
 #include "box.h"
+#include "bulk.h"
+#include "managed.h"
 #include "shim_call.h"
 #include "shim_unsupported.h"
 #include "vmc_api.h"
@@ -65,13 +67,10 @@ cudaError_t vmc_forward_cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p
 
 /* ---- helpers ---- */
 
-/* Whether the appliance knows p as device (or managed) memory: only asked for cudaMemcpyDefault. */
+/* Whether p is device (or managed) memory, for cudaMemcpyDefault: this process's own view of its allocations
+ * (bulk.h), as for 1-D copies, with no round trip. */
 static int on_device(const void *p) {
-    struct cudaPointerAttributes a;
-    memset(&a, 0, sizeof a);
-    if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess)
-        return 0;
-    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+    return p && (vmc_device_range_find((uint64_t)(uintptr_t)p, NULL, NULL) || vmc_managed_contains(p, 0));
 }
 
 static enum cudaMemcpyKind resolve(enum cudaMemcpyKind kind, int dst_device, int src_device) {

@@ -23,6 +23,7 @@
 cudaError_t vmc_forward_cudaMalloc(void **devPtr, size_t size);
 cudaError_t vmc_forward_cudaFree(void *devPtr);
 cudaError_t vmc_forward_cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height);
+cudaError_t vmc_forward_cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent);
 cudaError_t vmc_forward_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream);
 cudaError_t vmc_forward_cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
 cudaError_t vmc_forward_cudaFreeAsync(void *devPtr, cudaStream_t hStream);
@@ -53,6 +54,12 @@ __attribute__((visibility("default"))) cudaError_t cudaFree(void *devPtr) {
         return vmc_managed_free(devPtr) ? cudaSuccess : (cudaError_t)vmc_local_error(cudaErrorInvalidValue);
     }
     return untrack(vmc_forward_cudaFree(devPtr), devPtr);
+}
+
+__attribute__((visibility("default"))) cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent) {
+    cudaError_t st = vmc_forward_cudaMalloc3D(pitchedDevPtr, extent);
+    return track(st, pitchedDevPtr ? &pitchedDevPtr->ptr : NULL,
+                 st == cudaSuccess && pitchedDevPtr ? pitchedDevPtr->pitch * extent.height * (extent.depth ? extent.depth : 1) : 0);
 }
 
 __attribute__((visibility("default"))) cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height) {

@@ -62,6 +62,7 @@ void vmc_w_release_conn(struct vmc_wconn *c);
 enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_memcpy_on_device(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_memcpy_box_ring(struct vmc_wcall *wc); /* worker_box.c */
 /* Every staging buffer died with its context (cudaDeviceReset): allocate new ones before the next copy. */
 void vmc_w_staging_invalidate(void);
 unsigned vmc_w_staging_epoch(void);
@@ -100,6 +101,15 @@ int vmc_w_shm_ring_ok(uint32_t slots, uint64_t slot_size, uint64_t size);
  * runtime; `ucx_ring`: the UCX agent's id for it, 0 for none. 1 registered, 0 not (copies are pageable), -1
  * out of memory (nothing changed). */
 int vmc_w_shm_adopt(struct vmc_wconn *c, void *base, size_t size, size_t slot_size, uint32_t slots, uint32_t ucx_ring);
+/* The connection's ring for any copy cut into blocks (worker_shm.c; PROTOCOL.md "Co-located fast path"): its
+ * slot size (0: no ring; the registration renewed if a device reset dropped it), and the block protocol. `move` moves block k between its slot and the device and has finished
+ * with the slot when it returns; it is called for k = 0, 1, ... in order. Receive (to the device) replies with
+ * the first error; send (from the device) replies with block 0's status before any data, then the trailing
+ * REPLY (wc->replied is 0 when the first REPLY was the whole answer). */
+typedef cudaError_t (*vmc_w_block_mover)(void *ctx, uint32_t k, uint8_t *slot);
+size_t vmc_w_ring_slot_size(struct vmc_wconn *c);
+enum vmc_w_result vmc_w_ring_receive(struct vmc_wcall *wc, uint32_t blocks, vmc_w_block_mover move, void *ctx);
+enum vmc_w_result vmc_w_ring_send(struct vmc_wcall *wc, uint32_t blocks, vmc_w_block_mover move, void *ctx);
 /* Bulk copies over UCX (worker_ucx.c): a ring registered with the session's UCX agent. */
 enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc);
 void vmc_w_ucx_detach(uint32_t ring);

@@ -11,20 +11,13 @@
 #include <string.h>
 
 #include "vmc_api.h"
+#include "vmc_box_plan.h"
 #include "worker.h"
 #include "worker_driver.h"
 #include <cudaTypedefs.h>
 
-#define BOX_ASYNC 1u
-#define BOX_PER_THREAD 2u
-#define BOX_DRIVER 4u /* a driver API copy (cuMemcpy2D/3D): done with the driver, answered with a CUresult */
-
-enum dev_kind {
-    DEV_PITCHED = 0,   /* device pointer + pitch (+ rows per slice) */
-    DEV_ARRAY_2D = 1,  /* CUDA array through the 2-D API: x in bytes, z = 0, one slice */
-    DEV_LINEAR = 2,    /* CUDA array through cudaMemcpyToArray/FromArray: a byte run from (x, y), wrapping rows */
-    DEV_ARRAY_3D = 3,  /* CUDA array through the 3-D API: x in bytes (converted to elements here) */
-};
+/* DEV_PITCHED: device pointer + pitch (+ rows per slice); DEV_ARRAY_2D: x in bytes, z = 0, one slice;
+ * DEV_LINEAR: a byte run from (x, y), wrapping rows; DEV_ARRAY_3D: x in bytes (converted to elements here) */
 
 struct box {
     unsigned to_device, mode, dev_kind;
@@ -75,8 +68,8 @@ static struct cudaPitchedPtr pitched(void *ptr, size_t pitch, size_t xsize, size
 }
 
 /* The driver front end's chunk: one cuMemcpy3DAsync (x in bytes for arrays too, as the driver counts). */
-static cudaError_t copy_chunk_driver(const struct box *b, void *buf, uint64_t z0, uint64_t nz, uint64_t y0, uint64_t ny,
-                                     uint64_t b0, uint64_t nb) {
+static cudaError_t copy_chunk_driver(const struct box *b, void *buf, const struct vmc_box_chunk *k) {
+    uint64_t z0 = k->z0, nz = k->nz, y0 = k->y0, ny = k->ny, b0 = k->b0, nb = k->nb;
     CUDA_MEMCPY3D p;
     memset(&p, 0, sizeof p);
     CUmemorytype dev_type = b->dev_kind == DEV_PITCHED ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_ARRAY;
@@ -107,11 +100,11 @@ static cudaError_t copy_chunk_driver(const struct box *b, void *buf, uint64_t z0
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-/* One chunk: slices [z0, z0+nz), rows [y0, y0+ny), bytes [b0, b0+nb) of each row, packed in buf. */
-static cudaError_t copy_chunk(const struct box *b, void *buf, uint64_t z0, uint64_t nz, uint64_t y0, uint64_t ny,
-                              uint64_t b0, uint64_t nb) {
+/* One chunk (slices [z0, z0+nz), rows [y0, y0+ny), bytes [b0, b0+nb) of each row), packed in buf. */
+static cudaError_t copy_chunk(const struct box *b, void *buf, const struct vmc_box_chunk *k) {
     if (b->mode & BOX_DRIVER)
-        return copy_chunk_driver(b, buf, z0, nz, y0, ny, b0, nb);
+        return copy_chunk_driver(b, buf, k);
+    uint64_t z0 = k->z0, nz = k->nz, y0 = k->y0, ny = k->ny, b0 = k->b0, nb = k->nb;
     enum cudaMemcpyKind kind = b->to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     switch (b->dev_kind) {
     case DEV_PITCHED:
@@ -169,69 +162,6 @@ static cudaError_t copy_chunk(const struct box *b, void *buf, uint64_t z0, uint6
 }
 #pragma GCC diagnostic pop
 
-/* The chunk plan: every chunk is at most `cap` bytes. */
-struct plan {
-    uint64_t slices_per, rows_per, piece;
-};
-
-static struct plan make_plan(const struct box *b, uint64_t cap) {
-    struct plan p = {1, 1, b->w};
-    if (b->dev_kind == DEV_LINEAR) {
-        p.piece = cap;
-    } else if (b->w > cap) {
-        p.piece = cap;
-    } else {
-        p.rows_per = cap / b->w;
-        if (p.rows_per >= b->h && b->dev_kind != DEV_ARRAY_2D) {
-            p.slices_per = p.rows_per / b->h;
-            p.rows_per = b->h;
-        } else if (p.rows_per > b->h) {
-            p.rows_per = b->h;
-        }
-    }
-    return p;
-}
-
-struct cursor {
-    uint64_t z, y, b;
-};
-
-/* Next chunk from the cursor; returns its byte count (0 = finished). */
-static uint64_t next_chunk(const struct box *b, const struct plan *p, struct cursor *c, uint64_t *z0, uint64_t *nz,
-                           uint64_t *y0, uint64_t *ny, uint64_t *b0, uint64_t *nb) {
-    if (c->z >= b->d)
-        return 0;
-    *z0 = c->z;
-    *y0 = c->y;
-    *b0 = c->b;
-    if (p->slices_per > 1 || (p->rows_per == b->h && c->y == 0 && p->piece == b->w)) {
-        *nz = b->d - c->z < p->slices_per ? b->d - c->z : p->slices_per;
-        *ny = b->h;
-        *nb = b->w;
-        c->z += *nz;
-        return *nz * *ny * *nb;
-    }
-    *nz = 1;
-    if (p->piece < b->w) {
-        *ny = 1;
-        *nb = b->w - c->b < p->piece ? b->w - c->b : p->piece;
-        c->b += *nb;
-        if (c->b >= b->w) {
-            c->b = 0;
-            c->y++;
-        }
-    } else {
-        *ny = b->h - c->y < p->rows_per ? b->h - c->y : p->rows_per;
-        *nb = b->w;
-        c->y += *ny;
-    }
-    if (c->y >= b->h) {
-        c->y = 0;
-        c->z++;
-    }
-    return *nz * *ny * *nb;
-}
-
 static int discard(struct vmc_wconn *c, void *buf, uint64_t cap, uint64_t n) {
     while (n) {
         size_t take = n < cap ? (size_t)n : (size_t)cap;
@@ -242,62 +172,82 @@ static int discard(struct vmc_wconn *c, void *buf, uint64_t cap, uint64_t n) {
     return 0;
 }
 
+static struct vmc_box_extent extent(const struct box *b) {
+    struct vmc_box_extent e = {b->dev_kind, b->w, b->h, b->d};
+    return e;
+}
+
+/* Reads a box copy's arguments (both operations have the same); *total: its dense byte count. VMC_W_DONE, or
+ * the result for arguments without a trustworthy byte count (the stream cannot be resynchronised). */
+static enum vmc_w_result read_box(struct vmc_wcall *wc, struct box *b, uint64_t *stream_arg, uint64_t *total) {
+    memset(b, 0, sizeof *b);
+    b->to_device = vmc_in_u8(&wc->in);
+    b->mode = vmc_in_u8(&wc->in);
+    *stream_arg = vmc_in_u64(&wc->in);
+    b->dev_kind = vmc_in_u8(&wc->in);
+    b->handle = vmc_in_u64(&wc->in);
+    b->pitch = vmc_in_u64(&wc->in);
+    b->slice_rows = vmc_in_u64(&wc->in);
+    b->x = vmc_in_u64(&wc->in);
+    b->y = vmc_in_u64(&wc->in);
+    b->z = vmc_in_u64(&wc->in);
+    b->w = vmc_in_u64(&wc->in);
+    b->h = vmc_in_u64(&wc->in);
+    b->d = vmc_in_u64(&wc->in);
+    *total = 0;
+    int sizes_ok = !__builtin_mul_overflow(b->w, b->h, total) && !__builtin_mul_overflow(*total, b->d, total);
+    if (!vmc_w_args_ok(wc) || !sizes_ok || b->to_device > 1 || b->mode > 7 || b->dev_kind > DEV_ARRAY_3D ||
+        ((b->mode & BOX_DRIVER) && b->dev_kind == DEV_LINEAR) ||
+        (b->dev_kind == DEV_LINEAR && (b->h > 1 || b->d > 1)) || (b->dev_kind == DEV_ARRAY_2D && (b->z || b->d > 1)))
+        return b->to_device ? VMC_W_FATAL : VMC_W_BAD_ARGS;
+    if (!b->to_device && wc->async)
+        return VMC_W_BAD_ARGS;
+    b->stream = *stream_arg == 0 && (b->mode & BOX_PER_THREAD) ? cudaStreamPerThread : (cudaStream_t)(uintptr_t)*stream_arg;
+    if (*total == 0)
+        b->w = b->h = b->d = 0;
+    return VMC_W_DONE;
+}
+
+/* What fails the whole copy before any chunk: a stream being captured, an array the runtime does not know. */
+static cudaError_t check_box(struct box *b, uint64_t stream_arg, uint64_t total) {
+    if (vmc_w_stream_capturing(stream_arg, (b->mode & BOX_PER_THREAD) != 0)) {
+        vmc_w_capture_refusal_note();
+        return cudaErrorStreamCaptureUnsupported;
+    }
+    if (total && !(b->mode & BOX_DRIVER) && (b->dev_kind == DEV_ARRAY_3D || b->dev_kind == DEV_LINEAR))
+        return array_geometry(b);
+    return cudaSuccess;
+}
+
 enum vmc_w_result vmc_w_memcpy_box_host(struct vmc_wcall *wc) {
     struct vmc_wconn *c = wc->conn;
     struct box b;
-    memset(&b, 0, sizeof b);
-    b.to_device = vmc_in_u8(&wc->in);
-    b.mode = vmc_in_u8(&wc->in);
-    uint64_t stream_arg = vmc_in_u64(&wc->in);
-    b.dev_kind = vmc_in_u8(&wc->in);
-    b.handle = vmc_in_u64(&wc->in);
-    b.pitch = vmc_in_u64(&wc->in);
-    b.slice_rows = vmc_in_u64(&wc->in);
-    b.x = vmc_in_u64(&wc->in);
-    b.y = vmc_in_u64(&wc->in);
-    b.z = vmc_in_u64(&wc->in);
-    b.w = vmc_in_u64(&wc->in);
-    b.h = vmc_in_u64(&wc->in);
-    b.d = vmc_in_u64(&wc->in);
-    uint64_t total = 0;
-    int sizes_ok = !__builtin_mul_overflow(b.w, b.h, &total) && !__builtin_mul_overflow(total, b.d, &total);
-    /* Without a trustworthy byte count the stream cannot be resynchronised: close the connection. */
-    if (!vmc_w_args_ok(wc) || !sizes_ok || b.to_device > 1 || b.mode > 7 || b.dev_kind > DEV_ARRAY_3D ||
-        ((b.mode & BOX_DRIVER) && b.dev_kind == DEV_LINEAR) ||
-        (b.dev_kind == DEV_LINEAR && (b.h > 1 || b.d > 1)) || (b.dev_kind == DEV_ARRAY_2D && (b.z || b.d > 1)))
-        return b.to_device ? VMC_W_FATAL : VMC_W_BAD_ARGS;
-    if (!b.to_device && wc->async)
-        return VMC_W_BAD_ARGS;
-    b.stream = stream_arg == 0 && (b.mode & BOX_PER_THREAD) ? cudaStreamPerThread : (cudaStream_t)(uintptr_t)stream_arg;
-    if (total == 0) {
-        b.w = b.h = b.d = 0;
-    }
+    uint64_t stream_arg, total;
+    enum vmc_w_result bad = read_box(wc, &b, &stream_arg, &total);
+    if (bad != VMC_W_DONE)
+        return bad;
     uint64_t cap = c->block_size & ~(uint64_t)15;
     if (cap < 16)
         cap = 16;
     void *buf = malloc(total < cap ? (total ? (size_t)total : 1) : (size_t)cap);
     if (!buf)
         return VMC_W_FATAL;
-    cudaError_t st = cudaSuccess;
-    if (vmc_w_stream_capturing(stream_arg, (b.mode & BOX_PER_THREAD) != 0)) {
-        vmc_w_capture_refusal_note();
-        st = cudaErrorStreamCaptureUnsupported;
-    } else if (total && !(b.mode & BOX_DRIVER) && (b.dev_kind == DEV_ARRAY_3D || b.dev_kind == DEV_LINEAR)) {
-        st = array_geometry(&b);
-    }
-    struct plan plan = make_plan(&b, cap);
-    struct cursor cur = {0, 0, 0};
-    uint64_t z0, nz, y0, ny, b0, nb, n;
+    cudaError_t st = check_box(&b, stream_arg, total);
+    struct vmc_box_extent e = extent(&b);
+    struct vmc_box_plan plan = vmc_box_plan(&e, cap);
+    struct vmc_box_cursor cur = {0, 0, 0};
+    struct vmc_box_chunk k;
+    uint64_t n;
     enum vmc_w_result result = VMC_W_DONE;
     if (b.to_device) {
         uint64_t received = 0;
-        while (st == cudaSuccess && (n = next_chunk(&b, &plan, &cur, &z0, &nz, &y0, &ny, &b0, &nb)) != 0) {
+        while (st == cudaSuccess && (n = vmc_box_next_chunk(&e, &plan, &cur, &k)) != 0) {
             if (vmc_w_read_bytes(c, buf, (size_t)n) != 0) {
                 free(buf);
                 return VMC_W_FATAL;
             }
             received += n;
-            st = copy_chunk(&b, buf, z0, nz, y0, ny, b0, nb);
+            st = copy_chunk(&b, buf, &k);
         }
         if (discard(c, buf, cap, total - received) != 0) {
             free(buf);
@@ -312,9 +262,9 @@ enum vmc_w_result vmc_w_memcpy_box_host(struct vmc_wcall *wc) {
         return VMC_W_DONE;
     }
     /* From the device: the first chunk decides the call's status, as natively (no data on an error). */
-    n = st == cudaSuccess ? next_chunk(&b, &plan, &cur, &z0, &nz, &y0, &ny, &b0, &nb) : 0;
+    n = st == cudaSuccess ? vmc_box_next_chunk(&e, &plan, &cur, &k) : 0;
     if (n)
-        st = copy_chunk(&b, buf, z0, nz, y0, ny, b0, nb);
+        st = copy_chunk(&b, buf, &k);
     vmc_w_reply_status(wc, st);
     if (vmc_w_send_reply(c, wc->id) != 0) {
         free(buf);
@@ -326,24 +276,71 @@ enum vmc_w_result vmc_w_memcpy_box_host(struct vmc_wcall *wc) {
         return VMC_W_DONE;
     }
     cudaError_t late = cudaSuccess;
-    uint64_t sent = 0;
     while (n) {
         if (vmc_w_write(c, buf, (size_t)n) != 0) {
             result = VMC_W_FATAL;
             break;
         }
-        sent += n;
-        n = next_chunk(&b, &plan, &cur, &z0, &nz, &y0, &ny, &b0, &nb);
+        n = vmc_box_next_chunk(&e, &plan, &cur, &k);
         if (n && late == cudaSuccess)
-            late = copy_chunk(&b, buf, z0, nz, y0, ny, b0, nb);
+            late = copy_chunk(&b, buf, &k);
         if (n && late != cudaSuccess)
             memset(buf, 0, (size_t)n);
     }
     free(buf);
     if (result == VMC_W_FATAL)
         return result;
-    (void)sent;
     vmc_w_count_d2h(total);
     vmc_w_reply_status(wc, late); /* the trailing REPLY */
     return VMC_W_DONE;
+}
+
+/* The box's chunks in order, one per ring block. */
+struct box_blocks {
+    const struct box *b;
+    cudaError_t refused; /* the copy fails as a whole (check_box): no chunk moves */
+    struct vmc_box_extent e;
+    struct vmc_box_plan plan;
+    struct vmc_box_cursor cur;
+};
+
+/* Block k (the next chunk) between its ring slot and the device, finished before the slot is handed back. */
+static cudaError_t move_chunk(void *ctx, uint32_t k, uint8_t *slot) {
+    struct box_blocks *bb = ctx;
+    struct vmc_box_chunk chunk;
+    (void)k;
+    if (bb->refused != cudaSuccess)
+        return bb->refused;
+    vmc_box_next_chunk(&bb->e, &bb->plan, &bb->cur, &chunk);
+    cudaError_t st = copy_chunk(bb->b, slot, &chunk);
+    return st == cudaSuccess ? vmc_w_copy_sync(bb->b->stream, bb->b->mode) : st;
+}
+
+/* vmc_MemcpyBoxRing (PROTOCOL.md "Box copies"): the same box, its chunks through the connection's ring, one
+ * chunk per block (the client computes the same plan with the ring's slot size). Synchronous only. */
+enum vmc_w_result vmc_w_memcpy_box_ring(struct vmc_wcall *wc) {
+    struct box b;
+    uint64_t stream_arg, total;
+    size_t slot_size = vmc_w_ring_slot_size(wc->conn);
+    /* the client sends this only after a ring was attached; anything else breaks the stream */
+    if (read_box(wc, &b, &stream_arg, &total) != VMC_W_DONE || wc->async || !slot_size)
+        return VMC_W_FATAL;
+    struct box_blocks bb = {&b, check_box(&b, stream_arg, total), extent(&b), {0, 0, 0}, {0, 0, 0}};
+    bb.plan = vmc_box_plan(&bb.e, slot_size);
+    uint32_t blocks = 0;
+    struct vmc_box_cursor count = {0, 0, 0};
+    struct vmc_box_chunk chunk;
+    while (vmc_box_next_chunk(&bb.e, &bb.plan, &count, &chunk) != 0)
+        if (++blocks == UINT32_MAX)
+            return VMC_W_FATAL;
+    /* a refused copy still takes and hands back the client's blocks (to the device), or answers at once */
+    enum vmc_w_result r = b.to_device ? vmc_w_ring_receive(wc, blocks, move_chunk, &bb)
+                                      : vmc_w_ring_send(wc, blocks, move_chunk, &bb);
+    if (r == VMC_W_DONE && (b.to_device || wc->replied)) {
+        if (b.to_device)
+            vmc_w_count_h2d(total);
+        else
+            vmc_w_count_d2h(total);
+    }
+    return r;
 }

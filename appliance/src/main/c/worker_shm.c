@@ -296,6 +296,65 @@ static int take_token(struct vmc_wconn *c, uint32_t expect) {
     return ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24) == expect ? 0 : -1;
 }
 
+/* ---- the block protocol, for any copy cut into blocks ---- */
+
+size_t vmc_w_ring_slot_size(struct vmc_wconn *c) {
+    if (!c->shm)
+        return 0;
+    ensure_registered(c->shm); /* a cudaDeviceReset since the last copy dropped the registration */
+    return c->shm->slot_size;
+}
+
+static uint8_t *slot_of(struct vmc_wshm *shm, uint32_t k) { return shm->base + (size_t)(k % shm->slots) * shm->slot_size; }
+
+enum vmc_w_result vmc_w_ring_receive(struct vmc_wcall *wc, uint32_t blocks, vmc_w_block_mover move, void *ctx) {
+    struct vmc_wconn *c = wc->conn;
+    cudaError_t st = cudaSuccess;
+    for (uint32_t k = 0; k < blocks; k++) {
+        if (take_token(c, k) != 0)
+            return VMC_W_FATAL;
+        /* After an error the slots are still handed back, so the client's stream stays in step. */
+        if (st == cudaSuccess)
+            st = move(ctx, k, slot_of(c->shm, k));
+        if (send_token(c, k) != 0)
+            return VMC_W_FATAL;
+    }
+    vmc_w_reply_status(wc, st);
+    return VMC_W_DONE;
+}
+
+enum vmc_w_result vmc_w_ring_send(struct vmc_wcall *wc, uint32_t blocks, vmc_w_block_mover move, void *ctx) {
+    struct vmc_wconn *c = wc->conn;
+    /* The first block decides the call's own status, as natively: an invalid source sends no data. */
+    cudaError_t st = blocks ? move(ctx, 0, slot_of(c->shm, 0)) : cudaSuccess;
+    vmc_w_reply_status(wc, st);
+    if (vmc_w_send_reply(c, wc->id) != 0)
+        return VMC_W_FATAL;
+    if (st != cudaSuccess) {
+        wc->replied = 0; /* that REPLY was the whole answer */
+        return VMC_W_DONE;
+    }
+    cudaError_t late = cudaSuccess;
+    uint32_t freed = 0;
+    for (uint32_t k = 0; k < blocks; k++) {
+        if (k > 0) {
+            if (k >= c->shm->slots && take_token(c, freed++) != 0)
+                return VMC_W_FATAL;
+            if (late == cudaSuccess)
+                late = move(ctx, k, slot_of(c->shm, k));
+            if (late != cudaSuccess)
+                memset(slot_of(c->shm, k), 0, c->shm->slot_size);
+        }
+        if (send_token(c, k) != 0)
+            return VMC_W_FATAL;
+    }
+    while (freed < blocks)
+        if (take_token(c, freed++) != 0)
+            return VMC_W_FATAL;
+    vmc_w_reply_status(wc, late); /* the trailing REPLY */
+    return VMC_W_DONE;
+}
+
 struct ring_copy {
     struct vmc_device_side side;
     uint64_t count;
@@ -325,18 +384,24 @@ static enum vmc_w_result read_ring_copy(struct vmc_wcall *wc, struct ring_copy *
     return VMC_W_DONE;
 }
 
-static uint8_t *slot_of(struct vmc_wshm *shm, uint32_t k) { return shm->base + (size_t)(k % shm->slots) * shm->slot_size; }
-
 static size_t block_bytes(const struct ring_copy *rc, size_t slot_size, uint32_t k) {
     return k + 1 < rc->blocks ? slot_size : (size_t)(rc->count - (uint64_t)k * slot_size);
 }
 
+struct block_move {
+    struct vmc_wshm *shm;
+    const struct ring_copy *rc;
+    int to_device;
+};
+
 /* One block between the ring and the device, finished before its slot is handed back. */
-static cudaError_t move_block(struct vmc_wshm *shm, const struct ring_copy *rc, uint32_t k, int to_device) {
-    cudaError_t st = vmc_w_copy_block(&rc->side, (size_t)k * shm->slot_size, slot_of(shm, k),
-                                      block_bytes(rc, shm->slot_size, k), to_device, shm->registered, rc->stream, rc->mode);
-    if (st == cudaSuccess && shm->registered)
-        st = vmc_w_copy_sync(rc->stream, rc->mode);
+static cudaError_t move_block(void *ctx, uint32_t k, uint8_t *slot) {
+    const struct block_move *m = ctx;
+    cudaError_t st = vmc_w_copy_block(&m->rc->side, (size_t)k * m->shm->slot_size, slot,
+                                      block_bytes(m->rc, m->shm->slot_size, k), m->to_device, m->shm->registered,
+                                      m->rc->stream, m->rc->mode);
+    if (st == cudaSuccess && m->shm->registered)
+        st = vmc_w_copy_sync(m->rc->stream, m->rc->mode);
     return st;
 }
 
@@ -344,54 +409,20 @@ enum vmc_w_result vmc_w_shm_host_to_device(struct vmc_wcall *wc) {
     struct ring_copy rc;
     if (read_ring_copy(wc, &rc) != VMC_W_DONE)
         return VMC_W_FATAL;
-    struct vmc_wconn *c = wc->conn;
-    cudaError_t st = cudaSuccess;
-    for (uint32_t k = 0; k < rc.blocks; k++) {
-        if (take_token(c, k) != 0)
-            return VMC_W_FATAL;
-        /* After an error the slots are still handed back, so the client's stream stays in step. */
-        if (st == cudaSuccess)
-            st = move_block(c->shm, &rc, k, 1);
-        if (send_token(c, k) != 0)
-            return VMC_W_FATAL;
-    }
-    vmc_w_count_h2d(rc.count);
-    vmc_w_reply_status(wc, st);
-    return VMC_W_DONE;
+    struct block_move m = {wc->conn->shm, &rc, 1};
+    enum vmc_w_result r = vmc_w_ring_receive(wc, rc.blocks, move_block, &m);
+    if (r == VMC_W_DONE)
+        vmc_w_count_h2d(rc.count);
+    return r;
 }
 
 enum vmc_w_result vmc_w_shm_device_to_host(struct vmc_wcall *wc) {
     struct ring_copy rc;
     if (read_ring_copy(wc, &rc) != VMC_W_DONE)
         return VMC_W_FATAL;
-    struct vmc_wconn *c = wc->conn;
-    /* The first block decides the call's own status, as natively: an invalid source sends no data. */
-    cudaError_t st = rc.blocks ? move_block(c->shm, &rc, 0, 0) : cudaSuccess;
-    vmc_w_reply_status(wc, st);
-    if (vmc_w_send_reply(c, wc->id) != 0)
-        return VMC_W_FATAL;
-    if (st != cudaSuccess) {
-        wc->replied = 0;
-        return VMC_W_DONE;
-    }
-    cudaError_t late = cudaSuccess;
-    uint32_t freed = 0;
-    for (uint32_t k = 0; k < rc.blocks; k++) {
-        if (k > 0) {
-            if (k >= c->shm->slots && take_token(c, freed++) != 0)
-                return VMC_W_FATAL;
-            if (late == cudaSuccess)
-                late = move_block(c->shm, &rc, k, 0);
-            if (late != cudaSuccess)
-                memset(slot_of(c->shm, k), 0, block_bytes(&rc, c->shm->slot_size, k));
-        }
-        if (send_token(c, k) != 0)
-            return VMC_W_FATAL;
-    }
-    while (freed < rc.blocks)
-        if (take_token(c, freed++) != 0)
-            return VMC_W_FATAL;
-    vmc_w_count_d2h(rc.count);
-    vmc_w_reply_status(wc, late); /* the trailing REPLY */
-    return VMC_W_DONE;
+    struct block_move m = {wc->conn->shm, &rc, 0};
+    enum vmc_w_result r = vmc_w_ring_send(wc, rc.blocks, move_block, &m);
+    if (r == VMC_W_DONE && wc->replied)
+        vmc_w_count_d2h(rc.count);
+    return r;
 }

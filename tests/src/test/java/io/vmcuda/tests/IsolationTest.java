@@ -203,15 +203,17 @@ class IsolationTest {
                 // 2048 MiB per process of the session's tree named hold_session (the sandbox launcher's argv names it too)
                 assertTrue(d.logText().matches("(?s).*its worker used [1-9][0-9]* MiB of GPU memory, past the tenant's quota of 256 MiB.*"),
                         d.logText());
+                // the record is written once the worker has exited: only then must the next call find it gone (the
+                // log line comes first, and a call in between would still be answered)
+                DaemonProcess.await("the session recorded aborted with the reason", 30_000, () ->
+                        Files.exists(d.stateDir.resolve("sessions.jsonl"))
+                        && Files.readString(d.stateDir.resolve("sessions.jsonl")).contains("past the tenant's quota"));
                 client.getOutputStream().write("again\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
                 client.getOutputStream().close();
                 assertTrue(client.waitFor(60, TimeUnit.SECONDS));
                 String out = read(Path.of(prefix + ".out")), err = read(Path.of(prefix + ".err"));
                 assertTrue(out.contains("call: cudaErrorDevicesUnavailable"), out + err);
                 assertTrue(err.contains("lost the appliance session"), err);
-                DaemonProcess.await("the session recorded aborted with the reason", 30_000, () ->
-                        Files.exists(d.stateDir.resolve("sessions.jsonl"))
-                        && Files.readString(d.stateDir.resolve("sessions.jsonl")).contains("past the tenant's quota"));
                 assertTrue(d.get("/metrics").body().contains("vmcuda_sessions_killed_over_quota_total 1.0\n"));
             } finally {
                 client.destroyForcibly();
