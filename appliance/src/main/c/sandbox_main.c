@@ -267,6 +267,7 @@ static void mount_proc(void) {
 }
 
 static pid_t child;
+static pid_t ucx_agent; /* the worker's UCX agent (step 2b), or 0 */
 
 static void forward(int sig) {
     (void)sig;
@@ -284,6 +285,13 @@ static int wait_child(void) {
             break;
         if (r < 0 && errno != EINTR)
             die("waitpid");
+    }
+    /* the agent serves this worker alone: it goes with it, reaped here, so that nothing of the session is left
+     * once this launcher has exited (a zombie would linger until init reaped it) */
+    if (ucx_agent > 0) {
+        kill(ucx_agent, SIGKILL);
+        while (waitpid(ucx_agent, NULL, 0) < 0 && errno == EINTR)
+            ;
     }
     if (WIFEXITED(st))
         return WEXITSTATUS(st);
@@ -332,6 +340,7 @@ static int start_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw
         die("execute %s", o->ucx_agent);
     }
     close(sv[1]);
+    ucx_agent = pid;
     return sv[0];
 }
 

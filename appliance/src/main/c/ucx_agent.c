@@ -234,11 +234,29 @@ static int serve(int sock, int ucx_ok) {
     return 0;
 }
 
+/* --probe: UCX loads, starts and makes a worker here (the daemon asks at start-up whether to offer UCX). */
+static int probe(void) {
+    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE};
+    ucp_worker_h w;
+    ucs_status_t st = UCS_ERR_NO_DEVICE;
+    if (start_ucx() != 0 || (st = ucp_worker_create(context, &wp, &w)) != UCS_OK) {
+        fprintf(stderr, "vmcuda-ucx-agent: probe failed: %s\n", context ? ucs_status_string(st) : "UCX did not start");
+        return 1;
+    }
+    ucp_worker_destroy(w);
+    ucp_cleanup(context);
+    printf("vmcuda-ucx-agent: probe ok: UCX %s\n", ucp_get_version_string());
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--probe") == 0)
+        return probe();
     char *end = NULL;
     long sock = argc == 2 ? strtol(argv[1], &end, 10) : -1;
     if (sock < 0 || !end || *end) {
-        fprintf(stderr, "usage: vmcuda-ucx-agent FD  (started by the vmcuda worker; FD is its socket)\n");
+        fprintf(stderr, "usage: vmcuda-ucx-agent FD  (started by the vmcuda worker; FD is its socket)\n"
+                        "       vmcuda-ucx-agent --probe  (does UCX start here?)\n");
         return 2;
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);

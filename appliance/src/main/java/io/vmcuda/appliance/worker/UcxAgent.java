@@ -2,8 +2,13 @@ package io.vmcuda.appliance.worker;
 
 import io.vmcuda.appliance.ApplianceConfig;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
 
 /**
@@ -37,7 +42,8 @@ public final class UcxAgent {
             return null;
         }
         Path agent = workerLibDir.resolve(AGENT).toAbsolutePath();
-        if (Files.isExecutable(agent)) {
+        String unusable = Files.isExecutable(agent) ? probe(agent, workerLibDir, config) : agent + " is missing (it is built next to libvmcuda-worker.so)";
+        if (unusable == null) {
             LOG.info("bulk copies over UCX offered to clients (" + agent + ")");
             if (!config.tenants().isEmpty()) {
                 LOG.warning("worker.ucx = true with tenants: UCX trusts its peers, so a tenant's client (or anyone "
@@ -48,10 +54,39 @@ public final class UcxAgent {
             return agent;
         }
         if (mode.equals("true")) {
-            throw new IllegalStateException("worker.ucx = true but " + agent + " is missing (it is built next to "
-                    + "libvmcuda-worker.so); install it or set worker.ucx = auto or false");
+            throw new IllegalStateException("worker.ucx = true but UCX cannot be offered: " + unusable
+                    + "; install UCX (Debian: libucx0) and the agent, or set worker.ucx = auto or false");
         }
-        LOG.info("bulk copies over UCX not offered: " + agent + " is missing (worker.ucx = auto)");
+        LOG.info("bulk copies over UCX not offered: " + unusable + " (worker.ucx = auto)");
         return null;
+    }
+
+    /**
+     * Runs {@code vmcuda-ucx-agent --probe} with the library path the workers get (UCX must load, start and make
+     * a worker): null when it passed, else why not (say, libucp.so.0 is not installed). Without this every
+     * session would try an agent that cannot start.
+     */
+    static String probe(Path agent, Path workerLibDir, ApplianceConfig config) {
+        try {
+            ProcessBuilder pb = new ProcessBuilder(agent.toString(), "--probe").redirectErrorStream(true);
+            List<String> libPath = new ArrayList<>();
+            libPath.add(workerLibDir.toString());
+            libPath.addAll(config.workerCudaLibDirs());
+            pb.environment().put("LD_LIBRARY_PATH", String.join(":", libPath));
+            Process p = pb.start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+            if (!p.waitFor(20, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                return "its probe did not finish within 20 s";
+            }
+            if (p.exitValue() != 0) return out.isEmpty() ? "its probe failed (exit " + p.exitValue() + ")" : out.lines().reduce((a, b) -> b).orElse(out);
+            LOG.info(out.replace("vmcuda-ucx-agent: ", "UCX agent "));
+            return null;
+        } catch (IOException e) {
+            return "cannot run " + agent + ": " + e.getMessage();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "interrupted while probing the UCX agent";
+        }
     }
 }

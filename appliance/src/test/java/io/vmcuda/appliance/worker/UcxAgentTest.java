@@ -21,9 +21,14 @@ class UcxAgentTest {
     private static final String TENANT = "tenant.alice.token_sha256";
     private static final String SHA = "ab".repeat(32);
 
+    /** A stand-in agent whose --probe passes (UCX starts). */
     private Path agent() throws Exception {
+        return agent("#!/bin/sh\necho 'vmcuda-ucx-agent: probe ok: UCX test'\n");
+    }
+
+    private Path agent(String script) throws Exception {
         Path a = lib.resolve(UcxAgent.AGENT);
-        Files.writeString(a, "#!/bin/sh\n");
+        Files.writeString(a, script);
         Files.setPosixFilePermissions(a, PosixFilePermissions.fromString("rwxr-xr-x"));
         return a;
     }
@@ -45,6 +50,16 @@ class UcxAgentTest {
         Path a = agent();
         assertNull(UcxAgent.resolve(config(Map.of(TENANT, SHA)), lib), "auto with tenants: UCX trusts its peers");
         assertEquals(a.toAbsolutePath(), UcxAgent.resolve(config(Map.of(TENANT, SHA, "worker.ucx", "true")), lib));
+    }
+
+    /** An agent that cannot start (UCX's libraries not installed) is not offered to every session to fail in. */
+    @Test
+    void anAgentWhoseProbeFailsIsNotOffered() throws Exception {
+        agent("#!/bin/sh\necho 'vmcuda-ucx-agent: error while loading shared libraries: libucp.so.0' >&2\nexit 127\n");
+        assertNull(UcxAgent.resolve(config(Map.of()), lib));
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> UcxAgent.resolve(config(Map.of("worker.ucx", "true")), lib));
+        assertTrue(e.getMessage().contains("libucp.so.0"), e.getMessage());
     }
 
     @Test
