@@ -60,7 +60,23 @@ static void box_round_trip(size_t width, size_t height, size_t depth, const char
     free(in);
 }
 
+/* a 2-D copy of zero-width rows succeeds and moves nothing, as natively */
+static void empty_box(void) {
+    CUdeviceptr d;
+    size_t pitch;
+    unsigned char host[64];
+    CU(cuMemAllocPitch_v2(&d, &pitch, 64, 8, 4));
+    CUDA_MEMCPY2D up = {0};
+    up.srcMemoryType = CU_MEMORYTYPE_HOST, up.srcHost = host, up.srcPitch = sizeof host;
+    up.dstMemoryType = CU_MEMORYTYPE_DEVICE, up.dstDevice = d, up.dstPitch = pitch;
+    up.WidthInBytes = 0, up.Height = 8;
+    CUresult r = cuMemcpy2D_v2(&up);
+    check(r == CUDA_SUCCESS, "2-D copy of 8 empty rows");
+    CU(cuMemFree_v2(d));
+}
+
 static void check_boxes(void) {
+    empty_box();
     box_round_trip(3000, 700, 1, "2-D round trip of 700 rows of 3000 bytes");
     box_round_trip(1000, 300, 40, "3-D round trip of 40 slices of 300 rows of 1000 bytes");
     box_round_trip((5 << 20) + 11, 3, 1, "2-D round trip of 3 rows of 5 MiB + 11 bytes (wider than a ring slot)");

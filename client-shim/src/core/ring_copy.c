@@ -41,6 +41,9 @@ static cudaError_t begin(struct vmc_call *c, uint32_t id, uint32_t symbol, uint6
 cudaError_t vmc_ring_failed(struct vmc_conn *conn) {
     char why[200];
     snprintf(why, sizeof why, "%s: %s", conn->ring->ops->name, conn->ring->why);
+    /* the ring goes now: a transfer the transport still has in flight into the application's buffer is cancelled
+     * with it (UCX's end point is closed by force) */
+    vmc_ring_forget(conn, 0);
     return vmc_session_lost(conn, why);
 }
 

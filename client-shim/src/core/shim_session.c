@@ -73,7 +73,7 @@ static void child_after_fork(void) {
         return;
     for (struct vmc_conn *c = all_conns; c; c = c->next_open) {
         close(c->fd);
-        vmc_ring_forget(c);
+        vmc_ring_forget(c, 1);
         vmc_pipe_forget(c);
         c->broken = 1;
     }
@@ -106,7 +106,7 @@ static void close_thread_conn(void *p) {
     if (c && c != primary) {
         unlink_conn(c);
         close(c->fd); /* first: the worker gives a lane of a shared region back when it sees the end */
-        vmc_ring_forget(c);
+        vmc_ring_forget(c, 0);
         vmc_pipe_forget(c);
         vmc_out_free(&c->out);
         vmc_reader_free(&c->in);
@@ -700,6 +700,14 @@ cudaError_t vmc_session_lost(struct vmc_conn *c, const char *why) {
     if (!c->broken) {
         c->broken = 1;
         say("lost the appliance session (%s); CUDA calls now fail with cudaErrorDevicesUnavailable", why);
+        /* the session is over for this process: its worker must see that and give the GPU back, not wait in the
+         * middle of a copy (a ring's token) for a client that will not send again (the descriptors stay open: other
+         * threads may still hold them) */
+        pthread_mutex_lock(&all_conns_lock);
+        for (struct vmc_conn *o = all_conns; o; o = o->next_open)
+            shutdown(o->fd, SHUT_RDWR);
+        pthread_mutex_unlock(&all_conns_lock);
+        shutdown(c->fd, SHUT_RDWR);
     }
     failure_error = cudaErrorDevicesUnavailable;
     return cudaErrorDevicesUnavailable;

@@ -104,8 +104,9 @@ static int shm_drain(struct vmc_ring *r, uint32_t slot, void *dst, size_t n) {
 
 /* A lane stays in held[]: should its worker never give it back (killed), the exit does; if the worker did
  * and the lane was claimed again, that nonce no longer matches and nothing happens. */
-static void shm_close(struct vmc_ring *r) {
+static void shm_close(struct vmc_ring *r, int forked) {
     struct shm_ring *s = (struct shm_ring *)r;
+    (void)forked; /* the mapping is this process's own either way */
     if (s->lane < 0)
         munmap(s->base, s->size);
     free(s);

@@ -37,9 +37,9 @@ struct vmc_ring *vmc_ring_for(size_t count) {
     return conn->ring;
 }
 
-void vmc_ring_forget(struct vmc_conn *conn) {
+void vmc_ring_forget(struct vmc_conn *conn, int forked) {
     if (conn->ring)
-        conn->ring->ops->close(conn->ring);
+        conn->ring->ops->close(conn->ring, forked);
     conn->ring = NULL;
     conn->ring_state = 0;
 }

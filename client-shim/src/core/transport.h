@@ -32,8 +32,10 @@ struct vmc_ring_ops {
     /* Slot `slot` as memory of this process, to fill or drain in place (a scattered copy packs straight into
      * it), or NULL when the slots are not mapped here. */
     uint8_t *(*slot_memory)(struct vmc_ring *ring, uint32_t slot);
-    /* The connection is closed or forgotten (a fork): frees the ring. */
-    void (*close)(struct vmc_ring *ring);
+    /* The connection is closed: frees the ring. In a child forked after the session began (`forked`), only
+     * this process's own memory is let go: what the transport shares with the parent (UCX's sockets, queue pairs
+     * and registrations) must not be touched, or the parent's copies break. */
+    void (*close)(struct vmc_ring *ring, int forked);
 };
 
 /* The first member of each transport's own ring structure. */
@@ -64,7 +66,7 @@ int vmc_ring_give(struct vmc_conn *conn, uint32_t k);
 int vmc_ring_take(struct vmc_conn *conn, uint32_t k);
 cudaError_t vmc_ring_failed(struct vmc_conn *conn);
 
-/* The connection is closed: its ring goes. */
-void vmc_ring_forget(struct vmc_conn *conn);
+/* The connection is closed (`forked`: in a child forked after the session began): its ring goes. */
+void vmc_ring_forget(struct vmc_conn *conn, int forked);
 
 #endif

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <ucp/api/ucp.h>
 
+#include "errtab.h"
 #include "shim_call.h"
 #include "shim_config.h"
 #include "shim_session.h"
@@ -56,8 +57,9 @@ static struct {
 
 static ucp_context_h context;
 static char load_why[200];
-/* A connection could not reach the appliance over UCX: the others would not either (one message, no retries). */
-static int unreachable;
+/* A connection could not reach the appliance over UCX, or UCX did not load: the others would not do better
+ * (one message, no retries, no more rings asked of the appliance). */
+static int unreachable, load_failed;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
@@ -87,7 +89,9 @@ static void load(void) {
     ucp_config_t *config;
     ucs_status_t st = ucp.config_read(NULL, NULL, &config);
     if (st == UCS_OK) {
-        ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_RMA};
+        /* each connection's thread has a UCX worker of its own on this one context */
+        ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+                               .features = UCP_FEATURE_RMA, .mt_workers_shared = 1};
         st = ucp.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context);
         ucp.config_release(config);
     }
@@ -171,8 +175,12 @@ static int ucx_drain(struct vmc_ring *r, uint32_t slot, void *dst, size_t n) {
     return wait(u, ucp.get_nbx(u->ep, dst, n, u->remote_base + (uint64_t)slot * r->slot_size, u->rkey, &p), "get");
 }
 
-static void ucx_close(struct vmc_ring *r) {
+static void ucx_close(struct vmc_ring *r, int forked) {
     struct ucx_ring *u = (struct ucx_ring *)r;
+    if (forked) { /* the handles are the parent's too (and a UCX lock may have been held at the fork) */
+        free(u);
+        return;
+    }
     if (u->rkey)
         ucp.rkey_destroy(u->rkey);
     if (u->ep) {
@@ -266,7 +274,7 @@ static struct ucx_ring *connect_ring(const uint8_t *rkey, const uint8_t *address
     }
     if (st != UCS_OK) {
         snprintf(why, why_len, "UCX %s: %s", step, ucp.status_string(st));
-        ucx_close(&u->ring);
+        ucx_close(&u->ring, 0);
         return NULL;
     }
     /* the end point's first flush completes once UCX has reached the appliance's end: checked here, while the
@@ -274,7 +282,7 @@ static struct ucx_ring *connect_ring(const uint8_t *rkey, const uint8_t *address
     ucp_request_param_t p = {0};
     if (wait_for(u, ucp.ep_flush_nbx(u->ep, &p), "first contact", FIRST_CONTACT_NS) != 0) {
         snprintf(why, why_len, "%s", u->ring.why);
-        ucx_close(&u->ring);
+        ucx_close(&u->ring, 0);
         return NULL;
     }
     return u;
@@ -293,8 +301,9 @@ static void use_agents_segments(const char *segments) {
 }
 
 struct vmc_ring *vmc_ucx_attach(void) {
-    if (__atomic_load_n(&unreachable, __ATOMIC_RELAXED))
-        return NULL; /* said once already */
+    /* said once already; and no more rings the appliance would keep for nothing */
+    if (__atomic_load_n(&unreachable, __ATOMIC_RELAXED) || __atomic_load_n(&load_failed, __ATOMIC_ACQUIRE))
+        return NULL;
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_UcxAttach, 0);
     if (st != cudaSuccess)
@@ -305,8 +314,11 @@ struct vmc_ring *vmc_ucx_attach(void) {
     char why[240];
     if (st != cudaSuccess) {
         size_t n = c.replied && c.reply.len > c.reply.pos ? c.reply.len - c.reply.pos : 0;
-        snprintf(why, sizeof why, "the appliance says: %.*s", (int)(n < 200 ? n : 200),
-                 n ? (const char *)c.reply.data + c.reply.pos : "no UCX ring for this session");
+        if (n)
+            snprintf(why, sizeof why, "the appliance says: %.*s", (int)(n < 200 ? n : 200), (const char *)c.reply.data + c.reply.pos);
+        else
+            snprintf(why, sizeof why, "the appliance gave this connection no UCX ring (%s)",
+                     vmc_error_text(st) ? vmc_error_text(st)->name : VMC_UNKNOWN_ERROR_NAME);
         say_not_used(why);
         return NULL;
     }
@@ -329,6 +341,7 @@ struct vmc_ring *vmc_ucx_attach(void) {
     pthread_mutex_unlock(&settings_lock);
     pthread_once(&load_once, load);
     if (!context) {
+        __atomic_store_n(&load_failed, 1, __ATOMIC_RELEASE);
         say_not_used(load_why);
         return NULL;
     }

@@ -328,6 +328,13 @@ static int start_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw
             if (inherited[i] >= 0)
                 close(inherited[i]);
         close(sv[0]);
+        /* the worker's limits that make sense for it: no core dumps, private files, a neutral directory */
+        struct rlimit core = {0, 0}, nofile = {o->nofile, o->nofile};
+        setrlimit(RLIMIT_CORE, &core);
+        setrlimit(RLIMIT_NOFILE, &nofile);
+        umask(077);
+        if (chdir("/") != 0)
+            die("UCX agent: chdir /");
         uid_t uid = worker_uid(o, pw);
         if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(uid) != 0 || setuid(0) == 0 ||
             prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)

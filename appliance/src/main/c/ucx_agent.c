@@ -18,6 +18,8 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -28,6 +30,7 @@
 #include "ucx_agent.h"
 
 #define MAX_RINGS 256
+#define MAX_AGENT_BYTES (16ull << 30)
 #define SPIN_NS 200000l
 
 /* Each ring has a UCX worker and a thread of its own: the connections of one session (one per CPU thread of
@@ -139,8 +142,21 @@ static void attach(int sock, const struct vmc_ucx_request *q, int fd) {
     for (int i = 0; i < MAX_RINGS && !slot; i++)
         if (!rings[i].id)
             slot = &rings[i];
-    if (fd < 0 || q->size == 0 || q->size > VMC_UCX_MAX_RING || q->size % 4096 != 0 || !slot) {
-        refuse(sock, UCS_ERR_INVALID_PARAM, fd < 0 ? "no ring descriptor" : !slot ? "too many rings" : "bad ring size");
+    /* the descriptor is the (tenant-controlled) worker's: only a memfd sealed at exactly the announced size, so
+     * that it cannot shrink under this process's mapping; and no more than MAX_AGENT_BYTES in all */
+    struct stat st_fd;
+    int seals = fd >= 0 ? fcntl(fd, F_GET_SEALS) : -1;
+    uint64_t mapped_bytes = 0;
+    for (int i = 0; i < MAX_RINGS; i++)
+        if (rings[i].id)
+            mapped_bytes += rings[i].size;
+    const char *bad = fd < 0 ? "no ring descriptor" : !slot ? "too many rings"
+                      : q->size == 0 || q->size > VMC_UCX_MAX_RING || q->size % 4096 != 0 ? "bad ring size"
+                      : mapped_bytes + q->size > MAX_AGENT_BYTES ? "the session's rings would exceed 16 GiB"
+                      : fstat(fd, &st_fd) != 0 || (uint64_t)st_fd.st_size != q->size ? "the ring is not of the announced size"
+                      : seals < 0 || !(seals & F_SEAL_SHRINK) ? "the ring is not sealed against shrinking" : NULL;
+    if (bad) {
+        refuse(sock, UCS_ERR_INVALID_PARAM, bad);
         return;
     }
     struct ring r = {.size = q->size, .stop = -1};
@@ -151,7 +167,8 @@ static void attach(int sock, const struct vmc_ucx_request *q, int fd) {
     }
     ucp_mem_map_params_t mp = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
                                .address = r.base, .length = q->size};
-    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE};
+    /* made here, progressed by the ring's thread: one thread at a time */
+    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SERIALIZED};
     void *rkey = NULL;
     size_t rkey_len = 0;
     const char *step = "register the ring";
@@ -211,16 +228,32 @@ static void detach(uint32_t id) {
 /* One request from the worker (refused when UCX did not start); returns -1 when the worker's end is closed. */
 static int serve(int sock, int ucx_ok) {
     struct vmc_ucx_request q;
-    char control[CMSG_SPACE(sizeof(int))];
+    char control[CMSG_SPACE(4 * sizeof(int))];
     struct iovec iov = {&q, sizeof q};
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
     ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
         return -1;
-    int fd = -1;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-            memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    /* exactly one descriptor is expected; any others are closed, never kept */
+    int fd = -1, extra = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t n_fds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n_fds; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+            if (fd < 0 && !extra)
+                fd = got;
+            else
+                close(got), extra = 1;
+        }
+    }
+    if (extra || (m.msg_flags & MSG_CTRUNC)) {
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
     if (n == (ssize_t)sizeof q && q.op == VMC_UCX_ATTACH && !ucx_ok)
         refuse(sock, UCS_ERR_UNSUPPORTED, "UCX did not start on the appliance (see the session log)");
     else if (n == (ssize_t)sizeof q && q.op == VMC_UCX_ATTACH)

@@ -112,10 +112,12 @@ void vmc_w_ucx_detach(uint32_t ring) {
 /* Asks the agent to register a new ring of `size` bytes, mapped here at *base; fills r, and *blob with the
  * rkey and worker address (malloc'd). 0, or -1 with the reason in why (nothing left mapped). */
 static int register_ring(size_t size, void **base, struct vmc_ucx_reply *r, uint8_t **blob, char *why, size_t why_len) {
-    int ring_fd = memfd_create("vmcuda-ucx-ring", MFD_CLOEXEC);
+    int ring_fd = memfd_create("vmcuda-ucx-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     void *mapped = MAP_FAILED;
     *blob = malloc(VMC_UCX_MAX_BLOB);
+    /* sealed at its size: the agent maps it too, and a ring that shrank would kill the agent at a put (SIGBUS) */
     if (!*blob || ring_fd < 0 || ftruncate(ring_fd, (off_t)size) != 0 ||
+        fcntl(ring_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
         (mapped = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, ring_fd, 0)) == MAP_FAILED) {
         snprintf(why, why_len, "ring of %zu bytes: %s", size, strerror(errno));
         if (ring_fd >= 0)
@@ -158,7 +160,10 @@ enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc) {
     struct vmc_wconn *c = wc->conn;
     uint64_t size = (uint64_t)slots * slot_size;
     if (c->shm || !vmc_w_shm_ring_ok(slots, slot_size, size)) {
+        const char *why = c->shm ? "this connection already has a ring"
+                                 : "ring shape refused (2-64 slots of 64 KiB-256 MiB, whole pages, 4 GiB in all)";
         vmc_w_reply_status(wc, cudaErrorInvalidValue);
+        vmc_out_bytes(&c->reply, why, strlen(why));
         return VMC_W_DONE;
     }
     struct vmc_ucx_reply r;
@@ -173,10 +178,12 @@ enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc) {
     }
     int registered = vmc_w_shm_adopt(c, base, (size_t)size, (size_t)slot_size, slots, r.ring);
     if (registered < 0) {
+        static const char why[] = "the worker is out of memory";
         vmc_w_ucx_detach(r.ring);
         munmap(base, (size_t)size);
         free(blob);
         vmc_w_reply_status(wc, cudaErrorMemoryAllocation);
+        vmc_out_bytes(&c->reply, why, sizeof why - 1);
         return VMC_W_DONE;
     }
     vmc_w_log("UCX ring attached: %u slots of %zu bytes%s", slots, (size_t)slot_size,

@@ -2,6 +2,8 @@
 
 struct vmc_box_plan vmc_box_plan(const struct vmc_box_extent *e, uint64_t cap) {
     struct vmc_box_plan p = {1, 1, e->w};
+    if (e->w == 0 || cap == 0)
+        return p; /* an empty box (no chunk at all: its depth is 0 too) */
     if (e->dev_kind == DEV_LINEAR || e->w > cap) {
         p.piece = cap;
     } else {

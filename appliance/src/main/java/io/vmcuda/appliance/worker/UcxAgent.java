@@ -68,19 +68,24 @@ public final class UcxAgent {
      */
     static String probe(Path agent, Path workerLibDir, ApplianceConfig config) {
         try {
-            ProcessBuilder pb = new ProcessBuilder(agent.toString(), "--probe").redirectErrorStream(true);
+            // its output goes to a file: read from a pipe, a probe that hangs would hold the daemon past the timeout
+            Path out = Files.createTempFile("vmcuda-ucx-probe", ".txt");
+            ProcessBuilder pb = new ProcessBuilder(agent.toString(), "--probe").redirectErrorStream(true)
+                    .redirectOutput(out.toFile());
             List<String> libPath = new ArrayList<>();
             libPath.add(workerLibDir.toString());
             libPath.addAll(config.workerCudaLibDirs());
             pb.environment().put("LD_LIBRARY_PATH", String.join(":", libPath));
             Process p = pb.start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-            if (!p.waitFor(20, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                return "its probe did not finish within 20 s";
+            boolean finished = p.waitFor(20, TimeUnit.SECONDS);
+            if (!finished) p.destroyForcibly();
+            String text = Files.readString(out, StandardCharsets.UTF_8).strip();
+            Files.deleteIfExists(out);
+            if (!finished) return "its probe did not finish within 20 s";
+            if (p.exitValue() != 0) {
+                return text.isEmpty() ? "its probe failed (exit " + p.exitValue() + ")" : text.lines().reduce((a, b) -> b).orElse(text);
             }
-            if (p.exitValue() != 0) return out.isEmpty() ? "its probe failed (exit " + p.exitValue() + ")" : out.lines().reduce((a, b) -> b).orElse(out);
-            LOG.info(out.replace("vmcuda-ucx-agent: ", "UCX agent "));
+            LOG.info(text.replace("vmcuda-ucx-agent: ", "UCX agent "));
             return null;
         } catch (IOException e) {
             return "cannot run " + agent + ": " + e.getMessage();
