@@ -11,6 +11,7 @@
 #include "shim_session.h"
 #include "transport.h"
 #include "vmc_api.h"
+#include "vmc_internal.h"
 
 /* Host rows: row r of slice k starts at host + (k * rows + r) * pitch; each row has w bytes. */
 static void pack(unsigned char *dense, const unsigned char *host, size_t pitch, size_t rows, const struct vmc_box *b) {
@@ -39,19 +40,9 @@ static void scatter(unsigned char *host, const unsigned char *dense, size_t pitc
 }
 
 static void box_args(struct vmc_call *c, int to_device, const struct vmc_box *b, uint64_t stream, unsigned mode) {
-    vmc_arg_u8(c, (uint8_t)(to_device != 0));
-    vmc_arg_u8(c, (uint8_t)mode);
-    vmc_arg_u64(c, stream);
-    vmc_arg_u8(c, (uint8_t)b->dev_kind);
-    vmc_arg_u64(c, b->handle);
-    vmc_arg_u64(c, b->pitch);
-    vmc_arg_u64(c, b->slice_rows);
-    vmc_arg_u64(c, b->x);
-    vmc_arg_u64(c, b->y);
-    vmc_arg_u64(c, b->z);
-    vmc_arg_u64(c, b->w);
-    vmc_arg_u64(c, b->h);
-    vmc_arg_u64(c, b->d);
+    struct vmc_box_args a = {(uint8_t)(to_device != 0), (uint8_t)mode, stream, (uint8_t)b->dev_kind, b->handle, b->pitch,
+                             b->slice_rows, b->x, b->y, b->z, b->w, b->h, b->d};
+    vmc_put_box_args(vmc_call_args(c), &a);
 }
 
 /* The box through the calling thread's connection's ring (vmc_MemcpyBoxRing): chunk i of the worker's plan

@@ -5,6 +5,7 @@
 #include "shim_ranges.h"
 #include "shim_stripe.h"
 #include "transport.h"
+#include "vmc_internal.h"
 #include "vmc_api.h"
 #include "vmc_drv_api.h"
 
@@ -48,11 +49,7 @@ static cudaError_t socket_host_to_device(uint32_t symbol, uint64_t dst, const vo
     cudaError_t st = vmc_call_begin_ex(&c, VMC_API_vmc_MemcpyHostToDevice, (mode & COPY_ASYNC) != 0, !(mode & COPY_DRIVER));
     if (st != cudaSuccess)
         return st;
-    vmc_arg_u32(&c, symbol);
-    vmc_arg_u64(&c, dst);
-    vmc_arg_u64(&c, count);
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
-    vmc_arg_u8(&c, (uint8_t)mode);
+    vmc_put_copy_args(vmc_call_args(&c), &(struct vmc_copy_args){symbol, dst, count, (uint64_t)(uintptr_t)stream, (uint8_t)mode});
     return vmc_call_finish_upload(&c, src, count);
 }
 
@@ -65,11 +62,7 @@ static cudaError_t socket_device_to_host(void *dst, uint32_t symbol, uint64_t sr
     cudaError_t st = vmc_call_begin_ex(&c, VMC_API_vmc_MemcpyDeviceToHost, 0, !(mode & COPY_DRIVER));
     if (st != cudaSuccess)
         return st;
-    vmc_arg_u32(&c, symbol);
-    vmc_arg_u64(&c, src);
-    vmc_arg_u64(&c, count);
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
-    vmc_arg_u8(&c, (uint8_t)mode);
+    vmc_put_copy_args(vmc_call_args(&c), &(struct vmc_copy_args){symbol, src, count, (uint64_t)(uintptr_t)stream, (uint8_t)mode});
     return vmc_call_finish_download(&c, dst, count);
 }
 

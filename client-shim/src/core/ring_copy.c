@@ -10,6 +10,7 @@
 #include "shim_call.h"
 #include "shim_session.h"
 #include "vmc_api.h"
+#include "vmc_internal.h"
 
 int vmc_ring_give(struct vmc_conn *conn, uint32_t k) {
     uint8_t b[4] = {(uint8_t)k, (uint8_t)(k >> 8), (uint8_t)(k >> 16), (uint8_t)(k >> 24)};
@@ -30,11 +31,7 @@ static cudaError_t begin(struct vmc_call *c, uint32_t id, uint32_t symbol, uint6
     cudaError_t st = vmc_call_begin_ex(c, id, 0, !(mode & COPY_DRIVER));
     if (st != cudaSuccess)
         return st;
-    vmc_arg_u32(c, symbol);
-    vmc_arg_u64(c, addr);
-    vmc_arg_u64(c, count);
-    vmc_arg_u64(c, (uint64_t)(uintptr_t)stream);
-    vmc_arg_u8(c, (uint8_t)mode);
+    vmc_put_copy_args(vmc_call_args(c), &(struct vmc_copy_args){symbol, addr, count, (uint64_t)(uintptr_t)stream, (uint8_t)mode});
     return vmc_call_send(c);
 }
 

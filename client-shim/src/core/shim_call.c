@@ -84,6 +84,7 @@ void vmc_arg_array(struct vmc_call *c, const void *p, size_t size, uint64_t coun
         vmc_out_bytes(out, p, (size_t)count * size);
 }
 void vmc_arg_u32(struct vmc_call *c, uint32_t v) { vmc_out_u32(&c->conn->out, v); }
+struct vmc_out *vmc_call_args(struct vmc_call *c) { return &c->conn->out; }
 void vmc_arg_u64(struct vmc_call *c, uint64_t v) { vmc_out_u64(&c->conn->out, v); }
 
 void vmc_arg_pointee(struct vmc_call *c, const void *p, size_t n) {

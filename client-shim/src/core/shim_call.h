@@ -48,6 +48,8 @@ void vmc_arg_str(struct vmc_call *c, const char *s);
  * every other argument, with its elements when `with_data` (@in), as room to fill otherwise (@out). */
 void vmc_arg_array(struct vmc_call *c, const void *p, size_t size, uint64_t count, int with_data);
 void vmc_arg_u8(struct vmc_call *c, uint8_t v);
+/* Where an internal operation's arguments are written (vmc_put_*_args of the generated vmc_internal.h). */
+struct vmc_out *vmc_call_args(struct vmc_call *c);
 void vmc_arg_u32(struct vmc_call *c, uint32_t v);
 void vmc_arg_u64(struct vmc_call *c, uint64_t v);
 

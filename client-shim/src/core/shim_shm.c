@@ -24,6 +24,7 @@
 #include "shim_session.h"
 #include "transport.h"
 #include "vmc_api.h"
+#include "vmc_internal.h"
 #include "vmc_region.h"
 
 #define SLOTS 4
@@ -302,8 +303,7 @@ static struct vmc_ring *attach_region(void) {
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_ShmAttachRegion, 0);
     if (st == cudaSuccess) {
-        vmc_arg_u64(&c, nonce);
-        vmc_arg_u32(&c, (uint32_t)lane);
+        vmc_put_region_lane_args(vmc_call_args(&c), &(struct vmc_region_lane_args){nonce, (uint32_t)lane});
         st = vmc_call_finish(&c);
     }
     if (st != cudaSuccess) {

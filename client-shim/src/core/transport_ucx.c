@@ -26,6 +26,7 @@
 #include "shim_shm.h"
 #include "transport.h"
 #include "vmc_api.h"
+#include "vmc_internal.h"
 
 #define SLOTS 4
 #define UCX_STRIPE_MIN (16u << 20)
@@ -308,8 +309,7 @@ struct vmc_ring *vmc_ucx_attach(void) {
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_UcxAttach, 0);
     if (st != cudaSuccess)
         return NULL;
-    vmc_arg_u32(&c, SLOTS);
-    vmc_arg_u64(&c, vmc_block_size());
+    vmc_put_ucx_attach_args(vmc_call_args(&c), &(struct vmc_ucx_attach_args){SLOTS, vmc_block_size()});
     st = vmc_call_finish(&c);
     char why[240];
     if (st != cudaSuccess) {

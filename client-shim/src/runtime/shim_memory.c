@@ -11,6 +11,7 @@
 #include "hostmap.h"
 #include "hostmem.h"
 #include "managed.h"
+#include "vmc_internal.h"
 #include "shim_shm.h"
 #include "shim_call.h"
 #include "shim_hostmem.h"
@@ -96,14 +97,8 @@ static cudaError_t on_appliance(uint32_t dst_symbol, uint64_t dst, uint32_t src_
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_MemcpyOnDevice, (mode & COPY_ASYNC) != 0);
     if (st != cudaSuccess)
         return st;
-    vmc_arg_u32(&c, dst_symbol);
-    vmc_arg_u64(&c, dst);
-    vmc_arg_u32(&c, src_symbol);
-    vmc_arg_u64(&c, src);
-    vmc_arg_u64(&c, count);
-    vmc_arg_u32(&c, (uint32_t)kind);
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
-    vmc_arg_u8(&c, (uint8_t)mode);
+    vmc_put_on_device_args(vmc_call_args(&c), &(struct vmc_on_device_args){dst_symbol, dst, src_symbol, src, count,
+                                                                         (uint32_t)kind, (uint64_t)(uintptr_t)stream, (uint8_t)mode});
     return vmc_call_finish(&c);
 }
 

@@ -12,6 +12,7 @@
 
 #include "vmc_api.h"
 #include "vmc_box_plan.h"
+#include "vmc_internal.h"
 #include "worker.h"
 #include "worker_driver.h"
 #include <cudaTypedefs.h>
@@ -180,20 +181,22 @@ static struct vmc_box_extent extent(const struct box *b) {
 /* Reads a box copy's arguments (both operations have the same); *total: its dense byte count. VMC_W_DONE, or
  * the result for arguments without a trustworthy byte count (the stream cannot be resynchronised). */
 static enum vmc_w_result read_box(struct vmc_wcall *wc, struct box *b, uint64_t *stream_arg, uint64_t *total) {
+    struct vmc_box_args a;
+    vmc_get_box_args(&wc->in, &a);
     memset(b, 0, sizeof *b);
-    b->to_device = vmc_in_u8(&wc->in);
-    b->mode = vmc_in_u8(&wc->in);
-    *stream_arg = vmc_in_u64(&wc->in);
-    b->dev_kind = vmc_in_u8(&wc->in);
-    b->handle = vmc_in_u64(&wc->in);
-    b->pitch = vmc_in_u64(&wc->in);
-    b->slice_rows = vmc_in_u64(&wc->in);
-    b->x = vmc_in_u64(&wc->in);
-    b->y = vmc_in_u64(&wc->in);
-    b->z = vmc_in_u64(&wc->in);
-    b->w = vmc_in_u64(&wc->in);
-    b->h = vmc_in_u64(&wc->in);
-    b->d = vmc_in_u64(&wc->in);
+    b->to_device = a.to_device;
+    b->mode = a.mode;
+    *stream_arg = a.stream;
+    b->dev_kind = a.dev_kind;
+    b->handle = a.handle;
+    b->pitch = a.pitch;
+    b->slice_rows = a.slice_rows;
+    b->x = a.x;
+    b->y = a.y;
+    b->z = a.z;
+    b->w = a.w;
+    b->h = a.h;
+    b->d = a.d;
     *total = 0;
     int sizes_ok = !__builtin_mul_overflow(b->w, b->h, total) && !__builtin_mul_overflow(*total, b->d, total);
     if (!vmc_w_args_ok(wc) || !sizes_ok || b->to_device > 1 || b->mode > 7 || b->dev_kind > DEV_ARRAY_3D ||

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vmc_api.h"
+#include "vmc_internal.h"
 #include "worker.h"
 #include "worker_driver.h"
 
@@ -168,11 +169,11 @@ static enum vmc_w_result answer_upload(struct vmc_wcall *wc, uint64_t count, cud
 
 enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
     struct vmc_wconn *c = wc->conn;
-    uint32_t symbol = vmc_in_u32(&wc->in);
-    uint64_t dst_arg = vmc_in_u64(&wc->in);
-    uint64_t count = vmc_in_u64(&wc->in);
-    uint64_t stream_arg = vmc_in_u64(&wc->in);
-    unsigned mode = vmc_in_u8(&wc->in);
+    struct vmc_copy_args a;
+    vmc_get_copy_args(&wc->in, &a);
+    uint32_t symbol = a.symbol;
+    uint64_t dst_arg = a.address, count = a.count, stream_arg = a.stream;
+    unsigned mode = a.mode;
     /* Without a trustworthy count the byte stream cannot be resynchronised: close the connection. */
     if (!vmc_w_args_ok(wc) || (mode & ~COPY_MODE_BITS))
         return VMC_W_FATAL;
@@ -225,11 +226,11 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
 
 enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc) {
     struct vmc_wconn *c = wc->conn;
-    uint32_t symbol = vmc_in_u32(&wc->in);
-    uint64_t src_arg = vmc_in_u64(&wc->in);
-    uint64_t count = vmc_in_u64(&wc->in);
-    uint64_t stream_arg = vmc_in_u64(&wc->in);
-    unsigned mode = vmc_in_u8(&wc->in);
+    struct vmc_copy_args a;
+    vmc_get_copy_args(&wc->in, &a);
+    uint32_t symbol = a.symbol;
+    uint64_t src_arg = a.address, count = a.count, stream_arg = a.stream;
+    unsigned mode = a.mode;
     if (!vmc_w_args_ok(wc) || wc->async || (mode & ~COPY_MODE_BITS))
         return VMC_W_BAD_ARGS;
     cudaStream_t stream = vmc_w_copy_stream(stream_arg, mode);
@@ -284,14 +285,13 @@ enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc) {
 }
 
 enum vmc_w_result vmc_w_memcpy_on_device(struct vmc_wcall *wc) {
-    uint32_t dst_symbol = vmc_in_u32(&wc->in);
-    uint64_t dst = vmc_in_u64(&wc->in);
-    uint32_t src_symbol = vmc_in_u32(&wc->in);
-    uint64_t src = vmc_in_u64(&wc->in);
-    uint64_t count = vmc_in_u64(&wc->in);
-    enum cudaMemcpyKind kind = (enum cudaMemcpyKind)vmc_in_u32(&wc->in);
-    cudaStream_t stream = (cudaStream_t)(uintptr_t)vmc_in_u64(&wc->in);
-    unsigned mode = vmc_in_u8(&wc->in);
+    struct vmc_on_device_args a;
+    vmc_get_on_device_args(&wc->in, &a);
+    uint32_t dst_symbol = a.dst_symbol, src_symbol = a.src_symbol;
+    uint64_t dst = a.dst, src = a.src, count = a.count;
+    enum cudaMemcpyKind kind = (enum cudaMemcpyKind)a.kind;
+    cudaStream_t stream = (cudaStream_t)(uintptr_t)a.stream;
+    unsigned mode = a.mode;
     if (!vmc_w_args_ok(wc))
         return VMC_W_BAD_ARGS;
     int async = (mode & COPY_ASYNC) != 0, per_thread = (mode & COPY_PER_THREAD) != 0;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vmc_internal.h"
 #include "vmc_region.h"
 #include "worker.h"
 
@@ -251,8 +252,10 @@ int vmc_w_shm_adopt(struct vmc_wconn *c, void *base, size_t size, size_t slot_si
 /* Attaches lane `lane` of whichever shared region holds `nonce` there: only the client that claimed the
  * lane (and wrote the nonce into the region it shares with this appliance) can name it. */
 enum vmc_w_result vmc_w_shm_attach_region(struct vmc_wcall *wc) {
-    uint64_t nonce = vmc_in_u64(&wc->in);
-    uint32_t lane = vmc_in_u32(&wc->in);
+    struct vmc_region_lane_args a;
+    vmc_get_region_lane_args(&wc->in, &a);
+    uint64_t nonce = a.nonce;
+    uint32_t lane = a.lane;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     struct vmc_wconn *c = wc->conn;
@@ -366,11 +369,10 @@ struct ring_copy {
 /* Reads the arguments shared by both directions. The ring must exist: the client only sends these
  * calls after a successful attach, so anything else is a broken stream. */
 static enum vmc_w_result read_ring_copy(struct vmc_wcall *wc, struct ring_copy *rc) {
-    uint32_t symbol = vmc_in_u32(&wc->in);
-    uint64_t addr = vmc_in_u64(&wc->in);
-    rc->count = vmc_in_u64(&wc->in);
-    uint64_t stream = vmc_in_u64(&wc->in);
-    rc->mode = vmc_in_u8(&wc->in);
+    struct vmc_copy_args a;
+    vmc_get_copy_args(&wc->in, &a);
+    rc->count = a.count;
+    rc->mode = a.mode;
     if (!vmc_w_args_ok(wc) || wc->async || !wc->conn->shm)
         return VMC_W_FATAL;
     struct vmc_wshm *shm = wc->conn->shm;
@@ -378,8 +380,8 @@ static enum vmc_w_result read_ring_copy(struct vmc_wcall *wc, struct ring_copy *
     if (blocks > UINT32_MAX)
         return VMC_W_FATAL;
     rc->blocks = (uint32_t)blocks;
-    rc->side = vmc_w_device_side(symbol, addr);
-    rc->stream = vmc_w_copy_stream(stream, rc->mode);
+    rc->side = vmc_w_device_side(a.symbol, a.address);
+    rc->stream = vmc_w_copy_stream(a.stream, rc->mode);
     ensure_registered(shm);
     return VMC_W_DONE;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ucx_agent.h"
+#include "vmc_internal.h"
 #include "worker.h"
 
 #define REPLY_TIMEOUT_MS 10000
@@ -153,8 +154,10 @@ static int register_ring(size_t size, void **base, struct vmc_ucx_reply *r, uint
  * address's lengths and bytes, and the agent's UCX tcp segment sizes; (refusal) one line saying why, for
  * the client to print. */
 enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc) {
-    uint32_t slots = vmc_in_u32(&wc->in);
-    uint64_t slot_size = vmc_in_u64(&wc->in);
+    struct vmc_ucx_attach_args a;
+    vmc_get_ucx_attach_args(&wc->in, &a);
+    uint32_t slots = a.slots;
+    uint64_t slot_size = a.slot_size;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     struct vmc_wconn *c = wc->conn;

@@ -27,7 +27,20 @@ public final class GenerateApi extends SpecSupport {
     static final Map<String, Kind> ANNOTATIONS = Map.of("out", Kind.OUT, "in", Kind.IN, "func", Kind.FUNC,
             "symbol", Kind.SYMBOL, "str", Kind.STR, "d2d", Kind.D2D, "in_d2d", Kind.IN_D2D);
 
-    record Api(int id, Mode mode, String returnType, String name, List<Param<Kind>> params, int line) {
+    /** An internal operation's argument layout: fixed-width unsigned fields in wire order. */
+    record Layout(String name, List<Param<Kind>> fields, int line) {}
+
+    /** The parsed spec: its entries, and the layouts internal entries name. */
+    record Spec(List<Api> apis, List<Layout> layouts) {}
+
+    static final Map<String, String> FIELD_TYPES = Map.of("uint8_t", "u8", "uint16_t", "u16", "uint32_t", "u32", "uint64_t", "u64");
+
+    /** {@code layout}: the layout an internal entry's arguments follow (vmc_internal.h), or null. */
+    record Api(int id, Mode mode, String returnType, String name, List<Param<Kind>> params, int line, String layout) {
+        Api(int id, Mode mode, String returnType, String name, List<Param<Kind>> params, int line) {
+            this(id, mode, returnType, name, params, line, null);
+        }
+
         boolean forwarded() { return mode.forwarded(); }
         boolean async() { return mode.async(); }
         boolean wrapped() { return mode.wrapped(); }
@@ -43,8 +56,10 @@ public final class GenerateApi extends SpecSupport {
             System.exit(2);
         }
         List<Api> apis;
+        Spec spec;
         try {
-            apis = parse(Path.of(args[0]));
+            spec = parse(Path.of(args[0]));
+            apis = spec.apis();
         } catch (IllegalArgumentException e) {
             System.err.println("cuda-api.spec: " + e.getMessage());
             System.exit(1);
@@ -56,6 +71,7 @@ public final class GenerateApi extends SpecSupport {
         Files.createDirectories(java);
         SpecSupport.write(c.resolve("vmc_api.h"), apiHeader(apis));
         SpecSupport.write(c.resolve("vmc_api_names.c"), apiNames(apis));
+        SpecSupport.write(c.resolve("vmc_internal.h"), internalLayouts(spec));
         SpecSupport.write(c.resolve("vmc_client_stubs.c"), clientStubs(apis));
         SpecSupport.write(c.resolve("vmc_client_unsupported.c"), clientUnsupported(apis));
         SpecSupport.write(c.resolve("vmc_worker_dispatch.c"), workerDispatch(apis));
@@ -69,8 +85,12 @@ public final class GenerateApi extends SpecSupport {
 
     // ---------------------------------------------------------------- parsing
 
-    static List<Api> parse(Path spec) throws IOException {
+    private static final Pattern LAYOUT = Pattern.compile("^layout\\s+(\\w+)\\s*\\((.*)\\)$");
+    private static final Pattern USES_LAYOUT = Pattern.compile("^(\\w+)\\s*\\((\\w+)\\)$");
+
+    static Spec parse(Path spec) throws IOException {
         List<Api> apis = new ArrayList<>();
+        Map<String, Layout> layouts = new java.util.LinkedHashMap<>();
         Set<Integer> ids = new HashSet<>();
         Set<String> names = new HashSet<>();
         List<String> lines = Files.readAllLines(spec, StandardCharsets.UTF_8);
@@ -78,6 +98,12 @@ public final class GenerateApi extends SpecSupport {
             String raw = lines.get(i).strip();
             if (raw.isEmpty() || raw.startsWith("#")) continue;
             int lineNo = i + 1;
+            Matcher lm = LAYOUT.matcher(raw);
+            if (lm.matches()) {
+                Layout l = parseLayout(lm.group(1), lm.group(2), lineNo);
+                if (layouts.put(l.name(), l) != null) throw new IllegalArgumentException("line " + lineNo + ": duplicate layout " + l.name());
+                continue;
+            }
             String[] parts = raw.split("\\s+", 3);
             if (parts.length < 3) throw new IllegalArgumentException("line " + lineNo + ": expected ID MODE PROTOTYPE");
             int id;
@@ -87,13 +113,34 @@ public final class GenerateApi extends SpecSupport {
                 throw new IllegalArgumentException("line " + lineNo + ": bad id '" + parts[0] + "'");
             }
             Mode mode = Mode.parse(parts[1], lineNo);
-            Api api = parsePrototype(id, mode, parts[2].strip(), lineNo);
+            Matcher um = USES_LAYOUT.matcher(parts[2].strip());
+            Api api;
+            if (mode == Mode.INTERNAL && um.matches()) {
+                if (!layouts.containsKey(um.group(2)))
+                    throw new IllegalArgumentException("line " + lineNo + ": " + um.group(1) + " names layout '" + um.group(2)
+                            + "', which is not declared above it");
+                api = new Api(id, mode, "cudaError_t", um.group(1), List.of(), lineNo, um.group(2));
+            } else {
+                api = parsePrototype(id, mode, parts[2].strip(), lineNo);
+            }
             if (!ids.add(id)) throw new IllegalArgumentException("line " + lineNo + ": duplicate id " + id);
             if (!names.add(api.name())) throw new IllegalArgumentException("line " + lineNo + ": duplicate name " + api.name());
             validate(api);
             apis.add(api);
         }
-        return apis;
+        return new Spec(apis, List.copyOf(layouts.values()));
+    }
+
+    static Layout parseLayout(String name, String fields, int line) {
+        List<Param<Kind>> list = new ArrayList<>();
+        for (String f : fields.split(",")) {
+            Param<Kind> p = SpecSupport.parseParam(f.strip(), line, ANNOTATIONS, Kind.VALUE);
+            if (!FIELD_TYPES.containsKey(p.type().strip()) || p.kind() != Kind.VALUE)
+                throw new IllegalArgumentException("line " + line + ": layout " + name + "(" + p.name()
+                        + "): fields are uint8_t, uint16_t, uint32_t or uint64_t");
+            list.add(p);
+        }
+        return new Layout(name, list, line);
     }
 
     static Api parsePrototype(int id, Mode mode, String text, int line) {
@@ -144,6 +191,30 @@ public final class GenerateApi extends SpecSupport {
         s.append("#ifndef VMC_API_H\n#define VMC_API_H\n\n#include <stdint.h>\n\n");
         for (Api a : apis) s.append("#define VMC_API_").append(a.name()).append(' ').append(a.id()).append('\n');
         s.append("\n/* Name of a wire id, or NULL for an unknown id. */\nconst char *vmc_api_name(uint32_t id);\n\n#endif\n");
+        return s.toString();
+    }
+
+    /** The internal operations' argument layouts: a struct, and its writer and reader on the frame codec. */
+    static String internalLayouts(Spec spec) {
+        StringBuilder s = new StringBuilder(BANNER);
+        s.append("/* The arguments of the internal operations (cuda-api.spec `layout` lines), written by the client and read by\n")
+         .append(" * the worker with the same code. */\n#ifndef VMC_INTERNAL_H\n#define VMC_INTERNAL_H\n\n#include <stdint.h>\n#include \"vmc_io.h\"\n");
+        for (Layout l : spec.layouts()) {
+            List<String> users = spec.apis().stream().filter(a -> l.name().equals(a.layout())).map(Api::name).toList();
+            s.append("\n/* ").append(l.name()).append(": ").append(users.isEmpty() ? "(no operation)" : String.join(", ", users)).append(" */\n");
+            s.append("struct vmc_").append(l.name()).append("_args {\n");
+            for (Param<Kind> f : l.fields()) s.append("    ").append(f.type().strip()).append(' ').append(f.name()).append(";\n");
+            s.append("};\n\nstatic inline void vmc_put_").append(l.name()).append("_args(struct vmc_out *o, const struct vmc_")
+             .append(l.name()).append("_args *a) {\n");
+            for (Param<Kind> f : l.fields())
+                s.append("    vmc_out_").append(FIELD_TYPES.get(f.type().strip())).append("(o, a->").append(f.name()).append(");\n");
+            s.append("}\n\nstatic inline void vmc_get_").append(l.name()).append("_args(struct vmc_in *in, struct vmc_")
+             .append(l.name()).append("_args *a) {\n");
+            for (Param<Kind> f : l.fields())
+                s.append("    a->").append(f.name()).append(" = vmc_in_").append(FIELD_TYPES.get(f.type().strip())).append("(in);\n");
+            s.append("}\n");
+        }
+        s.append("\n#endif\n");
         return s.toString();
     }
 
