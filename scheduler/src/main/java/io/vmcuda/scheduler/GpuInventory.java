@@ -14,6 +14,11 @@ public interface GpuInventory {
     /** Last sampled usage of the GPU with this UUID; empty when it cannot be measured. Must not block. */
     Optional<GpuUsage> usage(String uuid);
 
+    /** Last sampled health (temperature, power, clock, ECC) of the GPU with this UUID; empty when unknown. Must not block. */
+    default Optional<GpuHealth> health(String uuid) {
+        return Optional.empty();
+    }
+
     /**
      * Device memory each process uses now, by host pid, summed over its GPUs, asked of the driver (blocks for
      * tens of ms); empty when this inventory cannot tell.

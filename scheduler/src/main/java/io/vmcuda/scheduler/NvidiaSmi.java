@@ -18,6 +18,8 @@ final class NvidiaSmi {
     static final String USAGE_QUERY = "index,uuid,memory.used,utilization.gpu";
     static final String INVENTORY_QUERY = "index,name,uuid,memory.total,compute_cap";
     static final String PROCESS_QUERY = "pid,used_memory";
+    /** Asked separately from usage: a GPU or nvidia-smi that knows none of it still reports its memory. */
+    static final String HEALTH_QUERY = "uuid,temperature.gpu,power.draw,clocks.sm,ecc.errors.uncorrected.volatile.total";
     private static final long MIB = 1024L * 1024L;
 
     private final String executable;
@@ -32,6 +34,10 @@ final class NvidiaSmi {
 
     Map<String, GpuUsage> usage() throws GpuQueryException {
         return parseUsage(run("--query-gpu=" + USAGE_QUERY));
+    }
+
+    Map<String, GpuHealth> health() throws GpuQueryException {
+        return parseHealth(run("--query-gpu=" + HEALTH_QUERY));
     }
 
     /** Device memory each process uses, by pid (as the daemon sees pids), summed over its GPUs. */
@@ -91,6 +97,22 @@ final class NvidiaSmi {
             usage.put(f[1], new GpuUsage(used, util));
         }
         return usage;
+    }
+
+    static Map<String, GpuHealth> parseHealth(String csv) throws GpuQueryException {
+        Map<String, GpuHealth> health = new HashMap<>();
+        for (String line : csv.split("\n")) {
+            if (line.isBlank()) continue;
+            String[] f = fields(line, 5);
+            health.put(f[0], new GpuHealth((int) orUnknown(f[1]), f[2].matches("\\d+(\\.\\d+)?") ? Double.parseDouble(f[2]) : -1,
+                    (int) orUnknown(f[3]), orUnknown(f[4])));
+        }
+        return health;
+    }
+
+    /** A whole number, or -1 for what nvidia-smi cannot tell ("[N/A]", "[Not Supported]"). */
+    private static long orUnknown(String s) {
+        return s.matches("\\d{1,18}") ? Long.parseLong(s) : -1;
     }
 
     static Map<Long, Long> parseProcessMemory(String csv) throws GpuQueryException {

@@ -24,6 +24,7 @@ public final class SystemGpuInventory implements GpuInventory {
     private final ExecutorService sampler;
     private final AtomicBoolean sampling = new AtomicBoolean();
     private volatile Map<String, GpuUsage> lastUsage = Map.of();
+    private volatile Map<String, GpuHealth> lastHealth = Map.of();
     private volatile long lastSampleNanos;
 
     private SystemGpuInventory(List<GpuInfo> gpus, String unavailableReason, NvidiaSmi smi) {
@@ -117,6 +118,12 @@ public final class SystemGpuInventory implements GpuInventory {
     }
 
     @Override
+    public Optional<GpuHealth> health(String uuid) {
+        usage(uuid); // sampled together
+        return Optional.ofNullable(lastHealth.get(uuid));
+    }
+
+    @Override
     public Optional<java.util.Map<Long, Long>> processMemory() {
         if (smi == null) return Optional.empty();
         try {
@@ -133,6 +140,11 @@ public final class SystemGpuInventory implements GpuInventory {
             lastUsage = smi.usage();
         } catch (GpuQueryException e) {
             LOG.fine("GPU usage sample failed: " + e.getMessage());
+        }
+        try {
+            lastHealth = smi.health();
+        } catch (GpuQueryException e) {
+            LOG.fine("GPU health sample failed: " + e.getMessage());
         }
         lastSampleNanos = System.nanoTime();
     }

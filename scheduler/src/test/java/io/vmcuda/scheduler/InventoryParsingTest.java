@@ -31,6 +31,15 @@ class InventoryParsingTest {
         assertEquals(new GpuUsage(0, -1), u.get("GPU-b"));
     }
 
+    /** What an H200 prints, and a GPU that tells neither power nor ECC (a vGPU, ECC off). */
+    @Test
+    void nvidiaSmiHealthLines() throws Exception {
+        Map<String, GpuHealth> h = NvidiaSmi.parseHealth("GPU-a, 34, 76.52, 1980, 0\nGPU-b, 51, [N/A], 1410, [N/A]\n");
+        assertEquals(new GpuHealth(34, 76.52, 1980, 0), h.get("GPU-a"));
+        assertEquals(new GpuHealth(51, -1, 1410, -1), h.get("GPU-b"));
+        assertThrows(GpuQueryException.class, () -> NvidiaSmi.parseHealth("GPU-a, 34\n"));
+    }
+
     @Test
     void malformedNvidiaSmiOutputIsAnErrorNotACrash() {
         assertThrows(GpuQueryException.class, () -> NvidiaSmi.parseUsage("garbage\n"));

@@ -93,6 +93,20 @@ final class PrometheusMetrics {
             GpuUsage u = src.inventory().usage(g.uuid()).orElse(null);
             if (u != null && u.utilizationPercent() >= 0) cb.call(u.utilizationPercent() / 100.0, Integer.toString(g.index()), g.uuid());
         });
+        // health, as DCGM-exporter users expect it per GPU (each absent where the GPU does not tell)
+        perGpu(constant, "vmcuda_gpu_temperature_celsius", "GPU temperature (nvidia-smi).", gpus, (cb, g) -> src.inventory()
+                .health(g.uuid()).filter(h -> h.temperatureCelsius() >= 0)
+                .ifPresent(h -> cb.call(h.temperatureCelsius(), Integer.toString(g.index()), g.uuid())));
+        perGpu(constant, "vmcuda_gpu_power_watts", "GPU power draw (nvidia-smi).", gpus, (cb, g) -> src.inventory()
+                .health(g.uuid()).filter(h -> h.powerWatts() >= 0)
+                .ifPresent(h -> cb.call(h.powerWatts(), Integer.toString(g.index()), g.uuid())));
+        perGpu(constant, "vmcuda_gpu_sm_clock_hertz", "GPU SM clock (nvidia-smi).", gpus, (cb, g) -> src.inventory()
+                .health(g.uuid()).filter(h -> h.smClockMhz() >= 0)
+                .ifPresent(h -> cb.call(h.smClockMhz() * 1e6, Integer.toString(g.index()), g.uuid())));
+        perGpu(constant, "vmcuda_gpu_ecc_uncorrected_errors", "Uncorrected ECC errors since the driver loaded (nvidia-smi, "
+                + "volatile count; absent with ECC off).", gpus, (cb, g) -> src.inventory()
+                .health(g.uuid()).filter(h -> h.eccUncorrectedErrors() >= 0)
+                .ifPresent(h -> cb.call(h.eccUncorrectedErrors(), Integer.toString(g.index()), g.uuid())));
     }
 
     private interface GpuValue {
