@@ -700,13 +700,9 @@ cudaError_t vmc_session_lost(struct vmc_conn *c, const char *why) {
     if (!c->broken) {
         c->broken = 1;
         say("lost the appliance session (%s); CUDA calls now fail with cudaErrorDevicesUnavailable", why);
-        /* the session is over for this process: its worker must see that and give the GPU back, not wait in the
-         * middle of a copy (a ring's token) for a client that will not send again (the descriptors stay open: other
-         * threads may still hold them) */
-        pthread_mutex_lock(&all_conns_lock);
-        for (struct vmc_conn *o = all_conns; o; o = o->next_open)
-            shutdown(o->fd, SHUT_RDWR);
-        pthread_mutex_unlock(&all_conns_lock);
+        /* this connection is over: its worker thread must see that, not wait in the middle of a copy (a ring's
+         * token) for a client that will not send on it again (the descriptor stays open until the thread ends;
+         * the program's other threads keep their own connections) */
         shutdown(c->fd, SHUT_RDWR);
     }
     failure_error = cudaErrorDevicesUnavailable;
