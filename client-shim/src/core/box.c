@@ -40,8 +40,9 @@ static void scatter(unsigned char *host, const unsigned char *dense, size_t pitc
 }
 
 static void box_args(struct vmc_call *c, int to_device, const struct vmc_box *b, uint64_t stream, unsigned mode) {
-    struct vmc_box_args a = {(uint8_t)(to_device != 0), (uint8_t)mode, stream, (uint8_t)b->dev_kind, b->handle, b->pitch,
-                             b->slice_rows, b->x, b->y, b->z, b->w, b->h, b->d};
+    struct vmc_box_args a = {.to_device = (uint8_t)(to_device != 0), .mode = (uint8_t)mode, .stream = stream,
+                             .dev_kind = (uint8_t)b->dev_kind, .handle = b->handle, .pitch = b->pitch,
+                             .slice_rows = b->slice_rows, .x = b->x, .y = b->y, .z = b->z, .w = b->w, .h = b->h, .d = b->d};
     vmc_put_box_args(vmc_call_args(c), &a);
 }
 

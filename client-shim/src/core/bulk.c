@@ -49,7 +49,8 @@ static cudaError_t socket_host_to_device(uint32_t symbol, uint64_t dst, const vo
     cudaError_t st = vmc_call_begin_ex(&c, VMC_API_vmc_MemcpyHostToDevice, (mode & COPY_ASYNC) != 0, !(mode & COPY_DRIVER));
     if (st != cudaSuccess)
         return st;
-    vmc_put_copy_args(vmc_call_args(&c), &(struct vmc_copy_args){symbol, dst, count, (uint64_t)(uintptr_t)stream, (uint8_t)mode});
+    vmc_put_copy_args(vmc_call_args(&c), &(struct vmc_copy_args){
+        .symbol = symbol, .address = dst, .count = count, .stream = (uint64_t)(uintptr_t)stream, .mode = (uint8_t)mode});
     return vmc_call_finish_upload(&c, src, count);
 }
 
@@ -62,7 +63,8 @@ static cudaError_t socket_device_to_host(void *dst, uint32_t symbol, uint64_t sr
     cudaError_t st = vmc_call_begin_ex(&c, VMC_API_vmc_MemcpyDeviceToHost, 0, !(mode & COPY_DRIVER));
     if (st != cudaSuccess)
         return st;
-    vmc_put_copy_args(vmc_call_args(&c), &(struct vmc_copy_args){symbol, src, count, (uint64_t)(uintptr_t)stream, (uint8_t)mode});
+    vmc_put_copy_args(vmc_call_args(&c), &(struct vmc_copy_args){
+        .symbol = symbol, .address = src, .count = count, .stream = (uint64_t)(uintptr_t)stream, .mode = (uint8_t)mode});
     return vmc_call_finish_download(&c, dst, count);
 }
 

@@ -31,7 +31,8 @@ static cudaError_t begin(struct vmc_call *c, uint32_t id, uint32_t symbol, uint6
     cudaError_t st = vmc_call_begin_ex(c, id, 0, !(mode & COPY_DRIVER));
     if (st != cudaSuccess)
         return st;
-    vmc_put_copy_args(vmc_call_args(c), &(struct vmc_copy_args){symbol, addr, count, (uint64_t)(uintptr_t)stream, (uint8_t)mode});
+    vmc_put_copy_args(vmc_call_args(c), &(struct vmc_copy_args){
+        .symbol = symbol, .address = addr, .count = count, .stream = (uint64_t)(uintptr_t)stream, .mode = (uint8_t)mode});
     return vmc_call_send(c);
 }
 

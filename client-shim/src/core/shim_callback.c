@@ -17,6 +17,7 @@
 #include "shim_session.h"
 #include "shim_unsupported.h"
 #include "vmc_api.h"
+#include "vmc_internal.h"
 
 struct entry {
     uint64_t id;
@@ -70,7 +71,7 @@ static void *callback_thread(void *arg) {
             set_state(2, cudaSuccess);
             first = 0;
         }
-        vmc_arg_u64(&c, done);
+        vmc_put_callback_channel_args(vmc_call_args(&c), &(struct vmc_callback_channel_args){.done = done});
         st = vmc_call_finish(&c);
         if (st != cudaSuccess)
             return NULL; /* the session is over (or the worker refused the channel) */
@@ -142,11 +143,8 @@ cudaError_t vmc_host_callback_enqueue(uint64_t stream, unsigned kind, vmc_host_f
     struct vmc_call c;
     st = vmc_call_begin(&c, VMC_API_vmc_EnqueueHostCallback, 0);
     if (st == cudaSuccess) {
-        vmc_arg_u64(&c, stream);
-        vmc_arg_u64(&c, id);
-        vmc_arg_u8(&c, (uint8_t)kind);
-        vmc_arg_u32(&c, flags);
-        vmc_arg_u8(&c, (uint8_t)per_thread);
+        vmc_put_host_callback_args(vmc_call_args(&c), &(struct vmc_host_callback_args){
+            .stream = stream, .id = id, .kind = (uint8_t)kind, .flags = flags, .per_thread = (uint8_t)per_thread});
         st = vmc_call_finish(&c);
     }
     if (st != cudaSuccess) {

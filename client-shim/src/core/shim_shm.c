@@ -303,7 +303,7 @@ static struct vmc_ring *attach_region(void) {
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_ShmAttachRegion, 0);
     if (st == cudaSuccess) {
-        vmc_put_region_lane_args(vmc_call_args(&c), &(struct vmc_region_lane_args){nonce, (uint32_t)lane});
+        vmc_put_region_lane_args(vmc_call_args(&c), &(struct vmc_region_lane_args){.nonce = nonce, .lane = (uint32_t)lane});
         st = vmc_call_finish(&c);
     }
     if (st != cudaSuccess) {

@@ -112,6 +112,7 @@ struct ucx_ring {
     uint64_t remote_base;
     volatile int peer_failed;
     ucs_status_t peer_status;
+    int peer_errors; /* the end point reports a failed peer (UCP_ERR_HANDLING_MODE_PEER) */
 };
 
 static int64_t now_ns(void) {
@@ -182,11 +183,12 @@ static void ucx_close(struct vmc_ring *r, int forked) {
         free(u);
         return;
     }
-    if (u->rkey)
-        ucp.rkey_destroy(u->rkey);
     if (u->ep) {
-        /* forced: the appliance may be gone, and a clean close would wait for it */
-        ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
+        /* the end point first, cancelling what is in flight on it: forced where the end point reports a failed
+         * peer (the appliance may be gone, and a clean close would wait for it), flushed otherwise (UCX defines a
+         * forced close only with peer error handling); a bounded wait either way */
+        ucp_request_param_t p = {.op_attr_mask = u->peer_errors ? UCP_OP_ATTR_FIELD_FLAGS : 0,
+                                 .flags = u->peer_errors ? UCP_EP_CLOSE_FLAG_FORCE : 0};
         ucs_status_ptr_t req = ucp.ep_close_nbx(u->ep, &p);
         if (req && !UCS_PTR_IS_ERR(req)) {
             for (int i = 0; i < 100000 && ucp.request_check_status(req) == UCS_INPROGRESS; i++)
@@ -195,7 +197,9 @@ static void ucx_close(struct vmc_ring *r, int forked) {
                 ucp.request_free(req);
         }
     }
-    if (u->worker)
+    if (u->rkey)
+        ucp.rkey_destroy(u->rkey);
+    if (u->worker) /* with it, any request still in flight */
         ucp.worker_destroy(u->worker);
     free(u);
 }
@@ -262,6 +266,7 @@ static struct ucx_ring *connect_ring(const uint8_t *rkey, const uint8_t *address
     if (st == UCS_OK) {
         step = "end point";
         st = ucp.ep_create(u->worker, &ep, &u->ep);
+        u->peer_errors = st == UCS_OK;
         if (st == UCS_ERR_UNREACHABLE) {
             /* UCX's shared-memory transports cannot report a failed peer: without that, a dead appliance shows as
              * a put or get that makes no progress (STALL_NS), and the byte stream's end */
@@ -309,7 +314,7 @@ struct vmc_ring *vmc_ucx_attach(void) {
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_UcxAttach, 0);
     if (st != cudaSuccess)
         return NULL;
-    vmc_put_ucx_attach_args(vmc_call_args(&c), &(struct vmc_ucx_attach_args){SLOTS, vmc_block_size()});
+    vmc_put_ucx_attach_args(vmc_call_args(&c), &(struct vmc_ucx_attach_args){.slots = SLOTS, .slot_size = vmc_block_size()});
     st = vmc_call_finish(&c);
     char why[240];
     if (st != cudaSuccess) {

@@ -97,8 +97,9 @@ static cudaError_t on_appliance(uint32_t dst_symbol, uint64_t dst, uint32_t src_
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_MemcpyOnDevice, (mode & COPY_ASYNC) != 0);
     if (st != cudaSuccess)
         return st;
-    vmc_put_on_device_args(vmc_call_args(&c), &(struct vmc_on_device_args){dst_symbol, dst, src_symbol, src, count,
-                                                                         (uint32_t)kind, (uint64_t)(uintptr_t)stream, (uint8_t)mode});
+    vmc_put_on_device_args(vmc_call_args(&c), &(struct vmc_on_device_args){
+        .dst_symbol = dst_symbol, .dst = dst, .src_symbol = src_symbol, .src = src, .count = count, .kind = (uint32_t)kind,
+        .stream = (uint64_t)(uintptr_t)stream, .mode = (uint8_t)mode});
     return vmc_call_finish(&c);
 }
 

@@ -234,6 +234,8 @@ static int serve(int sock, int ucx_ok) {
     ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
         return -1;
+    if (n < 0)
+        return 0; /* nothing received: the control buffer holds nothing to read */
     /* exactly one descriptor is expected; any others are closed, never kept */
     int fd = -1, extra = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {

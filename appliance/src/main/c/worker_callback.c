@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "vmc_api.h"
+#include "vmc_internal.h"
 #include "worker.h"
 
 extern cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData);
@@ -79,11 +80,11 @@ static void print_once(int *told, const char *text) {
 }
 
 enum vmc_w_result vmc_w_enqueue_host_callback(struct vmc_wcall *wc) {
-    uint64_t stream_arg = vmc_in_u64(&wc->in);
-    uint64_t client_id = vmc_in_u64(&wc->in);
-    unsigned kind = vmc_in_u8(&wc->in);
-    uint32_t flags = vmc_in_u32(&wc->in);
-    unsigned per_thread = vmc_in_u8(&wc->in);
+    struct vmc_host_callback_args a;
+    vmc_get_host_callback_args(&wc->in, &a);
+    uint64_t stream_arg = a.stream, client_id = a.id;
+    unsigned kind = a.kind, per_thread = a.per_thread;
+    uint32_t flags = a.flags;
     if (!vmc_w_args_ok(wc) || wc->async || kind > 1 || per_thread > 1)
         return VMC_W_BAD_ARGS;
     cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
@@ -123,7 +124,9 @@ static int channel_gone(struct vmc_wconn *c) {
 }
 
 enum vmc_w_result vmc_w_callback_channel(struct vmc_wcall *wc) {
-    uint64_t done = vmc_in_u64(&wc->in);
+    struct vmc_callback_channel_args a;
+    vmc_get_callback_channel_args(&wc->in, &a);
+    uint64_t done = a.done;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     struct vmc_wconn *c = wc->conn;

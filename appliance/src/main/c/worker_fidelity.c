@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "vmc_api.h"
+#include "vmc_internal.h"
 #include "worker.h"
 
 
@@ -11,11 +12,10 @@
  * after consuming its bytes so that the connection stays in step. */
 static int capture_guard(struct vmc_wcall *wc, enum vmc_w_result *result) {
     struct vmc_in peek = wc->in;
-    (void)vmc_in_u32(&peek); /* symbol */
-    (void)vmc_in_u64(&peek); /* address or offset */
-    uint64_t count = vmc_in_u64(&peek);
-    uint64_t stream = vmc_in_u64(&peek);
-    unsigned mode = vmc_in_u8(&peek);
+    struct vmc_copy_args a;
+    vmc_get_copy_args(&peek, &a);
+    uint64_t count = a.count, stream = a.stream;
+    unsigned mode = a.mode;
     if (peek.bad || peek.pos != peek.len)
         return 0; /* malformed: the real handler says so */
     if (!vmc_w_stream_capturing(stream, (mode & COPY_PER_THREAD) != 0))

@@ -98,8 +98,10 @@ public final class GenerateApi extends SpecSupport {
             String raw = lines.get(i).strip();
             if (raw.isEmpty() || raw.startsWith("#")) continue;
             int lineNo = i + 1;
-            Matcher lm = LAYOUT.matcher(raw);
-            if (lm.matches()) {
+            if (raw.startsWith("layout ") || raw.startsWith("layout\t")) {
+                Matcher lm = LAYOUT.matcher(raw);
+                if (!lm.matches())
+                    throw new IllegalArgumentException("line " + lineNo + ": expected layout NAME(TYPE FIELD, ...)");
                 Layout l = parseLayout(lm.group(1), lm.group(2), lineNo);
                 if (layouts.put(l.name(), l) != null) throw new IllegalArgumentException("line " + lineNo + ": duplicate layout " + l.name());
                 continue;
@@ -131,13 +133,23 @@ public final class GenerateApi extends SpecSupport {
         return new Spec(apis, List.copyOf(layouts.values()));
     }
 
+    private static final Set<String> C_KEYWORDS = Set.of("auto", "break", "case", "char", "const", "continue", "default",
+            "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+            "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+            "unsigned", "void", "volatile", "while");
+
     static Layout parseLayout(String name, String fields, int line) {
         List<Param<Kind>> list = new ArrayList<>();
-        for (String f : fields.split(",")) {
+        Set<String> names = new HashSet<>();
+        for (String f : fields.split(",", -1)) {
+            if (f.isBlank()) throw new IllegalArgumentException("line " + line + ": layout " + name + " has an empty field");
             Param<Kind> p = SpecSupport.parseParam(f.strip(), line, ANNOTATIONS, Kind.VALUE);
             if (!FIELD_TYPES.containsKey(p.type().strip()) || p.kind() != Kind.VALUE)
                 throw new IllegalArgumentException("line " + line + ": layout " + name + "(" + p.name()
                         + "): fields are uint8_t, uint16_t, uint32_t or uint64_t");
+            if (!p.name().matches("[A-Za-z_]\\w*") || C_KEYWORDS.contains(p.name()) || !names.add(p.name()))
+                throw new IllegalArgumentException("line " + line + ": layout " + name + ": field name '" + p.name()
+                        + "' is not a C identifier, or is used twice");
             list.add(p);
         }
         return new Layout(name, list, line);

@@ -144,6 +144,7 @@ public final class SystemGpuInventory implements GpuInventory {
         try {
             lastHealth = smi.health();
         } catch (GpuQueryException e) {
+            lastHealth = Map.of(); // no stale temperature or ECC count for a GPU that stopped answering
             LOG.fine("GPU health sample failed: " + e.getMessage());
         }
         lastSampleNanos = System.nanoTime();

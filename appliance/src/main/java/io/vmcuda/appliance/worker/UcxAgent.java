@@ -67,9 +67,10 @@ public final class UcxAgent {
      * session would try an agent that cannot start.
      */
     static String probe(Path agent, Path workerLibDir, ApplianceConfig config) {
+        Path out = null;
         try {
             // its output goes to a file: read from a pipe, a probe that hangs would hold the daemon past the timeout
-            Path out = Files.createTempFile("vmcuda-ucx-probe", ".txt");
+            out = Files.createTempFile("vmcuda-ucx-probe", ".txt");
             ProcessBuilder pb = new ProcessBuilder(agent.toString(), "--probe").redirectErrorStream(true)
                     .redirectOutput(out.toFile());
             List<String> libPath = new ArrayList<>();
@@ -79,8 +80,8 @@ public final class UcxAgent {
             Process p = pb.start();
             boolean finished = p.waitFor(20, TimeUnit.SECONDS);
             if (!finished) p.destroyForcibly();
-            String text = Files.readString(out, StandardCharsets.UTF_8).strip();
-            Files.deleteIfExists(out);
+            byte[] bytes = Files.readAllBytes(out);
+            String text = new String(bytes, 0, Math.min(bytes.length, 4096), StandardCharsets.UTF_8).strip();
             if (!finished) return "its probe did not finish within 20 s";
             if (p.exitValue() != 0) {
                 return text.isEmpty() ? "its probe failed (exit " + p.exitValue() + ")" : text.lines().reduce((a, b) -> b).orElse(text);
@@ -92,6 +93,14 @@ public final class UcxAgent {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return "interrupted while probing the UCX agent";
+        } finally {
+            if (out != null) {
+                try {
+                    Files.deleteIfExists(out);
+                } catch (IOException ignored) {
+                    // a temporary file left behind is harmless
+                }
+            }
         }
     }
 }
