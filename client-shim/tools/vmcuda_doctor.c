@@ -36,6 +36,7 @@
 #include "vmc_wire.h" /* VMC_PROTO_VERSION: what this shim speaks */
 #include "doctor_program.h"
 #include "pool_lookup.h"
+#include "shim_session.h" /* vmc_appliance_view */
 
 #ifndef VMCUDA_VERSION
 #define VMCUDA_VERSION "unknown"
@@ -669,22 +670,40 @@ out:
 
 static void usage(FILE *to) {
     fprintf(to,
-            "Usage: vmcuda-doctor [--appliance HOST:PORT] [--config FILE] [PROGRAM]\n"
+            "Usage: vmcuda-doctor [--appliance HOST:PORT] [--config FILE] [--smi | PROGRAM]\n"
             "  Checks this client's vmcuda set-up: the shim, the configuration, the network path to the\n"
             "  appliance, the session (token, protocol version), the GPUs, the round trip and a 64 MiB copy.\n"
             "  --appliance  overrides the configured appliance (sets VMCUDA_APPLIANCE)\n"
             "  --config     reads FILE instead of /etc/vmcuda/client.conf (sets VMCUDA_CONFIG)\n"
+            "  --smi        prints the appliance's GPUs (memory, utilisation, temperature, power, sessions) and this\n"
+            "               tenant's sessions instead, as `vmcuda smi` does (opens no session)\n"
             "  PROGRAM      also says which front end serves PROGRAM (read from its file, not run)\n"
             "  Exit status: 0 all good, 1 a problem was found (the last lines say what to do), 2 bad usage.\n");
 }
 
+/* `vmcuda smi`: the appliance's GPUs and this tenant's sessions, as the appliance tells them. */
+static int print_appliance_view(void) {
+    static char view[65536];
+    if (vmc_appliance_view(view, sizeof view) != 0) {
+        fprintf(stderr, "vmcuda smi: %s\n", view);
+        return 1;
+    }
+    fputs(view, stdout);
+    if (view[0] && view[strlen(view) - 1] != '\n')
+        putchar('\n');
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *program = NULL;
+    int smi = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(a, "--smi")) {
+            smi = 1;
         } else if (!strcmp(a, "--version")) {
             printf("vmcuda-doctor %s (protocol version %u)\n", VMCUDA_VERSION, VMC_PROTO_VERSION);
             return 0;
@@ -702,6 +721,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    if (smi)
+        return print_appliance_view();
     printf("vmcuda doctor %s\n", VMCUDA_VERSION);
     if (program && doctor_explain_program(program) != 0)
         problem("%s cannot be served as it is (section 0 says why)", program);

@@ -48,8 +48,9 @@ enum vmc_frame_type {
 #define VMC_MAX_CALL_PAYLOAD (1024u * 1024u)
 
 /* ROLE_PLACE (protocol 4): asks an appliance of a pool where to open the session; PLACED answers it. */
-enum vmc_role { VMC_ROLE_NEW = 0, VMC_ROLE_JOIN = 1, VMC_ROLE_PLACE = 2 };
-enum vmc_hello_status { VMC_READY = 0, VMC_SEND_BINARY = 1, VMC_REFUSED = 2, VMC_PLACED = 3 };
+/* ROLE_INFO: asks for the tenant's view of the appliance (`vmcuda smi`); INFO answers it with text. */
+enum vmc_role { VMC_ROLE_NEW = 0, VMC_ROLE_JOIN = 1, VMC_ROLE_PLACE = 2, VMC_ROLE_INFO = 3 };
+enum vmc_hello_status { VMC_READY = 0, VMC_SEND_BINARY = 1, VMC_REFUSED = 2, VMC_PLACED = 3, VMC_INFO = 4 };
 
 #define VMC_SHA256_BYTES 32
 #define VMC_SESSION_KEY_BYTES 32

@@ -615,6 +615,45 @@ static int place_in_pool(char *why, size_t why_len) {
     return -1;
 }
 
+int vmc_appliance_view(char *out, size_t out_len) {
+    const struct vmc_client_config *cfg = vmc_client_config();
+    if (!cfg->appliance[0] && cfg->cluster[0] && place_in_pool(out, out_len) != 0)
+        return -1; /* in a pool: the view of the appliance this client would be placed on */
+    if (!vmc_client_config()->appliance[0]) {
+        snprintf(out, out_len, "no appliance configured: set VMCUDA_APPLIANCE=HOST:PORT or 'appliance' in %s",
+                 cfg->config_path);
+        return -1;
+    }
+    char why[512];
+    int fd = vmc_tcp_connect(cfg->appliance, why, sizeof why);
+    if (fd < 0) {
+        snprintf(out, out_len, "cannot reach appliance %s: %s", cfg->appliance, why);
+        return -1;
+    }
+    struct vmc_conn *c = new_conn(fd);
+    if (!c) {
+        close(fd);
+        snprintf(out, out_len, "out of memory");
+        return -1;
+    }
+    struct timeval deadline = {CHALLENGE_SECONDS, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    uint8_t nonce[VMC_CHALLENGE_BYTES];
+    static const uint8_t no_binary[VMC_SHA256_BYTES];
+    uint32_t gpus = 0;
+    int status = -1;
+    if (read_challenge(c, nonce, out, out_len) == 0) {
+        put_hello(&c->out, VMC_ROLE_INFO, 0, no_binary, cfg, nonce, exe_name());
+        status = vmc_write_full(fd, c->out.data, c->out.len) == 0 ? read_hello_reply(c, out, out_len, &gpus) : -1;
+    }
+    close_thread_conn(c);
+    if (status == VMC_REFUSED) {
+        snprintf(why, sizeof why, "%s", out);
+        snprintf(out, out_len, "appliance %s refused: %s", cfg->appliance, why);
+    }
+    return status == VMC_INFO ? 0 : -1;
+}
+
 int vmc_session_ships_binary(void) { return vmc_kernel_count() > 0 || vmc_var_count() > 0; }
 
 /* GPUs bound to the session (HELLO_REPLY's gpu_count). */

@@ -38,6 +38,11 @@ cudaError_t vmc_session_lost(struct vmc_conn *c, const char *why);
  * variables through the runtime front end), 0 when it gets a plain worker. */
 int vmc_session_ships_binary(void);
 
+/* The appliance's view for this client's tenant (`vmcuda smi`: its GPUs with their load and health, and the
+ * tenant's own sessions), asked on a connection of its own with the client's token (an INFO HELLO): 0 with
+ * the text in out, or -1 with the reason there. Opens no session. */
+int vmc_appliance_view(char *out, size_t out_len);
+
 /* The number of GPUs the appliance bound to this process's session (0 before it has one). */
 uint32_t vmc_session_gpu_count(void);
 /* Configured block size for bulk transfers (VMCUDA_BLOCK_SIZE / client.conf block_size). */

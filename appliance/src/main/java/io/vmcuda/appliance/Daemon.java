@@ -6,6 +6,7 @@ import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.vmcuda.appliance.admin.AdminServer;
 import io.vmcuda.appliance.admin.StatusSource;
+import io.vmcuda.appliance.admin.StatusTable;
 import io.vmcuda.appliance.cache.BinaryCache;
 import io.vmcuda.appliance.cache.ModuleCache;
 import io.vmcuda.appliance.control.ControlServer;
@@ -138,12 +139,14 @@ public final class Daemon implements AutoCloseable {
         if (pool != null) sessions.onLoadChange(pool::loadChanged);
         try {
             workerSocket = new WorkerSocketServer(socketPath, io, sessions);
+            StatusSource status = new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions,
+                    stateDir, pool);
             control = new ControlServer(options.listen(), boss, io, cache, sessions, refusals, blocking,
                     config.binaryMaxBytes(), auth, config.handshakeTimeout(),
                     new io.vmcuda.appliance.auth.AuthThrottle(config.authFailuresPerMinute()), config.maxHandshakes(),
-                    config.maxHandshakesPerSource(), new TenantConnections(config.tenantMaxConnections(), blocking), pool);
-            admin = new AdminServer(options.admin(), io,
-                    new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions, stateDir, pool),
+                    config.maxHandshakesPerSource(), new TenantConnections(config.tenantMaxConnections(), blocking), pool,
+                    tenant -> StatusTable.renderForTenant(status, tenant));
+            admin = new AdminServer(options.admin(), io, status,
                     new io.vmcuda.appliance.admin.AdminAccess(auth.required(), config.adminTokenSha256()));
         } catch (IOException | InterruptedException | RuntimeException e) {
             if (pool != null) pool.close();

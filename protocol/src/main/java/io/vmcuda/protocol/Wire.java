@@ -42,12 +42,16 @@ public final class Wire {
     public static final int ROLE_JOIN = 1;
     /** Asks an appliance of a pool where to open the session (PROTOCOL.md "Placement in a pool", protocol 4). */
     public static final int ROLE_PLACE = 2;
+    /** Asks for the tenant's view of the appliance (`vmcuda smi`): GPUs and its own sessions, as text in INFO. */
+    public static final int ROLE_INFO = 3;
 
     public static final int HELLO_READY = 0;
     public static final int HELLO_SEND_BINARY = 1;
     public static final int HELLO_REFUSED = 2;
     /** The answer to ROLE_PLACE: session_id is the placement ticket, msg the appliance's HOST:PORT. */
     public static final int HELLO_PLACED = 3;
+    /** The answer to ROLE_INFO: msg is the tenant's view of the appliance (several lines of text). */
+    public static final int HELLO_INFO = 4;
 
     public static final int SHA256_BYTES = 32;
     public static final int SESSION_KEY_BYTES = 32;

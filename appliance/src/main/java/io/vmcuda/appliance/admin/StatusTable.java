@@ -1,6 +1,7 @@
 package io.vmcuda.appliance.admin;
 
 import io.vmcuda.appliance.session.Session;
+import io.vmcuda.scheduler.GpuHealth;
 import io.vmcuda.scheduler.GpuInfo;
 import io.vmcuda.scheduler.GpuUsage;
 import java.time.Duration;
@@ -10,11 +11,27 @@ import java.util.List;
 import java.util.Optional;
 import java.util.stream.Collectors;
 
-/** GET /status?format=table: the same facts as {@link StatusJson}, for people (and `vmcuda status`). */
-final class StatusTable {
+/**
+ * GET /status?format=table: the same facts as {@link StatusJson}, for people (and `vmcuda status`); and a
+ * tenant's own view of the appliance for `vmcuda smi` (the GPUs, and that tenant's sessions only).
+ */
+public final class StatusTable {
     private StatusTable() {}
 
     static String render(StatusSource src) {
+        return render(src, null);
+    }
+
+    /**
+     * What one tenant may see (the answer to an INFO HELLO, PROTOCOL.md "Session setup"): every GPU with its load
+     * and health, how many sessions each GPU holds, and only this tenant's own sessions.
+     */
+    public static String renderForTenant(StatusSource src, String tenant) {
+        return render(src, tenant);
+    }
+
+    /** {@code tenant}: show only its sessions (and no daemon-wide counts), or null for the operator's view. */
+    private static String render(StatusSource src, String tenant) {
         StringBuilder out = new StringBuilder();
         out.append("vmcudad ").append(src.version()).append('\n').append('\n');
         List<GpuInfo> gpus = src.inventory().gpus();
@@ -23,21 +40,29 @@ final class StatusTable {
         } else {
             int[] perGpu = src.scheduler().activeSessionsPerGpu();
             List<String[]> rows = new ArrayList<>();
-            rows.add(new String[] {"GPU", "NAME", "UUID", "CC", "MEMORY USED / TOTAL", "UTIL", "SESSIONS"});
+            rows.add(new String[] {"GPU", "NAME", "UUID", "CC", "MEMORY USED / TOTAL", "UTIL", "TEMP", "POWER", "SESSIONS"});
             for (GpuInfo g : gpus) {
                 Optional<GpuUsage> u = src.inventory().usage(g.uuid());
+                Optional<GpuHealth> h = src.inventory().health(g.uuid());
                 String mem = u.map(x -> mib(x.memoryUsedBytes())).orElse("?") + " / " + mib(g.memoryTotalBytes());
                 String util = u.filter(x -> x.utilizationPercent() >= 0).map(x -> x.utilizationPercent() + "%").orElse("?");
-                rows.add(new String[] {Integer.toString(g.index()), g.name(), g.uuid(), g.computeCapability(), mem, util,
-                        Integer.toString(perGpu[g.index()])});
+                String temp = h.filter(x -> x.temperatureCelsius() >= 0).map(x -> x.temperatureCelsius() + " C").orElse("?");
+                String power = h.filter(x -> x.powerWatts() >= 0).map(x -> Math.round(x.powerWatts()) + " W").orElse("?");
+                rows.add(new String[] {Integer.toString(g.index()), g.name(), g.uuid(), g.computeCapability(), mem, util, temp,
+                        power, Integer.toString(perGpu[g.index()])});
             }
             table(out, rows);
         }
         out.append('\n');
         List<Session> sessions = src.sessions();
-        out.append("Sessions: ").append(sessions.size()).append(" active, ")
-                .append(src.metrics().sessionsTotal()).append(" since start, ")
-                .append(src.scheduler().queuedRequests()).append(" queued\n");
+        if (tenant != null) {
+            sessions = sessions.stream().filter(s -> s.tenant().name().equals(tenant)).toList();
+            out.append("Your sessions (tenant ").append(tenant).append("): ").append(sessions.size()).append(" active\n");
+        } else {
+            out.append("Sessions: ").append(sessions.size()).append(" active, ")
+                    .append(src.metrics().sessionsTotal()).append(" since start, ")
+                    .append(src.scheduler().queuedRequests()).append(" queued\n");
+        }
         if (!sessions.isEmpty()) {
             List<String[]> rows = new ArrayList<>();
             rows.add(new String[] {"ID", "TENANT", "PROGRAM", "STATE", "GPUS", "UP", "CALLS", "H2D", "D2H", "SETUP"});

@@ -8,15 +8,17 @@ import java.util.concurrent.Executor;
 
 /**
  * What every control connection shares. {@code blocking} runs disk work and rewriting; {@code connections}
- * caps each tenant's open connections; {@code pool} is null when the appliance is not in a pool.
+ * caps each tenant's open connections; {@code pool} is null when the appliance is not in a pool; {@code tenantView}
+ * renders a tenant's view of the appliance for INFO HELLOs (null: not answered).
  */
 record ControlContext(BinaryCache cache, SessionManager sessions, Refusals refusals, Executor blocking,
                       long binaryMaxBytes, io.vmcuda.appliance.auth.Authenticator auth,
                       java.time.Duration handshakeTimeout, io.vmcuda.appliance.auth.AuthThrottle throttle,
-                      PendingHandshakes pending, TenantConnections connections, io.vmcuda.appliance.pool.Pool pool) {
+                      PendingHandshakes pending, TenantConnections connections, io.vmcuda.appliance.pool.Pool pool,
+                      java.util.function.Function<String, String> tenantView) {
     ControlContext(BinaryCache cache, SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes,
                    io.vmcuda.appliance.auth.Authenticator auth, java.time.Duration handshakeTimeout) {
         this(cache, sessions, refusals, blocking, binaryMaxBytes, auth, handshakeTimeout,
-                new io.vmcuda.appliance.auth.AuthThrottle(0), PendingHandshakes.unlimited(), TenantConnections.unlimited(), null);
+                new io.vmcuda.appliance.auth.AuthThrottle(0), PendingHandshakes.unlimited(), TenantConnections.unlimited(), null, null);
     }
 }

@@ -192,6 +192,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
                     ctxShared.auth().required() ? tenant : null);
             return;
         }
+        if (h.role() == Wire.ROLE_INFO) {
+            answerInfo(ctx);
+            return;
+        }
         if (h.role() != Wire.ROLE_NEW && h.role() != Wire.ROLE_PLACE) {
             refuse(ctx, "unknown HELLO role " + h.role());
             return;
@@ -230,6 +234,24 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
             return;
         }
         openOrLookUp(ctx, h, wanted);
+    }
+
+    /** An INFO HELLO (`vmcuda smi`): the tenant's view of the appliance, then the connection closes. */
+    private void answerInfo(ChannelHandlerContext ctx) {
+        java.util.function.Function<String, String> view = ctxShared.tenantView();
+        if (view == null) {
+            refuse(ctx, "this appliance does not answer INFO");
+            return;
+        }
+        String who = tenant.name();
+        ctxShared.blocking().execute(() -> {
+            String text = view.apply(who);
+            ctx.executor().execute(() -> {
+                phase = Phase.BUSY;
+                ctx.writeAndFlush(Frames.helloReply(ctx.alloc(), HelloReply.info(text)))
+                        .addListener(ChannelFutureListener.CLOSE);
+            });
+        });
     }
 
     /**

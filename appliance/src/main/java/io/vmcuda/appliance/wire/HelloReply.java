@@ -23,6 +23,13 @@ public record HelloReply(int status, long sessionId, byte[] sessionKey, int gpuC
         return new HelloReply(Wire.HELLO_PLACED, ticket, NO_KEY, gpuCount, endpoint);
     }
 
+    /** The answer to an INFO HELLO: the tenant's view of the appliance, cut to what the frame's u16 length holds. */
+    public static HelloReply info(String text) {
+        String t = text;
+        while (t.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > 60000) t = t.substring(0, t.length() / 2) + "\n...\n";
+        return new HelloReply(Wire.HELLO_INFO, 0, NO_KEY, 0, t);
+    }
+
     /** The client prints REFUSED messages as one line. */
     static String oneLine(String s) {
         return s == null ? "" : s.replaceAll("[\\r\\n]+", " ").strip();
