@@ -132,6 +132,8 @@ if [ $up != 1 ]; then
 fi
 say "daemon: up on 127.0.0.1:$PORT (admin $ADMIN)"
 http_get "/status?format=table" 2>&1 | head -20 | sed 's/^/  /' | tee -a "$SUMMARY"
+say "vmcuda smi (the client port's view, no admin token):"
+"$ROOT/bin/vmcuda" smi --appliance "127.0.0.1:$PORT" 2>&1 | head -12 | sed 's/^/  /' | tee -a "$SUMMARY"
 
 # Runs one program natively (real libcudart) or through vmcuda; output to DIR/NAME.{out,err,rc,t}.
 run_one() { # MODE DIR PROGRAM
@@ -474,6 +476,7 @@ say "== daemon state"
     echo; echo "### GET /status"; http_get /status
 } >"$OUT/status.txt" 2>&1
 http_get /metrics >"$OUT/metrics.txt" 2>&1
+say "GPU health in /metrics: $(grep -E '^vmcuda_gpu_(temperature_celsius|power_watts|sm_clock_hertz|ecc_uncorrected_errors)' "$OUT/metrics.txt" | sed 's/{.*}//' | paste -sd';' | tr -s ' ')"
 total="$(grep -oE '"sessions_total"[[:space:]]*:[[:space:]]*[0-9]+' "$OUT/status.txt" | grep -oE '[0-9]+$')"
 expected=$((${#PROGRAMS[@]} + 8 + 1))
 say "sessions_total: ${total:-absent} (vmcuda runs made: $expected)"
