@@ -183,6 +183,13 @@ if want programs; then
     done
     # NVML: the same program against NVIDIA's NVML and vmcuda's, without and with a CUDA context
     if [ -x "$D/driver/nvml_probe" ]; then
+        # without a context of its own, nvml_probe lists the GPU's other compute processes: natively any process
+        # still there (the worker of a session that is ending) would be counted, through vmcuda never (a session's
+        # NVML lists only its own): wait until the GPU has none (run 62 saw one linger)
+        for _ in $(seq 1 100); do
+            [ -z "$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null)" ] && break
+            sleep 0.1
+        done
         compare nvml_probe "$D/driver/nvml_probe"
         compare nvml_probe_context "$D/driver/nvml_probe" --context
         real_nvml="$(ldconfig -p | awk '/libnvidia-ml\.so\.1 /{print $NF; exit}')"
