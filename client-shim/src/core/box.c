@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "shim_call.h"
-#include "shim_session.h"
 #include "transport.h"
 #include "vmc_api.h"
 #include "vmc_internal.h"
@@ -46,13 +45,57 @@ static void box_args(struct vmc_call *c, int to_device, const struct vmc_box *b,
     vmc_put_box_args(vmc_call_args(c), &a);
 }
 
+/* The box's chunks in order, one per ring block: the host rows, and a scratch chunk for a transport whose slots
+ * are not mapped here. */
+struct box_blocks {
+    unsigned char *host, *scratch;
+    size_t pitch, rows;
+    struct vmc_box_extent e;
+    struct vmc_box_plan plan;
+    struct vmc_box_cursor cur;
+};
+
+static int fill_chunk(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slot) {
+    struct box_blocks *bb = ctx;
+    struct vmc_box_chunk chunk;
+    uint64_t n = vmc_box_next_chunk(&bb->e, &bb->plan, &bb->cur, &chunk);
+    (void)k;
+    if (!bb->scratch) {
+        gather(ring->ops->slot_memory(ring, slot), bb->host, bb->pitch, bb->rows, &chunk);
+        return 0;
+    }
+    gather(bb->scratch, bb->host, bb->pitch, bb->rows, &chunk);
+    return ring->ops->fill(ring, slot, bb->scratch, (size_t)n);
+}
+
+static int drain_chunk(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slot) {
+    struct box_blocks *bb = ctx;
+    struct vmc_box_chunk chunk;
+    uint64_t n = vmc_box_next_chunk(&bb->e, &bb->plan, &bb->cur, &chunk);
+    (void)k;
+    if (!bb->scratch) {
+        scatter(bb->host, ring->ops->slot_memory(ring, slot), bb->pitch, bb->rows, &chunk);
+        return 0;
+    }
+    if (ring->ops->drain(ring, slot, bb->scratch, (size_t)n) != 0)
+        return -1;
+    scatter(bb->host, bb->scratch, bb->pitch, bb->rows, &chunk);
+    return 0;
+}
+
 /* The box through the calling thread's connection's ring (vmc_MemcpyBoxRing): chunk i of the worker's plan
  * (vmc_box_plan.h, the ring's slot size) is block i of the ring protocol (ring_copy.c). Rows are packed straight
  * into a slot mapped here, else into one scratch chunk that the transport then moves. */
 static cudaError_t through_ring(struct vmc_ring *ring, int to_device, const struct vmc_box *b, unsigned char *host,
                                 size_t pitch, size_t rows, uint64_t stream, unsigned mode) {
-    unsigned char *scratch = ring->ops->slot_memory ? NULL : malloc(ring->slot_size);
-    if (!ring->ops->slot_memory && !scratch)
+    struct box_blocks bb = {host, NULL, pitch, rows, {b->dev_kind, b->w, b->h, b->d}, {0, 0, 0}, {0, 0, 0}};
+    bb.plan = vmc_box_plan(&bb.e, ring->slot_size);
+    uint32_t blocks = 0;
+    struct vmc_box_cursor count = {0, 0, 0};
+    struct vmc_box_chunk chunk;
+    while (vmc_box_next_chunk(&bb.e, &bb.plan, &count, &chunk) != 0)
+        blocks++;
+    if (!ring->ops->slot_memory && !(bb.scratch = malloc(ring->slot_size)))
         return cudaErrorMemoryAllocation;
     struct vmc_call c;
     cudaError_t st = vmc_call_begin_ex(&c, VMC_API_vmc_MemcpyBoxRing, 0, !(mode & BOX_DRIVER));
@@ -60,64 +103,10 @@ static cudaError_t through_ring(struct vmc_ring *ring, int to_device, const stru
         box_args(&c, to_device, b, stream, mode);
         st = vmc_call_send(&c);
     }
-    if (st != cudaSuccess) {
-        free(scratch);
-        return st;
-    }
-    struct vmc_conn *conn = c.conn;
-    struct vmc_box_extent e = {b->dev_kind, b->w, b->h, b->d};
-    struct vmc_box_plan plan = vmc_box_plan(&e, ring->slot_size);
-    struct vmc_box_cursor cur = {0, 0, 0};
-    struct vmc_box_chunk k;
-    uint64_t n;
-    uint32_t i = 0, freed = 0;
-    const char *lost = NULL;
-    if (to_device) {
-        for (; !lost && (n = vmc_box_next_chunk(&e, &plan, &cur, &k)) != 0; i++) {
-            uint32_t slot = i % ring->slots;
-            if (i >= ring->slots && vmc_ring_take(conn, freed++) != 0) {
-                lost = "ring out of step";
-            } else if (scratch) {
-                gather(scratch, host, pitch, rows, &k);
-                if (ring->ops->fill(ring, slot, scratch, (size_t)n) != 0) {
-                    free(scratch);
-                    return vmc_ring_failed(conn);
-                }
-            } else {
-                gather(ring->ops->slot_memory(ring, slot), host, pitch, rows, &k);
-            }
-            if (!lost && vmc_ring_give(conn, i) != 0)
-                lost = "cannot send to the worker";
-        }
-        while (!lost && freed < i)
-            if (vmc_ring_take(conn, freed++) != 0)
-                lost = "ring out of step";
-    } else {
-        st = vmc_call_await(&c); /* the first chunk's status: the copy's own */
-        if (c.replied && st == cudaSuccess) {
-            for (; !lost && (n = vmc_box_next_chunk(&e, &plan, &cur, &k)) != 0; i++) {
-                uint32_t slot = i % ring->slots;
-                if (vmc_ring_take(conn, i) != 0) {
-                    lost = "ring out of step";
-                } else if (scratch) {
-                    if (ring->ops->drain(ring, slot, scratch, (size_t)n) != 0) {
-                        free(scratch);
-                        return vmc_ring_failed(conn);
-                    }
-                    scatter(host, scratch, pitch, rows, &k);
-                } else {
-                    scatter(host, ring->ops->slot_memory(ring, slot), pitch, rows, &k);
-                }
-                if (!lost && vmc_ring_give(conn, i) != 0)
-                    lost = "cannot send to the worker";
-            }
-        } else {
-            free(scratch);
-            return st;
-        }
-    }
-    free(scratch);
-    return lost ? vmc_session_lost(conn, lost) : vmc_call_await(&c);
+    if (st == cudaSuccess)
+        st = to_device ? vmc_ring_upload(&c, blocks, fill_chunk, &bb) : vmc_ring_download(&c, blocks, drain_chunk, &bb);
+    free(bb.scratch);
+    return st;
 }
 
 /* One box between this process's memory and the device. */

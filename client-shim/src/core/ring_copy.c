@@ -12,13 +12,13 @@
 #include "vmc_api.h"
 #include "vmc_internal.h"
 
-int vmc_ring_give(struct vmc_conn *conn, uint32_t k) {
+static int vmc_ring_give(struct vmc_conn *conn, uint32_t k) {
     uint8_t b[4] = {(uint8_t)k, (uint8_t)(k >> 8), (uint8_t)(k >> 16), (uint8_t)(k >> 24)};
     return vmc_conn_write(conn, b, 4);
 }
 
 /* Reads the token for block `expect`; anything else means the two sides disagree about the stream. */
-int vmc_ring_take(struct vmc_conn *conn, uint32_t expect) {
+static int vmc_ring_take(struct vmc_conn *conn, uint32_t expect) {
     uint8_t b[4];
     if (vmc_conn_read(conn, b, 4) != 0)
         return -1;
@@ -36,7 +36,7 @@ static cudaError_t begin(struct vmc_call *c, uint32_t id, uint32_t symbol, uint6
     return vmc_call_send(c);
 }
 
-cudaError_t vmc_ring_failed(struct vmc_conn *conn) {
+static cudaError_t vmc_ring_failed(struct vmc_conn *conn) {
     char why[200];
     snprintf(why, sizeof why, "%s: %s", conn->ring->ops->name, conn->ring->why);
     /* the ring goes now: a transfer the transport still has in flight into the application's buffer is cancelled
@@ -45,21 +45,14 @@ cudaError_t vmc_ring_failed(struct vmc_conn *conn) {
     return vmc_session_lost(conn, why);
 }
 
-cudaError_t vmc_ring_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
-                               unsigned mode) {
-    struct vmc_call c;
-    cudaError_t st = begin(&c, VMC_API_vmc_MemcpyHostToDeviceShm, symbol, dst, count, stream, mode);
-    if (st != cudaSuccess)
-        return st;
-    struct vmc_conn *conn = c.conn;
+cudaError_t vmc_ring_upload(struct vmc_call *c, uint32_t blocks, vmc_ring_mover fill, void *ctx) {
+    struct vmc_conn *conn = c->conn;
     struct vmc_ring *ring = conn->ring;
-    size_t ss = ring->slot_size;
-    uint32_t blocks = (uint32_t)((count + ss - 1) / ss), freed = 0;
+    uint32_t freed = 0;
     for (uint32_t k = 0; k < blocks; k++) {
         if (k >= ring->slots && vmc_ring_take(conn, freed++) != 0)
             return vmc_session_lost(conn, "ring out of step");
-        size_t n = k + 1 < blocks ? ss : count - (size_t)k * ss;
-        if (ring->ops->fill(ring, k % ring->slots, (const uint8_t *)src + (size_t)k * ss, n) != 0)
+        if (fill(ctx, ring, k, k % ring->slots) != 0)
             return vmc_ring_failed(conn);
         if (vmc_ring_give(conn, k) != 0)
             return vmc_session_lost(conn, "cannot send to the worker");
@@ -67,7 +60,57 @@ cudaError_t vmc_ring_to_device(uint32_t symbol, uint64_t dst, const void *src, s
     while (freed < blocks)
         if (vmc_ring_take(conn, freed++) != 0)
             return vmc_session_lost(conn, "ring out of step");
-    return vmc_call_await(&c);
+    return vmc_call_await(c);
+}
+
+cudaError_t vmc_ring_download(struct vmc_call *c, uint32_t blocks, vmc_ring_mover drain, void *ctx) {
+    cudaError_t st = vmc_call_await(c); /* the first block's status: the copy's own */
+    if (!c->replied || st != cudaSuccess)
+        return st;
+    struct vmc_conn *conn = c->conn;
+    struct vmc_ring *ring = conn->ring;
+    for (uint32_t k = 0; k < blocks; k++) {
+        if (vmc_ring_take(conn, k) != 0)
+            return vmc_session_lost(conn, "ring out of step");
+        if (drain(ctx, ring, k, k % ring->slots) != 0)
+            return vmc_ring_failed(conn);
+        if (vmc_ring_give(conn, k) != 0)
+            return vmc_session_lost(conn, "cannot send to the worker");
+    }
+    return vmc_call_await(c);
+}
+
+/* A 1-D copy: block k is bytes [k * slot_size, ...) of the application's buffer. */
+struct linear {
+    uint8_t *host;
+    size_t count;
+};
+
+static size_t block_bytes(const struct linear *l, const struct vmc_ring *ring, uint32_t k) {
+    size_t at = (size_t)k * ring->slot_size;
+    return l->count - at < ring->slot_size ? l->count - at : ring->slot_size;
+}
+
+static int fill_linear(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slot) {
+    struct linear *l = ctx;
+    return ring->ops->fill(ring, slot, l->host + (size_t)k * ring->slot_size, block_bytes(l, ring, k));
+}
+
+static int drain_linear(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slot) {
+    struct linear *l = ctx;
+    return ring->ops->drain(ring, slot, l->host + (size_t)k * ring->slot_size, block_bytes(l, ring, k));
+}
+
+static uint32_t blocks_of(size_t count, size_t slot_size) { return (uint32_t)((count + slot_size - 1) / slot_size); }
+
+cudaError_t vmc_ring_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
+                               unsigned mode) {
+    struct vmc_call c;
+    cudaError_t st = begin(&c, VMC_API_vmc_MemcpyHostToDeviceShm, symbol, dst, count, stream, mode);
+    if (st != cudaSuccess)
+        return st;
+    struct linear l = {(uint8_t *)(uintptr_t)src, count};
+    return vmc_ring_upload(&c, blocks_of(count, c.conn->ring->slot_size), fill_linear, &l);
 }
 
 cudaError_t vmc_ring_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream, unsigned mode) {
@@ -75,21 +118,6 @@ cudaError_t vmc_ring_to_host(void *dst, uint32_t symbol, uint64_t src, size_t co
     cudaError_t st = begin(&c, VMC_API_vmc_MemcpyDeviceToHostShm, symbol, src, count, stream, mode);
     if (st != cudaSuccess)
         return st;
-    st = vmc_call_await(&c);
-    if (!c.replied || st != cudaSuccess)
-        return st;
-    struct vmc_conn *conn = c.conn;
-    struct vmc_ring *ring = conn->ring;
-    size_t ss = ring->slot_size;
-    uint32_t blocks = (uint32_t)((count + ss - 1) / ss);
-    for (uint32_t k = 0; k < blocks; k++) {
-        if (vmc_ring_take(conn, k) != 0)
-            return vmc_session_lost(conn, "ring out of step");
-        size_t n = k + 1 < blocks ? ss : count - (size_t)k * ss;
-        if (ring->ops->drain(ring, k % ring->slots, (uint8_t *)dst + (size_t)k * ss, n) != 0)
-            return vmc_ring_failed(conn);
-        if (vmc_ring_give(conn, k) != 0)
-            return vmc_session_lost(conn, "cannot send to the worker");
-    }
-    return vmc_call_await(&c);
+    struct linear l = {dst, count};
+    return vmc_ring_download(&c, blocks_of(count, c.conn->ring->slot_size), drain_linear, &l);
 }

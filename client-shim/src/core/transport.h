@@ -59,12 +59,15 @@ cudaError_t vmc_ring_to_device(uint32_t symbol, uint64_t dst, const void *src, s
                                unsigned mode);
 cudaError_t vmc_ring_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream, unsigned mode);
 
-/* The block protocol's steps, for copies that cut their bytes into blocks of their own (box.c): hand block k
- * over with its token, take block k's token (0, or -1: the stream broke or is out of step), and the session
- * lost when the ring's transport failed (its reason printed). */
-int vmc_ring_give(struct vmc_conn *conn, uint32_t k);
-int vmc_ring_take(struct vmc_conn *conn, uint32_t k);
-cudaError_t vmc_ring_failed(struct vmc_conn *conn);
+/* The block protocol for any copy cut into blocks (ring_copy.c; box.c's chunks too): after the copy's CALL was
+ * sent on the calling thread's connection, `move` fills (upload) or drains (download) block k in slot `slot`
+ * with the ring's transport, for k = 0, 1, ... in order; 0, or -1 when the transport failed (ring->why says
+ * why). Upload returns the REPLY's status; download waits for the first REPLY (the copy's own status: no block
+ * comes after an error), then the blocks, then the trailing REPLY. A broken stream ends the connection. */
+struct vmc_call;
+typedef int (*vmc_ring_mover)(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slot);
+cudaError_t vmc_ring_upload(struct vmc_call *c, uint32_t blocks, vmc_ring_mover fill, void *ctx);
+cudaError_t vmc_ring_download(struct vmc_call *c, uint32_t blocks, vmc_ring_mover drain, void *ctx);
 
 /* The connection is closed (`forked`: in a child forked after the session began): its ring goes. */
 void vmc_ring_forget(struct vmc_conn *conn, int forked);
