@@ -1,6 +1,7 @@
 package io.vmcuda.tests;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -94,11 +95,15 @@ class PoolTest {
                 + "1, " + gpuName + ", GPU-" + id.substring(4) + "-0000-0000-0001-" + id + ", " + memoryMiB + ", 9.0\\n";
         String usage = "0, GPU-" + id.substring(4) + "-0000-0000-0000-" + id + ", 0, 0\\n"
                 + "1, GPU-" + id.substring(4) + "-0000-0000-0001-" + id + ", 0, 0\\n";
+        String health = "GPU-" + id.substring(4) + "-0000-0000-0000-" + id + ", 34, 70.50, 1980, 0\\n"
+                + "GPU-" + id.substring(4) + "-0000-0000-0001-" + id + ", 35, [N/A], 1980, [N/A]\\n";
         Path smi = smiDir.resolve("nvidia-smi");
         // stands in for the driver's tool on a GPU-less machine: the daemon's inventory falls back to it
         Files.writeString(smi, "#!/bin/sh\ncase \"$1\" in\n"
                 + "  --query-gpu=index,name,uuid,memory.total,compute_cap) printf '" + gpus + "' ;;\n"
                 + "  --query-gpu=index,uuid,memory.used,utilization.gpu) printf '" + usage + "' ;;\n"
+                + "  --query-gpu=uuid,temperature.gpu,power.draw,clocks.sm,ecc.errors.uncorrected.volatile.total) printf '"
+                + health + "' ;;\n"
                 + "  *) exit 1 ;;\nesac\n");
         smi.toFile().setExecutable(true);
         Map<String, String> config = Map.of("cluster.etcd", etcd.url(), "cluster.name", name,
@@ -229,6 +234,15 @@ class PoolTest {
             checked++;
         }
         assertTrue(checked >= 20, "only " + checked + " metric names found in the dashboard");
+        // the health series carry what nvidia-smi said (GPU 0: 34 C, 70.5 W, no ECC error; GPU 1 tells no power or
+        // ECC, so those series are absent for it), sampled in the background after a first scrape asked for them
+        DaemonProcess d = appliances.values().iterator().next();
+        await("GPU health in /metrics", 15_000, () -> d.get("/metrics").body().contains("vmcuda_gpu_power_watts{"));
+        String health = d.get("/metrics").body();
+        assertTrue(health.matches("(?s).*\\nvmcuda_gpu_temperature_celsius\\{[^}]*gpu=\"0\"[^}]*} 34\\.0\\n.*"), health);
+        assertTrue(health.matches("(?s).*\\nvmcuda_gpu_power_watts\\{[^}]*gpu=\"0\"[^}]*} 70\\.5\\n.*"), health);
+        assertTrue(health.matches("(?s).*\\nvmcuda_gpu_sm_clock_hertz\\{[^}]*gpu=\"1\"[^}]*} 1\\.98E9\\n.*"), health);
+        assertFalse(health.matches("(?s).*\\nvmcuda_gpu_power_watts\\{[^}]*gpu=\"1\".*"), "GPU 1 said [N/A]\n" + health);
     }
 
     /**
