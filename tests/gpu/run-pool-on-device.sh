@@ -18,37 +18,18 @@ WORK=/tmp/vmcuda-pool
 TIMEOUT="${VMCUDA_TEST_TIMEOUT:-120}"
 ETCD_PORT=23790
 TTL=8 # cluster.ttl_s' default
-SUMMARY="$OUT/summary.txt"
+# shellcheck source=common.sh
+. "$REPO/tests/gpu/common.sh"
 DIFFS="$OUT/diffs.txt"
-mkdir -p "$OUT"
-rm -rf "$WORK"
-mkdir -p "$WORK"/{native,pool,carried}
-: >"$SUMMARY"
 : >"$DIFFS"
-failures=0
-say() { echo "$*" | tee -a "$SUMMARY"; }
-fail() { say "FAIL: $*"; failures=$((failures + 1)); }
-now() { date +%s.%N; }
-
-PIDS=()
-finish() {
-    for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done
-    sleep 1
-    for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null; done
-    [ -s "$DIFFS" ] || rm -f "$DIFFS"
-}
-trap finish EXIT
+mkdir -p "$WORK"/{native,pool}
+finish_more() { [ -s "$DIFFS" ] || rm -f "$DIFFS"; }
 
 say "== vmcuda pool of two appliances on one GPU $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 say "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | paste -sd';')"
-tar -xzf "$CARRY/vmcuda-bundle.tar.gz" -C "$WORK" || { fail "cannot extract the bundle"; exit 1; }
 tar -xJf "$CARRY/pool.tar.xz" -C "$WORK/carried" || { fail "cannot extract $CARRY/pool.tar.xz (prepare-carry.sh --pool)"; exit 1; }
-ROOT="$(ls -d "$WORK"/vmcuda-*/ | head -1)"
-ROOT="${ROOT%/}"
 CLIENT="$ROOT/client"
 C="$WORK/carried"
-REAL_CUDART_DIR="$(dirname "$(readlink -f "$(ldconfig -p | awk '/libcudart\.so\.13 /{print $NF; exit}')" 2>/dev/null)" 2>/dev/null)"
-[ -d "$REAL_CUDART_DIR" ] || REAL_CUDART_DIR=/usr/local/cuda/lib64
 ETCD_URL="http://127.0.0.1:$ETCD_PORT"
 
 setsid "$C/etcd" --name pool --data-dir "$WORK/etcd-data" --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
@@ -63,14 +44,8 @@ declare -A DPID PORT
 for n in 1 2; do
     PORT[$n]=$((17270 + 10 * n))
     printf 'cluster.etcd = %s\ncluster.name = pool-%s\n' "$ETCD_URL" "$n" >"$WORK/pool-$n.properties"
-    setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:${PORT[$n]}" --admin "127.0.0.1:$((PORT[$n] + 1))" \
-        --state-dir "$WORK/state-$n" --config "$WORK/pool-$n.properties" --worker-lib-dir "$ROOT/native" \
-        >"$OUT/pool-$n.log" 2>&1 </dev/null &
-    DPID[$n]=$!
-    PIDS+=($!)
-    # one after the other: JCuda unpacks its native library into /tmp under a fixed name, and two JVMs
-    # doing it at once crash in the dynamic loader (packaged daemons each have a PrivateTmp)
-    for _ in $(seq 1 300); do grep -q "listening on" "$OUT/pool-$n.log" 2>/dev/null && break; sleep 0.2; done
+    start_daemon "$OUT/pool-$n.log" "${PORT[$n]}" "$WORK/state-$n" "$WORK/pool-$n.properties"
+    DPID[$n]=$DAEMON_PID
 done
 
 # the pool's registrations as "NAME GPUS SESSIONS" lines (etcd's JSON gateway; python3 decodes)

@@ -21,39 +21,21 @@ CARRY="${CARRY:-$REPO/.carry}"
 OUT="${OUT:-/tmp/vmcuda-ucx-out}"
 WORK=/tmp/vmcuda-ucx
 TIMEOUT="${VMCUDA_TEST_TIMEOUT:-120}"
-SUMMARY="$OUT/summary.txt"
-mkdir -p "$OUT"
-rm -rf "$WORK"
-mkdir -p "$WORK"/{runs,carried}
-: >"$SUMMARY"
-failures=0
-say() { echo "$*" | tee -a "$SUMMARY"; }
-fail() { say "FAIL: $*"; failures=$((failures + 1)); }
-
-PIDS=()
-finish() {
-    for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done
-    sleep 1
-    for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null; done
-    tar -czf "$OUT/worker-logs.tar.gz" -C "$WORK" state-main/sessions state-sm/sessions 2>/dev/null
-}
-trap finish EXIT
+# shellcheck source=common.sh
+. "$REPO/tests/gpu/common.sh"
+mkdir -p "$WORK/runs"
+finish_more() { tar -czf "$OUT/worker-logs.tar.gz" -C "$WORK" state-main/sessions state-sm/sessions 2>/dev/null; }
 
 say "== vmcuda over UCX on the GPU machine $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 say "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | paste -sd';')"
 say "rdma devices: $(ls /sys/class/infiniband 2>/dev/null | paste -sd' ' || true)$( [ -d /sys/class/infiniband ] || echo none)"
-tar -xzf "$CARRY/vmcuda-bundle.tar.gz" -C "$WORK" || { fail "cannot extract the bundle"; exit 1; }
 tar -xJf "$CARRY/ucx.tar.xz" -C "$WORK/carried" || { fail "cannot extract $CARRY/ucx.tar.xz (prepare-carry.sh)"; exit 1; }
-ROOT="$(ls -d "$WORK"/vmcuda-*/ | head -1)"
-ROOT="${ROOT%/}"
 C="$WORK/carried"
 UCX_LIB="$C/lib"
-REAL_CUDART_DIR="$(dirname "$(readlink -f "$(ldconfig -p | awk '/libcudart\.so\.13 /{print $NF; exit}')" 2>/dev/null)" 2>/dev/null)"
-[ -d "$REAL_CUDART_DIR" ] || REAL_CUDART_DIR=/usr/local/cuda/lib64
 say "ucx: $(LD_LIBRARY_PATH=$UCX_LIB strings "$UCX_LIB/libucp.so.0" | grep -m1 -E '^1\.[0-9]+\.[0-9]+$' || echo '?') (carried)"
 
 # start NAME PORT UCX_TLS CONFIG-LINES: one daemon, its agents finding the carried UCX through the workers'
-# library path (worker.cuda_lib_dirs); one after the other (JCuda's native library unpacks under a fixed name)
+# library path (worker.cuda_lib_dirs)
 declare -A PORT
 start() {
     local name=$1 port=$2 tls=$3
@@ -61,12 +43,8 @@ start() {
     PORT[$name]=$port
     printf 'worker.cuda_lib_dirs = %s:%s\nworker.ucx = true\n' "$REAL_CUDART_DIR" "$UCX_LIB" >"$WORK/$name.properties"
     printf '%s\n' "$@" >>"$WORK/$name.properties"
-    env ${tls:+UCX_TLS=$tls} setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:$port" --admin "127.0.0.1:$((port + 1))" \
-        --state-dir "$WORK/state-$name" --config "$WORK/$name.properties" --worker-lib-dir "$ROOT/native" \
-        >"$OUT/$name.log" 2>&1 </dev/null &
-    PIDS+=($!)
-    for _ in $(seq 1 300); do grep -q "listening on" "$OUT/$name.log" 2>/dev/null && break; sleep 0.2; done
-    grep -q "listening on" "$OUT/$name.log" || { fail "daemon $name did not start"; tail -5 "$OUT/$name.log"; exit 1; }
+    start_daemon "$OUT/$name.log" "$port" "$WORK/state-$name" "$WORK/$name.properties" ${tls:+UCX_TLS=$tls} ||
+        { fail "daemon $name did not start"; tail -5 "$OUT/$name.log"; exit 1; }
     say "daemon $name: $(grep -o 'bulk copies over UCX [a-z ]*' "$OUT/$name.log" | head -1); $(grep -o 'workers sandboxed[^(]*\|workers run unsandboxed[^;]*' "$OUT/$name.log" | head -1)"
 }
 start main 17370 ""

@@ -13,17 +13,15 @@
 #include "vmc_internal.h"
 
 static int vmc_ring_give(struct vmc_conn *conn, uint32_t k) {
-    uint8_t b[4] = {(uint8_t)k, (uint8_t)(k >> 8), (uint8_t)(k >> 16), (uint8_t)(k >> 24)};
-    return vmc_conn_write(conn, b, 4);
+    uint8_t b[VMC_TOKEN_BYTES];
+    vmc_token_encode(b, k);
+    return vmc_conn_write(conn, b, sizeof b);
 }
 
 /* Reads the token for block `expect`; anything else means the two sides disagree about the stream. */
 static int vmc_ring_take(struct vmc_conn *conn, uint32_t expect) {
-    uint8_t b[4];
-    if (vmc_conn_read(conn, b, 4) != 0)
-        return -1;
-    uint32_t k = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-    return k == expect ? 0 : -1;
+    uint8_t b[VMC_TOKEN_BYTES];
+    return vmc_conn_read(conn, b, sizeof b) == 0 && vmc_token_decode(b) == expect ? 0 : -1;
 }
 
 static cudaError_t begin(struct vmc_call *c, uint32_t id, uint32_t symbol, uint64_t addr, size_t count, cudaStream_t stream,

@@ -288,15 +288,14 @@ enum vmc_w_result vmc_w_shm_attach_region(struct vmc_wcall *wc) {
 }
 
 static int send_token(struct vmc_wconn *c, uint32_t k) {
-    uint8_t b[4] = {(uint8_t)k, (uint8_t)(k >> 8), (uint8_t)(k >> 16), (uint8_t)(k >> 24)};
-    return vmc_w_write(c, b, 4);
+    uint8_t b[VMC_TOKEN_BYTES];
+    vmc_token_encode(b, k);
+    return vmc_w_write(c, b, sizeof b);
 }
 
 static int take_token(struct vmc_wconn *c, uint32_t expect) {
-    uint8_t b[4];
-    if (vmc_w_read_bytes(c, b, 4) != 0)
-        return -1;
-    return ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24) == expect ? 0 : -1;
+    uint8_t b[VMC_TOKEN_BYTES];
+    return vmc_w_read_bytes(c, b, sizeof b) == 0 && vmc_token_decode(b) == expect ? 0 : -1;
 }
 
 /* ---- the block protocol, for any copy cut into blocks ---- */
@@ -407,24 +406,21 @@ static cudaError_t move_block(void *ctx, uint32_t k, uint8_t *slot) {
     return st;
 }
 
-enum vmc_w_result vmc_w_shm_host_to_device(struct vmc_wcall *wc) {
+/* A 1-D copy through the ring, either way. */
+static enum vmc_w_result ring_copy(struct vmc_wcall *wc, int to_device) {
     struct ring_copy rc;
     if (read_ring_copy(wc, &rc) != VMC_W_DONE)
         return VMC_W_FATAL;
-    struct block_move m = {wc->conn->shm, &rc, 1};
-    enum vmc_w_result r = vmc_w_ring_receive(wc, rc.blocks, move_block, &m);
-    if (r == VMC_W_DONE)
+    struct block_move m = {wc->conn->shm, &rc, to_device};
+    enum vmc_w_result r = to_device ? vmc_w_ring_receive(wc, rc.blocks, move_block, &m)
+                                    : vmc_w_ring_send(wc, rc.blocks, move_block, &m);
+    if (r == VMC_W_DONE && to_device)
         vmc_w_count_h2d(rc.count);
-    return r;
-}
-
-enum vmc_w_result vmc_w_shm_device_to_host(struct vmc_wcall *wc) {
-    struct ring_copy rc;
-    if (read_ring_copy(wc, &rc) != VMC_W_DONE)
-        return VMC_W_FATAL;
-    struct block_move m = {wc->conn->shm, &rc, 0};
-    enum vmc_w_result r = vmc_w_ring_send(wc, rc.blocks, move_block, &m);
-    if (r == VMC_W_DONE && wc->replied)
+    else if (r == VMC_W_DONE && wc->replied)
         vmc_w_count_d2h(rc.count);
     return r;
 }
+
+enum vmc_w_result vmc_w_shm_host_to_device(struct vmc_wcall *wc) { return ring_copy(wc, 1); }
+
+enum vmc_w_result vmc_w_shm_device_to_host(struct vmc_wcall *wc) { return ring_copy(wc, 0); }

@@ -19,6 +19,15 @@ int vmc_read_header(int fd, struct vmc_frame_header *h, const char **why);
 /* The same checks on a header already in memory. */
 int vmc_parse_header(const uint8_t b[VMC_HEADER_BYTES], struct vmc_frame_header *h, const char **why);
 
+/* A ring block's token (PROTOCOL.md "Co-located fast path"): the block's number, 4 bytes little-endian. */
+#define VMC_TOKEN_BYTES 4
+static inline void vmc_token_encode(uint8_t b[VMC_TOKEN_BYTES], uint32_t k) {
+    b[0] = (uint8_t)k, b[1] = (uint8_t)(k >> 8), b[2] = (uint8_t)(k >> 16), b[3] = (uint8_t)(k >> 24);
+}
+static inline uint32_t vmc_token_decode(const uint8_t b[VMC_TOKEN_BYTES]) {
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
 /* A growable little-endian output buffer. Allocation failure makes it "broken" (checked once at the end). */
 struct vmc_out {
     uint8_t *data;

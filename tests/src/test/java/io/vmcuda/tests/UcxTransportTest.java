@@ -130,10 +130,8 @@ class UcxTransportTest {
     @Test
     void aClientKilledMidTransferLeavesNoWorkerAndNoAgent() throws Exception {
         try (DaemonProcess d = daemon("tcp", "daemon-ucx-killclient.log", Map.of())) {
-            Path prefix = work.resolve("loop-client");
-            Process client = start(d, prefix);
+            Process client = startCopying(d, work.resolve("loop-client"));
             try {
-                DaemonProcess.await("copies running", 60_000, () -> read(Path.of(prefix + ".out")).contains("copying"));
                 assertFalse(agents(d).isEmpty(), "no UCX agent running\n" + workerLogs(d));
             } finally {
                 client.destroyForcibly();
@@ -150,9 +148,8 @@ class UcxTransportTest {
     void aWorkerKilledMidTransferFailsItsClientWithUcxsReason() throws Exception {
         try (DaemonProcess d = daemon("tcp", "daemon-ucx-killworker.log", Map.of())) {
             Path prefix = work.resolve("loop-worker");
-            Process client = start(d, prefix);
+            Process client = startCopying(d, prefix);
             try {
-                DaemonProcess.await("copies running", 60_000, () -> read(Path.of(prefix + ".out")).contains("copying"));
                 List<ProcessHandle> workers = d.process.descendants()
                         .filter(p -> p.info().command().map(c -> c.endsWith("vmcuda-worker")).orElse(false)).toList();
                 assertEquals(1, workers.size(), "one worker: " + workers);
@@ -168,12 +165,20 @@ class UcxTransportTest {
         }
     }
 
-    private Process start(DaemonProcess d, Path prefix) throws IOException {
+    /** drv_bulk copying 48 MiB each way in a loop over UCX-tcp, once its first round trip is done. */
+    private Process startCopying(DaemonProcess d, Path prefix) throws Exception {
         ProcessBuilder pb = new ProcessBuilder(viaVmcuda(d, "loop")).directory(work.toFile())
                 .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
                 .redirectOutput(Path.of(prefix + ".out").toFile()).redirectError(Path.of(prefix + ".err").toFile());
         pb.environment().putAll(clientEnv(d, "tcp"));
-        return pb.start();
+        Process p = pb.start();
+        try {
+            DaemonProcess.await("copies running", 60_000, () -> read(Path.of(prefix + ".out")).contains("copying"));
+        } catch (Throwable e) {
+            p.destroyForcibly(); // it copies forever: never leave it behind
+            throw e;
+        }
+        return p;
     }
 
     private static List<ProcessHandle> agents(DaemonProcess d) {
