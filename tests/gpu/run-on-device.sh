@@ -439,7 +439,7 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
     # the memory quota on a real GPU: a second daemon with a 256 MiB tenant cap
     QSTATE="$WORK/qstate"; mkdir -p "$QSTATE"
     QTOKEN="quota-$(date +%s%N)"
-    printf 'tenant.q.token_sha256 = %s\ntenant.q.max_memory_bytes = 268435456\n' \
+    printf 'tenant.q.token_sha256 = %s\ntenant.q.max_memory_bytes = 268435456\nworker.memory_max = 1g\n' \
         "$(printf %s "$QTOKEN" | sha256sum | cut -d' ' -f1)" >"$WORK/quota.conf"
     setsid "$ROOT/bin/vmcudad" --listen 127.0.0.1:17080 --admin 127.0.0.1:17081 --state-dir "$QSTATE" \
         --config "$WORK/quota.conf" --worker-lib-dir "$ROOT/native" >"$WORK/quota-daemon.log" 2>&1 </dev/null &
@@ -451,6 +451,14 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
     # the daemon's check outside the worker kills the session
     (cd "$WORK" && VMCUDA_TOKEN="$QTOKEN" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
         --appliance 127.0.0.1:17080 -- "$ISO/quota_bypass" 20 >"$ISO/bypass.out" 2>"$ISO/bypass.err")
+    # host memory held by the kernel per session (worker.memory_max 1g, room for a CUDA context; the session's cgroup):
+    # anonymous memory and a /dev/shm file, each stopped at the limit; a GPU session after them is not disturbed
+    for bomb in memory_bomb memory_bomb_shm; do
+        (cd "$WORK" && VMCUDA_TOKEN="$QTOKEN" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
+            --appliance 127.0.0.1:17080 -- "$ISO/$bomb" 2 >"$ISO/$bomb.out" 2>"$ISO/$bomb.err")
+    done
+    (cd "$WORK" && VMCUDA_TOKEN="$QTOKEN" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
+        --appliance 127.0.0.1:17080 -- "$ISO/quota_probe" 64 64 >"$ISO/after-bombs.out" 2>"$ISO/after-bombs.err")
     (cd "$WORK" && VMCUDA_TOKEN="wrong" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
         --appliance 127.0.0.1:17080 -- "$ISO/quota_probe" 64 64 >"$ISO/badtoken.out" 2>"$ISO/badtoken.err")
     kill -TERM -- "-$QPID" 2>/dev/null; sleep 1; kill -KILL -- "-$QPID" 2>/dev/null
@@ -461,6 +469,18 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
     grep -h "quota_bypass:" "$QSTATE"/sessions/*/worker.log 2>/dev/null | head -1 | sed 's/^/  worker: /' | tee -a "$SUMMARY"
     grep -q "cudaErrorDevicesUnavailable" "$ISO/bypass.out" && grep -q "past the tenant's quota" "$WORK/quota-daemon.log" ||
         fail "isolation: a worker past its quota (allocated straight from the driver) was not killed"
+    say "$(grep -o 'session cgroups (v[12]) below .*' "$WORK/quota-daemon.log" | head -1)"
+    for bomb in memory_bomb memory_bomb_shm; do
+        say "$bomb: $(grep -h 'vmcuda:' "$ISO/$bomb.err" | head -1); worker: $(grep -h 'bomb:' "$QSTATE"/sessions/*/worker.log | grep -c .) progress lines"
+        grep -q "the session's memory limit of 1024 MiB (worker.memory_max)" "$ISO/$bomb.err" ||
+            fail "isolation: $bomb was not stopped at its session's memory limit"
+    done
+    grep -h "nothing stopped it" "$QSTATE"/sessions/*/worker.log && fail "isolation: a memory bomb reached 4 GiB"
+    say "a GPU session after the bombs: $(tr '\n' ';' <"$ISO/after-bombs.out")"
+    grep -q "after freeing: cudaSuccess" "$ISO/after-bombs.out" || fail "isolation: the session after the memory bombs failed"
+    say "  worker: $(grep -h 'probe: lift' "$STATE"/sessions/*/worker.log | head -1)"
+    grep -q "probe: lift the session's memory limit: Read-only file system" "$STATE"/sessions/*/worker.log ||
+        fail "isolation: the sandboxed worker could write its session's memory limit"
     say "wrong token: $(head -1 "$ISO/badtoken.err")"
     grep -q "appliance refused: bad token" "$ISO/badtoken.err" || fail "isolation: a wrong token was not refused"
 else

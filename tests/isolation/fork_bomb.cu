@@ -33,16 +33,4 @@ __attribute__((constructor)) static void bomb(void)
     fprintf(stderr, "bomb: %d children running\n", n);
 }
 
-int main(int argc, char **argv)
-{
-    int seconds = argc > 1 ? atoi(argv[1]) : 5;
-    for (int i = 0; i < seconds; i++) {
-        int count = -1;
-        cudaError_t e = cudaGetDeviceCount(&count);
-        printf("call %d: %s\n", i, cudaGetErrorName(e));
-        fflush(stdout);
-        sleep(1);
-    }
-    printf("done\n");
-    return 0;
-}
+#include "call_each_second.h"

@@ -7,6 +7,7 @@
 
 #define SANDBOX_MAX_KEEP 32
 #define SANDBOX_MAX_REGIONS 8
+#define SANDBOX_MAX_CGROUPS 4 /* cgroup v1 has one tree per controller: memory, pids, cpu (+1 spare) */
 #define SANDBOX_MIN_UID 1000ul     /* --uid below this would be a system account */
 #define SANDBOX_MAX_UID 4294967294ul /* (uid_t)-1 is "no change" to setuid */
 
@@ -25,6 +26,9 @@ struct sandbox_opts {
     int n_region;
     const char *ucx_agent;       /* --ucx-agent PATH: vmcuda-ucx-agent, started outside the namespaces as --uid for
                                   * the worker's bulk copies over UCX (its socket in $VMCUDA_UCX_AGENT_FD), or NULL */
+    const char *cgroup[SANDBOX_MAX_CGROUPS]; /* --cgroup DIR: the session's cgroup(s), joined first (as root, before
+                                  * anything is started), so the UCX agent and the worker count against their limits */
+    int n_cgroup;
     unsigned long nproc;         /* --nproc N: RLIMIT_NPROC (per user, threads included) */
     unsigned long nofile;        /* --nofile N: RLIMIT_NOFILE */
     unsigned long fsize;         /* --fsize BYTES: RLIMIT_FSIZE, the largest file the worker may write (its
@@ -43,7 +47,7 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
 
 #define SANDBOX_USAGE \
     "usage: vmcuda-sandbox [--user NAME] [--uid N] --workdir DIR [--hide DIR [--lend DIR]] [--keep PATH]...\n" \
-    "                      [--region PATH]... [--ucx-agent PATH]\n" \
+    "                      [--region PATH]... [--ucx-agent PATH] [--cgroup DIR]...\n" \
     "                      [--nproc N] [--nofile N] [--fsize BYTES] [--tmp-size SIZE] -- EXECUTABLE ARGV0 [ARGS...]\n" \
     "       vmcuda-sandbox --probe [--user NAME]\n"
 

@@ -122,6 +122,12 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
             if (o->n_region == SANDBOX_MAX_REGIONS)
                 return fail(err, err_len, "more than %d --region paths", SANDBOX_MAX_REGIONS);
             o->region[o->n_region++] = v;
+        } else if (strcmp(a, "--cgroup") == 0) {
+            if (!good_path(v) || strncmp(v, "/sys/fs/cgroup/", 15) != 0)
+                return fail(err, err_len, "--cgroup must be a directory below /sys/fs/cgroup without '..'");
+            if (o->n_cgroup == SANDBOX_MAX_CGROUPS)
+                return fail(err, err_len, "more than %d --cgroup directories", SANDBOX_MAX_CGROUPS);
+            o->cgroup[o->n_cgroup++] = v;
         } else if (strcmp(a, "--ucx-agent") == 0) {
             if (!good_path(v))
                 return fail(err, err_len, "--ucx-agent must be an absolute path without '..'");

@@ -1,5 +1,6 @@
 /* vmcuda-sandbox: runs one worker in a sandbox (appliance/CONFIG.md "Worker sandbox").
  * Started by vmcudad (as root) in front of the rewritten executable:
+ *   0. joins the session's cgroup(s) (--cgroup: memory, pids and CPU limits the daemon wrote there, SessionCgroups);
  *   1. connects to the daemon's worker socket ($VMCUDA_WORKER_SOCKET) while still root and hands the
  *      connected socket down as $VMCUDA_WORKER_FD (the socket's directory is root-only);
  *   2. opens the executable (O_PATH) and every --region path (O_RDWR | O_CLOEXEC: a shared-memory region,
@@ -300,6 +301,20 @@ static int wait_child(void) {
     return 125;
 }
 
+/* Moves this process into the cgroup directory `dir` (cgroup.procs: one pid per write). */
+static void join_cgroup(const char *dir) {
+    char path[PATH_MAX], pid[24];
+    if ((size_t)snprintf(path, sizeof path, "%s/cgroup.procs", dir) >= sizeof path) {
+        errno = ENAMETOOLONG;
+        die("join cgroup %s", dir);
+    }
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (fd < 0 || write(fd, pid, (size_t)n) != n)
+        die("join the session's cgroup %s", dir);
+    close(fd);
+}
+
 /* The worker's end of a pipe whose other end only this launcher holds: when the launcher is gone the
  * pipe reports POLLHUP (getppid() says nothing across the PID namespace). */
 static int parent_alive_fd = -1;
@@ -452,6 +467,11 @@ int main(int argc, char **argv) {
         die("must run as root to build the sandbox (it runs as uid %u); set worker.sandbox = false to run "
             "workers without it", (unsigned)geteuid());
     }
+
+    /* 0. the session's cgroups, before anything else runs: the UCX agent and the worker (every process and
+     * page of the session) count against the limits the daemon wrote there */
+    for (int i = 0; i < o.n_cgroup; i++)
+        join_cgroup(o.cgroup[i]);
 
     /* 1. the daemon link, connected while still root */
     const char *sock = getenv("VMCUDA_WORKER_SOCKET");

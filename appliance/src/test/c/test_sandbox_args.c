@@ -123,6 +123,21 @@ int main(void) {
         char *none[] = {"s", "--workdir", "/w", "--", "/x", "a", NULL};
         CHECK(parse(none, &o, err) == 0 && o.ucx_agent == NULL);
     }
+    {   /* --cgroup: directories below /sys/fs/cgroup, in order, at most SANDBOX_MAX_CGROUPS; none by default */
+        char *v[] = {"s", "--workdir", "/w", "--cgroup", "/sys/fs/cgroup/memory/vmcuda-workers/session-1", "--cgroup",
+                     "/sys/fs/cgroup/pids/vmcuda-workers/session-1", "--", "/x", "a", NULL};
+        CHECK(parse(v, &o, err) == 0 && o.n_cgroup == 2);
+        CHECK(strcmp(o.cgroup[1], "/sys/fs/cgroup/pids/vmcuda-workers/session-1") == 0);
+        char *outside[] = {"s", "--workdir", "/w", "--cgroup", "/tmp/cg", "--", "/x", "a", NULL};
+        CHECK(parse(outside, &o, err) == -1 && strstr(err, "below /sys/fs/cgroup") != NULL);
+        char *up[] = {"s", "--workdir", "/w", "--cgroup", "/sys/fs/cgroup/../../tmp", "--", "/x", "a", NULL};
+        CHECK(parse(up, &o, err) == -1 && err[0]);
+        char *five[] = {"s", "--workdir", "/w", "--cgroup", "/sys/fs/cgroup/a", "--cgroup", "/sys/fs/cgroup/b", "--cgroup",
+                        "/sys/fs/cgroup/c", "--cgroup", "/sys/fs/cgroup/d", "--cgroup", "/sys/fs/cgroup/e", "--", "/x", "a", NULL};
+        CHECK(parse(five, &o, err) == -1 && strstr(err, "more than 4 --cgroup") != NULL);
+        char *none[] = {"s", "--workdir", "/w", "--", "/x", "a", NULL};
+        CHECK(parse(none, &o, err) == 0 && o.n_cgroup == 0);
+    }
     {   /* several, kept in order; none by default */
         char *v[] = {"s", "--region", "/dev/uio0", "--workdir", "/w", "--region", "/dev/shm/vmcuda-ring", "--keep", "/k",
                      "--region", "/a/../b", "--", "/x", "a", NULL};

@@ -72,6 +72,9 @@ public final class ApplianceConfig {
         workerMaxOpenFiles();
         workerTmpSize();
         workerUcx();
+        workerCgroup();
+        workerMemoryMaxBytes();
+        workerCpuWeight();
         shmRegions();
     }
 
@@ -341,6 +344,64 @@ public final class ApplianceConfig {
             throw new IllegalArgumentException("config key 'worker.ucx' = '" + v + "' must be auto, true or false");
         }
         return v;
+    }
+
+    /** {@code worker.cgroup}: auto, true or false (SessionCgroups says what each means). */
+    public String workerCgroup() {
+        String v = string("worker.cgroup");
+        if (!v.matches("auto|true|false")) {
+            throw new IllegalArgumentException("config key 'worker.cgroup' = '" + v + "' must be auto, true or false");
+        }
+        return v;
+    }
+
+    /**
+     * {@code worker.memory_max}: the memory one session's processes may use (its cgroup's memory.max): bytes, a
+     * size such as 64g, or a percentage of this machine's memory such as 50%.
+     */
+    public long workerMemoryMaxBytes() {
+        String v = string("worker.memory_max");
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("([0-9]{1,15})([kmgtKMGT%]?)").matcher(v);
+        if (!m.matches()) {
+            throw new IllegalArgumentException("config key 'worker.memory_max' = '" + v
+                    + "' must be a size such as 64g or a percentage of the machine's memory such as 50%");
+        }
+        long n = Long.parseLong(m.group(1));
+        String unit = m.group(2).toLowerCase();
+        long bytes;
+        if (unit.equals("%")) {
+            if (n < 1 || n > 100) {
+                throw new IllegalArgumentException("config key 'worker.memory_max' = '" + v + "' must be 1% to 100%");
+            }
+            bytes = physicalMemoryBytes() / 100 * n;
+        } else {
+            int shift = "kmgt".indexOf(unit.isEmpty() ? "-" : unit) * 10 + 10;
+            bytes = unit.isEmpty() ? n : n << shift;
+            if (unit.length() == 1 && bytes >> shift != n) {
+                throw new IllegalArgumentException("config key 'worker.memory_max' = '" + v + "' is too large");
+            }
+        }
+        if (bytes < (64L << 20)) {
+            throw new IllegalArgumentException("config key 'worker.memory_max' = '" + v + "' must be at least 64m");
+        }
+        return bytes;
+    }
+
+    /** MemTotal of /proc/meminfo. */
+    private static long physicalMemoryBytes() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
+                if (line.startsWith("MemTotal:")) return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+            }
+        } catch (IOException | NumberFormatException e) {
+            throw new IllegalStateException("cannot read this machine's memory size from /proc/meminfo: " + e);
+        }
+        throw new IllegalStateException("no MemTotal in /proc/meminfo");
+    }
+
+    /** {@code worker.cpu_weight}: each session's cgroup cpu.weight (1 to 10000; 100 = the kernel's default). */
+    public int workerCpuWeight() {
+        return (int) longValue("worker.cpu_weight", 1, 10_000);
     }
 
     public String workerSandboxLauncher() {

@@ -20,6 +20,7 @@ import io.vmcuda.appliance.session.TenantConnections;
 import io.vmcuda.appliance.worker.WorkerLauncher;
 import io.vmcuda.appliance.auth.Authenticator;
 import io.vmcuda.appliance.worker.Sandbox;
+import io.vmcuda.appliance.worker.SessionCgroups;
 import io.vmcuda.appliance.worker.UcxAgent;
 import io.vmcuda.appliance.worker.WorkerSocketServer;
 import io.vmcuda.scheduler.GpuInventory;
@@ -49,6 +50,7 @@ public final class Daemon implements AutoCloseable {
     private final ScheduledExecutorService timer;
     private final ExecutorService blocking;
     private final SessionManager sessions;
+    private final WorkerLauncher launcher;
     private final ControlServer control;
     private final AdminServer admin;
     private final WorkerSocketServer workerSocket;
@@ -116,10 +118,11 @@ public final class Daemon implements AutoCloseable {
         GpuScheduler scheduler = new GpuScheduler(inventory, config.schedulerConfig(), timer);
         BinaryCache cache = new BinaryCache(stateDir.resolve("cache"), config.cacheMemoryBytes(), config.cachePublicHashes());
         Path socketPath = stateDir.resolve("run").resolve("worker.sock");
-        WorkerLauncher launcher = new WorkerLauncher(socketPath, workerLibDir, config.workerCudaLibDirs(),
+        launcher = new WorkerLauncher(socketPath, workerLibDir, config.workerCudaLibDirs(),
                 config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes(),
                 config.shmRegions(), config.workerUidPool(), stateDir);
         launcher.offerUcx(UcxAgent.resolve(config, workerLibDir));
+        launcher.useCgroups(SessionCgroups.resolve(config, sandbox != null && !config.tenants().isEmpty()));
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl"), config.sessionRecordsMaxBytes()), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);
@@ -192,6 +195,7 @@ public final class Daemon implements AutoCloseable {
         if (pool != null) pool.close();
         control.close();
         sessions.stopAll(config.workerStopGrace());
+        launcher.closeCgroups();
         admin.close();
         workerSocket.close();
         shutdownThreads();

@@ -52,6 +52,27 @@ class ApplianceConfigTest {
     }
 
     @Test
+    void sessionMemoryLimitIsASizeOrAShareOfTheMachine() {
+        ApplianceConfig c = ApplianceConfig.defaultsOnly();
+        assertEquals("auto", c.workerCgroup());
+        assertEquals(100, c.workerCpuWeight());
+        long half = c.workerMemoryMaxBytes(); // 50% of MemTotal
+        assertEquals(2 * half, c.with(Map.of("worker.memory_max", "100%")).workerMemoryMaxBytes(), (double) (1 << 20));
+        assertEquals(64L << 30, c.with(Map.of("worker.memory_max", "64g")).workerMemoryMaxBytes());
+        assertEquals(256L << 20, c.with(Map.of("worker.memory_max", "256M")).workerMemoryMaxBytes());
+        assertEquals(1L << 40, c.with(Map.of("worker.memory_max", "1t")).workerMemoryMaxBytes());
+        assertEquals(100_000_000L, c.with(Map.of("worker.memory_max", "100000000")).workerMemoryMaxBytes());
+        for (String bad : List.of("0", "1m", "0%", "101%", "12x", "-5g", "", "999999999999999t", "5 g")) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> c.with(Map.of("worker.memory_max", bad)), bad);
+            assertTrue(e.getMessage().contains("worker.memory_max"), e.getMessage());
+        }
+        assertThrows(IllegalArgumentException.class, () -> c.with(Map.of("worker.cgroup", "yes")));
+        assertThrows(IllegalArgumentException.class, () -> c.with(Map.of("worker.cpu_weight", "0")));
+        assertThrows(IllegalArgumentException.class, () -> c.with(Map.of("worker.cpu_weight", "10001")));
+    }
+
+    @Test
     void shmRegionsAreEmptyByDefault() {
         assertEquals(List.of(), ApplianceConfig.defaultsOnly().shmRegions());
         assertEquals(List.of(), ApplianceConfig.defaultsOnly().with(Map.of("shm.regions", "  ")).shmRegions());

@@ -122,6 +122,8 @@ class IsolationTest {
             assertTrue(log.contains("probe: tcp connect 1.1.1.1: Operation not permitted"), log);
             assertTrue(log.contains("probe: unshare a user namespace: Operation not permitted"), log);
             assertTrue(log.contains("probe: ptrace(PTRACE_TRACEME): Operation not permitted"), log);
+            // the session's cgroup limits are the daemon's to write, not the tenant's
+            assertTrue(log.contains("probe: lift the session's memory limit: Read-only file system"), log);
             // worker.max_file_bytes: no file past 1 MiB, the worker's log included
             assertTrue(log.contains("probe: write 2 MiB: File too large"), log);
             assertTrue(log.contains("probe: write /var/tmp/vmcuda-isolation-probe: Read-only file system"), log);
@@ -159,6 +161,7 @@ class IsolationTest {
                 DaemonProcess.await("the bomb holds its limit", 60_000, () -> workerLogs(d).contains("children running"));
                 String bombLog = workerLogs(d);
                 assertTrue(bombLog.contains("Resource temporarily unavailable"), bombLog);
+                assertFalse(sessionCgroups(d.process.pid()).isEmpty(), "the bomb's session has a cgroup of its own");
 
                 ProgramRunner.Result nat = ProgramRunner.run(List.of(threads.toString()), env(null), work,
                         work.resolve("threads-native"));
@@ -170,6 +173,48 @@ class IsolationTest {
             } finally {
                 bomb.destroyForcibly();
             }
+        }
+    }
+
+    /**
+     * Host memory is held per session by the kernel (worker.memory_max, the session's cgroup): a program that
+     * takes anonymous memory, and one that fills /dev/shm, are each stopped at 256 MiB with a message naming the
+     * limit, while a session beside them runs as it runs natively and the daemon goes on. Without the limit
+     * each bomb would stop by itself at 4 GiB ("nothing stopped it") and its session would start.
+     */
+    @Test
+    void aMemoryBombIsStoppedAtItsSessionsLimitAndNoOtherSessionNotices() throws Exception {
+        assumeTrue(DaemonProcess.currentUid() == 0, "session cgroups need root");
+        Path threads = cudaPrograms.resolve("threads");
+        assumeTrue(Files.isExecutable(threads), "no " + threads);
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of("worker.memory_max", "256m", "worker.cgroup", "true"),
+                null, "daemon-memory-bomb.log")) {
+            for (String bomb : List.of("memory_bomb", "memory_bomb_shm")) {
+                ProgramRunner.Result vm = ProgramRunner.run(viaVmcuda(d, iso.resolve(bomb), "2"), env(d), work,
+                        work.resolve(bomb + "-vmcuda"));
+                String ctx = "\n" + vm.describe() + "--- worker logs ---\n" + workerLogs(d) + "--- daemon ---\n" + d.logText();
+                assertTrue(vm.stderr().contains("the session's memory limit of 256 MiB (worker.memory_max)"), ctx);
+                assertFalse(workerLogs(d).contains("nothing stopped it"), ctx);
+                assertFalse(workerLogs(d).matches("(?s).*bomb: (3[2-9][0-9]|[4-9][0-9][0-9]|[0-9]{4}) MiB held.*"), ctx);
+            }
+            ProgramRunner.Result nat = ProgramRunner.run(List.of(threads.toString()), env(null), work, work.resolve("threads-native"));
+            ProgramRunner.Result vm = ProgramRunner.run(viaVmcuda(d, threads), env(d), work, work.resolve("threads-beside-bombs"));
+            assertEquals(nat.stdout(), vm.stdout(), "\n" + vm.describe());
+            assertEquals(nat.exitCode(), vm.exitCode(), "\n" + vm.describe());
+            DaemonProcess.await("both bombs recorded", 10_000, () -> records(d).split("memory limit of 256 MiB", -1).length == 3);
+            assertTrue(d.get("/metrics").body().contains("vmcuda_sessions_killed_by_memory_limit_total 2.0\n"));
+            // every session's cgroup is gone with it
+            long daemonPid = d.process.pid();
+            DaemonProcess.await("session cgroups removed", 10_000, () -> sessionCgroups(daemonPid).isEmpty());
+        }
+    }
+
+    /** The session cgroups of daemon {@code pid} that exist now (SessionCgroups: .../vmcuda-workers/daemon-PID/session-ID). */
+    private static List<Path> sessionCgroups(long pid) throws IOException {
+        try (Stream<Path> s = Files.find(Path.of("/sys/fs/cgroup"), 8, (p, a) -> a.isDirectory()
+                && p.getFileName() != null && p.getFileName().toString().startsWith("session-")
+                && p.getParent().getFileName().toString().equals("daemon-" + pid))) {
+            return s.toList();
         }
     }
 

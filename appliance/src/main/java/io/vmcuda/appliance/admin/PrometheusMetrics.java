@@ -48,6 +48,9 @@ final class PrometheusMetrics {
         counter(constant, "vmcuda_sessions_killed_over_quota",
                 "Sessions killed because their worker used more GPU memory than the tenant's quota (driver's count).",
                 m::quotaKills);
+        counter(constant, "vmcuda_sessions_killed_by_memory_limit",
+                "Sessions the kernel stopped because their processes reached worker.memory_max (the session's cgroup).",
+                m::memoryLimitKills);
         counter(constant, "vmcuda_module_cache_hits",
                 "Module images a worker found in the appliance's module cache (the client did not send them).", m::moduleHits);
         counter(constant, "vmcuda_module_cache_misses",

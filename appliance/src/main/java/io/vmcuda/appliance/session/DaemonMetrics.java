@@ -13,6 +13,7 @@ public final class DaemonMetrics {
     private final AtomicLong moduleHits = new AtomicLong(), moduleMisses = new AtomicLong(), moduleBytesSaved = new AtomicLong();
     private final AtomicLong protocolErrors = new AtomicLong();
     private final AtomicLong quotaKills = new AtomicLong();
+    private final AtomicLong memoryLimitKills = new AtomicLong();
     private final LongAdder endedBytesH2d = new LongAdder();
     private final LongAdder endedBytesD2h = new LongAdder();
     private final LongAdder workerStartCount = new LongAdder();
@@ -113,6 +114,15 @@ public final class DaemonMetrics {
 
     public long quotaKills() {
         return quotaKills.get();
+    }
+
+    /** A session whose processes reached worker.memory_max, stopped by the kernel's OOM killer in its cgroup. */
+    public void memoryLimitKill() {
+        memoryLimitKills.incrementAndGet();
+    }
+
+    public long memoryLimitKills() {
+        return memoryLimitKills.get();
     }
 
     public void handshakeRefused() {

@@ -44,6 +44,8 @@ public final class Session {
     volatile long uid;
     /** Where the daemon lends this session cached module images (SessionModules), or null. */
     volatile Path lendDir;
+    /** The session's cgroup (worker.cgroup: memory, task and CPU limits), or null. */
+    volatile io.vmcuda.appliance.worker.SessionCgroup cgroup;
     /** A MODULE? of this session's worker awaits its answer (one at a time). */
     final java.util.concurrent.atomic.AtomicBoolean moduleQueryPending = new java.util.concurrent.atomic.AtomicBoolean();
 

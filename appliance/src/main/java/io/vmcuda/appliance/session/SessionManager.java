@@ -256,11 +256,12 @@ public final class SessionManager implements WorkerEvents {
             s.uid = launcher.allocateUid();
             SessionModules m = modules;
             s.lendDir = m == null ? null : m.lendDir(id);
+            s.cgroup = launcher.createCgroup(id);
             p = launcher.start(new WorkerLauncher.WorkerSpec(id, s.keyHex(),
                     binding.isEmpty() ? null : ClientVisibleDevices.workerValue(binding.gpus(), clientVisibleDevices),
                     argv0(program, binary),
                     binary.rewritten(), s.dir(), s.logFile(), tenant.maxMemoryBytes(), s.uid, tenant.shmRegions(),
-                    s.lendDir));
+                    s.lendDir, s.cgroup));
         } catch (IOException | RuntimeException e) {
             LOG.log(Level.WARNING, "session " + id + ": could not start the worker", e);
             synchronized (s) {
@@ -471,7 +472,13 @@ public final class SessionManager implements WorkerEvents {
     }
 
     private void finish(Session s, int status) {
+        String overMemory = memoryLimitReached(s);
         synchronized (s) {
+            if (overMemory != null && s.state != Session.State.ENDED) {
+                // the kernel's reason comes first: "killed by signal 9" alone would leave the tenant guessing
+                s.abortReason = overMemory;
+                if (s.state == Session.State.ACTIVE) s.state = Session.State.ABORTED;
+            }
             if (s.state == Session.State.ACTIVE) {
                 // a worker the daemon had to stop, or one that reported ABORT, counts as aborted even if it exited 0
                 s.state = status == 0 && s.abortReason == null ? Session.State.ENDED : Session.State.ABORTED;
@@ -492,7 +499,10 @@ public final class SessionManager implements WorkerEvents {
         // the worker is PID 1 of its PID namespace (and dies with its launcher): with it gone, nothing of the
         // session runs as its uid. Giving the directory back walks a tree the tenant made: off the event loop.
         SessionModules m = modules;
+        if (overMemory != null) metrics.memoryLimitKill();
         blocking.execute(() -> {
+            // first what still runs of the session goes (with its cgroup), then what its uid owned
+            if (s.cgroup != null) s.cgroup.close();
             launcher.releaseUid(s.uid(), s.dir());
             if (m != null) m.sessionEnded(s);
         });
@@ -508,8 +518,17 @@ public final class SessionManager implements WorkerEvents {
     }
 
     private String startFailure(Session s) {
+        String overMemory = memoryLimitReached(s);
+        if (overMemory != null) return "worker stopped while starting: " + overMemory;
         String last = lastLine(s.logFile());
         return "worker failed to start; see " + s.logFile() + (last.isEmpty() ? "" : ": " + last);
+    }
+
+    /** Why the kernel stopped the session when it reached its cgroup's memory limit; null when it did not. */
+    private String memoryLimitReached(Session s) {
+        if (s.cgroup == null || s.cgroup.oomKills() == 0) return null;
+        return "its processes reached the session's memory limit of " + (launcher.memoryMaxBytes() >> 20)
+                + " MiB (worker.memory_max) and the kernel stopped them";
     }
 
     /**

@@ -96,7 +96,7 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
      * becomes a {@code --region}, which the launcher opens read-write as root and hands to the worker.
      */
     List<String> command(Path workDir, List<Path> keep, List<Path> regions, Path executable, String argv0) {
-        return command(workDir, keep, regions, executable, argv0, 0, null, null, null);
+        return command(workDir, keep, regions, executable, argv0, 0, null, null, null, List.of());
     }
 
     /**
@@ -104,9 +104,10 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
      * @param hide a directory above workDir the worker must not see (the daemon's state directory), or null
      * @param lend a directory below {@code hide} the worker may read (module images the daemon lends it), or null
      * @param ucxAgent vmcuda-ucx-agent, which the launcher starts outside the sandbox for the worker, or null
+     * @param cgroups  the session's cgroup directories, which the launcher joins before it starts anything
      */
     List<String> command(Path workDir, List<Path> keep, List<Path> regions, Path executable, String argv0, long uid,
-                         Path hide, Path lend, Path ucxAgent) {
+                         Path hide, Path lend, Path ucxAgent, List<Path> cgroups) {
         List<String> cmd = new ArrayList<>(List.of(launcher.toString(), "--user", user, "--workdir",
                 workDir.toAbsolutePath().toString(), "--nproc", Long.toString(maxProcesses), "--nofile",
                 Long.toString(maxOpenFiles), "--tmp-size", tmpSize));
@@ -137,6 +138,10 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
         if (ucxAgent != null) {
             cmd.add("--ucx-agent");
             cmd.add(ucxAgent.toString());
+        }
+        for (Path c : cgroups) {
+            cmd.add("--cgroup");
+            cmd.add(c.toString());
         }
         cmd.add("--");
         cmd.add(executable.toAbsolutePath().toString());

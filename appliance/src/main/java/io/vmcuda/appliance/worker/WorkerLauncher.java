@@ -32,6 +32,7 @@ public final class WorkerLauncher {
     private final UidPool uids;     // null: sandboxed workers all run as worker.user
     private final Path hiddenDir;   // the daemon's state directory, out of a sandboxed worker's sight; or null
     private volatile Path ucxAgent; // vmcuda-ucx-agent when the appliance offers UCX (worker.ucx), else null
+    private volatile SessionCgroups cgroups; // per-session limits (worker.cgroup), or null
 
     public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
                           Map<String, String> extraEnv) {
@@ -86,14 +87,19 @@ public final class WorkerLauncher {
 
     /**
      * What one worker needs to know; {@code cudaVisibleDevices} is null to leave the variable unset;
-     * {@code uid} is the session's own uid from {@link #allocateUid()}, 0 for none.
+     * {@code uid} is the session's own uid from {@link #allocateUid()}, 0 for none;
+     * {@code cgroup} the session's from {@link #createCgroup}, or null.
      */
     public record WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0,
                              Path executable, Path workDir, Path logFile, long memoryQuotaBytes, long uid,
-                             List<Path> tenantRegions, Path lendDir) {
+                             List<Path> tenantRegions, Path lendDir, SessionCgroup cgroup) {
         public WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0, Path executable,
                           Path workDir, Path logFile) {
-            this(sessionId, keyHex, cudaVisibleDevices, argv0, executable, workDir, logFile, 0, 0, List.of(), null);
+            this(sessionId, keyHex, cudaVisibleDevices, argv0, executable, workDir, logFile, 0, 0, List.of(), null, null);
+        }
+
+        List<Path> cgroupDirs() {
+            return cgroup == null ? List.of() : cgroup.dirs();
         }
     }
 
@@ -154,6 +160,29 @@ public final class WorkerLauncher {
         return pb.start();
     }
 
+    /** Puts each worker started from now on into a cgroup of its session's own (worker.cgroup). */
+    public void useCgroups(SessionCgroups cgroups) {
+        this.cgroups = cgroups;
+    }
+
+    /** The cgroup for session {@code id}'s worker, made and limited; null when sessions get none. */
+    public SessionCgroup createCgroup(long id) throws IOException {
+        SessionCgroups c = cgroups;
+        return c == null ? null : c.create(id);
+    }
+
+    /** At daemon shutdown, after every session ended: the session cgroups' directory goes. */
+    public void closeCgroups() {
+        SessionCgroups c = cgroups;
+        if (c != null) c.close();
+    }
+
+    /** worker.memory_max of the session cgroups, 0 when sessions get none. */
+    public long memoryMaxBytes() {
+        SessionCgroups c = cgroups;
+        return c == null ? 0 : c.memoryMaxBytes();
+    }
+
     /** Offers bulk copies over UCX to the workers started from now on, through this agent (UcxAgent). */
     public void offerUcx(Path agent) {
         this.ucxAgent = agent;
@@ -161,7 +190,7 @@ public final class WorkerLauncher {
 
     /** The worker's command line: through the sandbox launcher when workers are sandboxed. */
     List<String> command(WorkerSpec spec) {
-        if (sandbox == null) return command(spec.argv0(), spec.executable());
+        if (sandbox == null) return command(spec.argv0(), spec.executable(), spec.cgroupDirs());
         // what must stay visible inside the sandbox (re-bound when below the private /tmp)
         List<Path> keep = new ArrayList<>();
         keep.add(workerLibDir);
@@ -169,19 +198,25 @@ public final class WorkerLauncher {
             if (Files.isDirectory(Path.of(d))) keep.add(Path.of(d));
         }
         return sandbox.command(spec.workDir(), keep, regions(spec), spec.executable(), spec.argv0(), spec.uid(), hiddenDir,
-                spec.lendDir(), ucxAgent);
+                spec.lendDir(), ucxAgent, spec.cgroupDirs());
     }
 
     /**
      * argv[0] must be the client's program name (some programs and libraries read it), but Java cannot
      * set it apart from the executable path; bash's {@code exec -a} can, and the exec keeps the PID, so
-     * the Process handle still is the worker itself.
+     * the Process handle still is the worker itself. Before the exec bash moves itself into the session's
+     * cgroups, so that nothing of the program runs outside them.
      */
-    static List<String> command(String argv0, Path executable) {
-        if (Files.isExecutable(BASH)) {
-            return List.of(BASH.toString(), "-c", "exec -a \"$0\" \"$1\"", argv0, executable.toString());
+    static List<String> command(String argv0, Path executable, List<Path> cgroupDirs) {
+        if (!Files.isExecutable(BASH)) {
+            if (!cgroupDirs.isEmpty()) throw new IllegalStateException(BASH + " is needed to start a worker in its cgroup");
+            return List.of(executable.toString());
         }
-        return List.of(executable.toString());
+        List<String> cmd = new ArrayList<>(List.of(BASH.toString(), "-c",
+                "for d in \"${@:2}\"; do echo $$ > \"$d/cgroup.procs\" || exit 125; done; exec -a \"$0\" \"$1\"", argv0,
+                executable.toString()));
+        for (Path d : cgroupDirs) cmd.add(d.toString());
+        return cmd;
     }
 
     Map<String, String> environment(WorkerSpec spec, Map<String, String> daemonEnv) {

@@ -52,7 +52,7 @@ class WorkerLauncherTest {
         assertEquals("/sys/bus/pci/devices/0000:00:05.0/resource2,/dev/shm/vmcuda-ring", env.get("VMCUDA_SHM_REGIONS"));
         assertFalse(env.containsKey("VMCUDA_SHM_REGION_FDS"), "descriptors are the sandbox's to give");
         // unsandboxed: the worker itself, no --region anywhere
-        assertEquals(WorkerLauncher.command("app", Path.of("/bin/true")), withRegions.command(spec(null)));
+        assertEquals(WorkerLauncher.command("app", Path.of("/bin/true"), List.of()), withRegions.command(spec(null)));
     }
 
     @Test
@@ -85,10 +85,10 @@ class WorkerLauncherTest {
         Path aliceBar = Path.of("/sys/bus/pci/devices/0000:00:05.0/resource2");
         WorkerLauncher.WorkerSpec alice = new WorkerLauncher.WorkerSpec(1, "ab".repeat(32), null, "app",
                 Path.of("/bin/true"), Path.of("/state/sessions/1"), Path.of("/state/sessions/1/worker.log"), 0,
-                sandboxed.allocateUid(), List.of(aliceBar), null);
+                sandboxed.allocateUid(), List.of(aliceBar), null, null);
         WorkerLauncher.WorkerSpec bob = new WorkerLauncher.WorkerSpec(2, "cd".repeat(32), null, "app",
                 Path.of("/bin/true"), Path.of("/state/sessions/2"), Path.of("/state/sessions/2/worker.log"), 0,
-                sandboxed.allocateUid(), List.of(), null);
+                sandboxed.allocateUid(), List.of(), null, null);
         List<String> a = sandboxed.command(alice), b = sandboxed.command(bob);
         assertTrue(a.containsAll(List.of("--region", aliceBar.toString())), a.toString());
         assertFalse(b.contains("--region") || b.contains(aliceBar.toString()), b.toString());
@@ -134,7 +134,33 @@ class WorkerLauncherTest {
 
     @Test
     void argv0IsSetThroughExecA() {
-        List<String> cmd = WorkerLauncher.command("my app", Path.of("/cache/x/rewritten"));
-        assertEquals(List.of("/bin/bash", "-c", "exec -a \"$0\" \"$1\"", "my app", "/cache/x/rewritten"), cmd);
+        List<String> cmd = WorkerLauncher.command("my app", Path.of("/cache/x/rewritten"), List.of());
+        assertEquals(List.of("/bin/bash", "-c", "for d in \"${@:2}\"; do echo $$ > \"$d/cgroup.procs\" || exit 125; done; "
+                + "exec -a \"$0\" \"$1\"", "my app", "/cache/x/rewritten"), cmd);
+    }
+
+    /** An unsandboxed worker is in its session's cgroups before the program runs: the shell writes its own pid, then execs. */
+    @Test
+    void anUnsandboxedWorkerJoinsItsCgroupsBeforeTheProgramRuns(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path a = java.nio.file.Files.createDirectories(dir.resolve("memory/session-1"));
+        Path b = java.nio.file.Files.createDirectories(dir.resolve("pids/session-1"));
+        for (Path d : List.of(a, b)) java.nio.file.Files.writeString(d.resolve("cgroup.procs"), "");
+        Process p = new ProcessBuilder(WorkerLauncher.command("app", Path.of("/bin/true"), List.of(a, b))).start();
+        assertEquals(0, p.waitFor());
+        assertEquals(p.pid() + "\n", java.nio.file.Files.readString(a.resolve("cgroup.procs")));
+        assertEquals(p.pid() + "\n", java.nio.file.Files.readString(b.resolve("cgroup.procs")));
+        // a cgroup it cannot join: the program does not run
+        Process refused = new ProcessBuilder(WorkerLauncher.command("app", Path.of("/bin/true"), List.of(dir.resolve("none"))))
+                .start();
+        assertEquals(125, refused.waitFor());
+    }
+
+    @Test
+    void aSandboxedWorkerGetsItsCgroupsThroughTheLauncher() {
+        Sandbox sandbox = new Sandbox(Path.of("/opt/vmcuda/native/vmcuda-sandbox"), "nobody", 4096, 1024, "512m");
+        List<String> cmd = sandbox.command(Path.of("/state/sessions/1"), List.of(), List.of(), Path.of("/bin/true"), "app", 0,
+                null, null, null, List.of(Path.of("/sys/fs/cgroup/x/vmcuda-workers/session-1")));
+        assertEquals("/sys/fs/cgroup/x/vmcuda-workers/session-1", cmd.get(cmd.indexOf("--cgroup") + 1));
+        assertTrue(cmd.indexOf("--cgroup") < cmd.indexOf("--"), cmd.toString());
     }
 }
