@@ -462,6 +462,7 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
     (cd "$WORK" && VMCUDA_TOKEN="wrong" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
         --appliance 127.0.0.1:17080 -- "$ISO/quota_probe" 64 64 >"$ISO/badtoken.out" 2>"$ISO/badtoken.err")
     kill -TERM -- "-$QPID" 2>/dev/null; sleep 1; kill -KILL -- "-$QPID" 2>/dev/null
+    cp "$WORK/quota-daemon.log" "$OUT/" 2>/dev/null
     say "quota 256 MiB: $(tr '\n' ';' <"$ISO/quota.out")"
     grep -q "allocated 256 MiB, then: cudaErrorMemoryAllocation" "$ISO/quota.out" || fail "isolation: quota not enforced on the GPU"
     grep -q "after freeing: cudaSuccess" "$ISO/quota.out" || fail "isolation: freeing did not give the quota back"

@@ -31,17 +31,21 @@ public final class SessionCgroups {
     static final String WORKERS = "vmcuda-workers";
     static final String DAEMON_LEAF = "vmcudad";
     private static final String DAEMON_PREFIX = "daemon-";
+    /** memory is required; pids and cpu are used where the daemon's cgroup has them (some containers delegate memory alone). */
     private static final List<String> CONTROLLERS = List.of("memory", "pids", "cpu");
 
     private final boolean v2;
+    private final Set<String> controllers; // of CONTROLLERS, those in use
     private final List<Path> bases;   // v2: one directory; v1: one per distinct controller tree
     private final Path memoryBase;
     private final long memoryMaxBytes;
     private final long pidsMax;
     private final int cpuWeight;
 
-    SessionCgroups(boolean v2, List<Path> bases, Path memoryBase, long memoryMaxBytes, long pidsMax, int cpuWeight) {
+    SessionCgroups(boolean v2, Set<String> controllers, List<Path> bases, Path memoryBase, long memoryMaxBytes, long pidsMax,
+                   int cpuWeight) {
         this.v2 = v2;
+        this.controllers = Set.copyOf(controllers);
         this.bases = List.copyOf(bases);
         this.memoryBase = memoryBase;
         this.memoryMaxBytes = memoryMaxBytes;
@@ -67,8 +71,14 @@ public final class SessionCgroups {
                     Files.readString(Path.of("/proc/self/mountinfo")));
             SessionCgroups c = open(mounts, memoryMax, config.workerMaxProcesses(), config.workerCpuWeight());
             LOG.info("session cgroups (" + (c.v2 ? "v2" : "v1") + ") below " + c.bases + ": memory.max "
-                    + (memoryMax >> 20) + " MiB, pids.max " + config.workerMaxProcesses() + ", cpu weight "
-                    + config.workerCpuWeight() + " per session");
+                    + (memoryMax >> 20) + " MiB" + (c.controllers.contains("pids") ? ", pids.max " + config.workerMaxProcesses() : "")
+                    + (c.controllers.contains("cpu") ? ", cpu weight " + config.workerCpuWeight() : "") + " per session");
+            List<String> missing = CONTROLLERS.stream().filter(x -> !c.controllers.contains(x)).toList();
+            if (!missing.isEmpty()) {
+                LOG.warning("the " + missing + " controller(s) are not delegated to the daemon's cgroup: sessions get no "
+                        + (missing.contains("pids") ? "pids.max (RLIMIT_NPROC per session uid still holds) " : "")
+                        + (missing.contains("cpu") ? "CPU weight " : "") + "of their own");
+            }
             return c;
         } catch (IOException | RuntimeException e) {
             String why = "sessions cannot get cgroups of their own: " + e.getMessage();
@@ -92,40 +102,50 @@ public final class SessionCgroups {
         String v2Problem = "no cgroup2 tree is mounted";
         if (mounts.unified() != null) {
             Path own = mounts.unified();
+            // started from a process that an earlier daemon moved to its leaf (a shell beside it, a second daemon):
+            // that daemon's cgroup is set up already; nesting leaf in leaf would end where no controller is left
+            if (own.getFileName() != null && own.getFileName().toString().equals(DAEMON_LEAF)
+                    && Files.isDirectory(own.resolveSibling(WORKERS))) {
+                own = own.getParent();
+            }
             Set<String> offered = Set.of(Files.readString(own.resolve("cgroup.controllers")).trim().split("\\s+"));
-            if (offered.containsAll(CONTROLLERS)) {
+            if (offered.contains("memory")) {
+                Set<String> use = new LinkedHashSet<>(CONTROLLERS);
+                use.retainAll(offered);
                 Path workers = own.resolve(WORKERS);
-                enableForChildren(own, true);
+                enableForChildren(own, use, true);
                 Files.createDirectories(workers);
-                enableForChildren(workers, false);
+                enableForChildren(workers, use, false);
                 sweep(workers, true);
                 Path base = Files.createDirectories(workers.resolve(daemonDir));
-                enableForChildren(base, false);
-                return new SessionCgroups(true, List.of(base), base, memoryMax, pidsMax, cpuWeight);
+                enableForChildren(base, use, false);
+                return new SessionCgroups(true, use, List.of(base), base, memoryMax, pidsMax, cpuWeight);
             }
-            v2Problem = "the daemon's cgroup " + own + " offers the controllers " + offered + ", not " + CONTROLLERS;
+            v2Problem = "the daemon's cgroup " + own + " offers the controllers " + offered + ", not memory";
         }
+        if (!mounts.v1().containsKey("memory")) throw new IOException(v2Problem + ", and no cgroup v1 tree has the memory controller");
         Set<Path> bases = new LinkedHashSet<>();
-        Path memoryBase = null;
+        Set<String> use = new LinkedHashSet<>();
         for (String c : CONTROLLERS) {
             Path own = mounts.v1().get(c);
-            if (own == null) throw new IOException(v2Problem + ", and no cgroup v1 tree has the " + c + " controller");
+            if (own == null) continue;
+            use.add(c);
             Path workers = Files.createDirectories(own.resolve(WORKERS));
             if (bases.add(workers.resolve(daemonDir))) sweep(workers, false);
-            if (c.equals("memory")) memoryBase = workers.resolve(daemonDir);
         }
         for (Path base : bases) Files.createDirectories(base);
-        return new SessionCgroups(false, new ArrayList<>(bases), memoryBase, memoryMax, pidsMax, cpuWeight);
+        Path memoryBase = mounts.v1().get("memory").resolve(WORKERS).resolve(daemonDir);
+        return new SessionCgroups(false, use, new ArrayList<>(bases), memoryBase, memoryMax, pidsMax, cpuWeight);
     }
 
     /**
      * cgroup v2 enables a controller for a cgroup's children only while the cgroup holds no process; when
      * {@code moveOwnProcesses}, this process and any other in {@code dir} move to {@value #DAEMON_LEAF} first.
      */
-    private static void enableForChildren(Path dir, boolean moveOwnProcesses) throws IOException {
+    private static void enableForChildren(Path dir, Set<String> use, boolean moveOwnProcesses) throws IOException {
         Path control = dir.resolve("cgroup.subtree_control");
-        if (Set.of(Files.readString(control).trim().split("\\s+")).containsAll(CONTROLLERS)) return;
-        String enable = "+memory +pids +cpu";
+        if (Set.of(Files.readString(control).trim().split("\\s+")).containsAll(use)) return;
+        String enable = String.join(" ", use.stream().map(c -> "+" + c).toList());
         try {
             CgroupFiles.write(control, enable);
             return;
@@ -183,8 +203,8 @@ public final class SessionCgroups {
                 CgroupFiles.write(memoryDir.resolve("memory.max"), Long.toString(memoryMaxBytes));
                 // past the limit the kernel kills the whole session, not one random process of it
                 CgroupFiles.write(memoryDir.resolve("memory.oom.group"), "1");
-                CgroupFiles.write(memoryDir.resolve("pids.max"), Long.toString(pidsMax));
-                CgroupFiles.write(memoryDir.resolve("cpu.weight"), Integer.toString(cpuWeight));
+                if (controllers.contains("pids")) CgroupFiles.write(memoryDir.resolve("pids.max"), Long.toString(pidsMax));
+                if (controllers.contains("cpu")) CgroupFiles.write(memoryDir.resolve("cpu.weight"), Integer.toString(cpuWeight));
             } else {
                 CgroupFiles.write(memoryDir.resolve("memory.limit_in_bytes"), Long.toString(memoryMaxBytes));
                 for (Path d : dirs) {
