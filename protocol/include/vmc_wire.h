@@ -20,6 +20,7 @@ enum vmc_frame_type {
     VMC_OUTPUT = 7,
     VMC_ERROR = 8,
     VMC_CHALLENGE = 9, /* daemon -> client, first on the control port: the nonce HELLO's proof covers */
+    VMC_LIBRARIES = 10, /* client -> daemon: name, size and SHA-256 of the libraries NEED_LIBRARIES asked for */
 };
 
 #define VMC_FLAG_ASYNC 1u
@@ -50,7 +51,11 @@ enum vmc_frame_type {
 /* ROLE_PLACE (protocol 4): asks an appliance of a pool where to open the session; PLACED answers it. */
 /* ROLE_INFO: asks for the tenant's view of the appliance (`vmcuda smi`); INFO answers it with text. */
 enum vmc_role { VMC_ROLE_NEW = 0, VMC_ROLE_JOIN = 1, VMC_ROLE_PLACE = 2, VMC_ROLE_INFO = 3 };
-enum vmc_hello_status { VMC_READY = 0, VMC_SEND_BINARY = 1, VMC_REFUSED = 2, VMC_PLACED = 3, VMC_INFO = 4 };
+/* NEED_LIBRARIES / SEND_LIBRARIES: shared libraries of the shipped program that only the client has (PROTOCOL.md
+ * "Client libraries"); at most VMC_MAX_CLIENT_LIBRARIES in one exchange. */
+enum vmc_hello_status { VMC_READY = 0, VMC_SEND_BINARY = 1, VMC_REFUSED = 2, VMC_PLACED = 3, VMC_INFO = 4,
+                        VMC_NEED_LIBRARIES = 5, VMC_SEND_LIBRARIES = 6 };
+#define VMC_MAX_CLIENT_LIBRARIES 64u
 
 #define VMC_SHA256_BYTES 32
 #define VMC_SESSION_KEY_BYTES 32
@@ -72,7 +77,7 @@ struct vmc_frame_header {
 /* Largest payload a frame of this type may carry; 0 for an unknown type. */
 static inline uint32_t vmc_max_payload(uint16_t type) {
     switch (type) {
-    case VMC_HELLO: case VMC_HELLO_REPLY: case VMC_MANIFEST: case VMC_ERROR: case VMC_CHALLENGE:
+    case VMC_HELLO: case VMC_HELLO_REPLY: case VMC_MANIFEST: case VMC_ERROR: case VMC_CHALLENGE: case VMC_LIBRARIES:
         return VMC_MAX_CONTROL_PAYLOAD;
     case VMC_BINARY_CHUNK:
         return VMC_MAX_BINARY_CHUNK;

@@ -64,6 +64,8 @@ rm -rf "$carry/cuda" "$carry/bench" "$carry/isolation" "$carry/vmcuda-bundle.tar
 mkdir -p "$carry/cuda" "$carry/bench" "$carry/isolation"
 cp -p "${bundles[0]}" "$carry/vmcuda-bundle.tar.gz"
 cp -p "${programs[@]}" "$carry/cuda/"
+# libraries some programs bring along (client_libs.d/: found through the program's $ORIGIN run path)
+for d in "$repo"/tests/target/cuda/*.d; do [ -d "$d" ] && cp -pr "$d" "$carry/cuda/"; done
 cp -p "$repo"/tests/target/bench/* "$carry/bench/" 2>/dev/null || echo "prepare-carry: no benchmarks in tests/target/bench" >&2
 cp -p "$repo"/tests/target/isolation/* "$carry/isolation/" 2>/dev/null || echo "prepare-carry: no isolation programs in tests/target/isolation" >&2
 
@@ -79,7 +81,7 @@ rm -f "$carry/driver.tar.xz"
 if [ "$with_driver" = true ]; then
     pack="$(mktemp -d)"
     mkdir -p "$pack/cuda-static" "$pack/driver"
-    cp -p "$repo"/tests/target/cuda-static/* "$pack/cuda-static/" 2>/dev/null ||
+    cp -pr "$repo"/tests/target/cuda-static/* "$pack/cuda-static/" 2>/dev/null ||
         { echo "prepare-carry: --driver: no programs in tests/target/cuda-static; run: mvn -B install" >&2; exit 1; }
     cp -p "$repo"/tests/target/driver/drv_api "$repo"/tests/target/driver/drv_kernels.* "$repo"/tests/target/driver/rt_static "$repo"/tests/target/driver/graph_topology "$repo"/tests/target/driver/drv_hostmap "$repo"/tests/target/driver/drv_threads "$repo"/tests/target/driver/drv_fork "$repo"/tests/target/driver/nvml_probe "$pack/driver/" ||
         { echo "prepare-carry: --driver: no tests/target/driver/{drv_api,rt_static}; run: mvn -B install" >&2; exit 1; }
@@ -97,6 +99,7 @@ if [ "$with_pool" = true ]; then
     cp -p "$repo"/tests/target/pool/hold_session "$repo"/tests/target/pool/hold_session_static "$pack/" ||
         { echo "prepare-carry: --pool: no tests/target/pool programs; run: mvn -B install" >&2; exit 1; }
     cp -p "${programs[@]}" "$pack/cuda/"
+    for d in "$repo"/tests/target/cuda/*.d; do [ -d "$d" ] && cp -pr "$d" "$pack/cuda/"; done
     # the static-runtime builds are ~1 MiB each: a few, for the plain sessions
     for p in device memory launch streams_events threads; do
         cp -p "$repo/tests/target/cuda-static/$p" "$pack/cuda-static/" 2>/dev/null || true

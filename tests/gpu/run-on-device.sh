@@ -110,7 +110,7 @@ fi
 say "bundle: $(basename "$ROOT"); java: $("$ROOT/jre/bin/java" -version 2>&1 | head -1)"
 say "vmcudad --version: $("$ROOT/bin/vmcudad" --version 2>&1 | head -1)"
 
-cp -p "$CARRY"/cuda/* "$WORK/progs/" 2>/dev/null
+cp -pr "$CARRY"/cuda/* "$WORK/progs/" 2>/dev/null # with client_libs.d/
 chmod +x "$WORK"/progs/* 2>/dev/null
 mapfile -t PROGRAMS < <(find "$WORK/progs" -maxdepth 1 -type f -perm -u+x | sort)
 [ ${#PROGRAMS[@]} -gt 0 ] || { fail "no test programs in $CARRY/cuda"; exit 1; }

@@ -1,6 +1,7 @@
 /* The appliance session (PROTOCOL.md "Session setup"): the first CUDA call of the process opens it,
  * every other thread that calls CUDA joins it with a connection of its own. */
 #include "shim_session.h"
+#include "shim_libraries.h"
 #include "shim_shm.h"
 #include "transport.h"
 #include "shm_acl.h"
@@ -176,30 +177,7 @@ int vmc_tcp_connect(const char *appliance, char *why, size_t why_len) {
 }
 
 static int hash_executable(uint8_t digest[32], uint64_t *size) {
-    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct vmc_sha256 s;
-    vmc_sha256_init(&s);
-    static uint8_t chunk[1 << 20];
-    uint64_t total = 0;
-    for (;;) {
-        ssize_t r = read(fd, chunk, sizeof chunk);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            close(fd);
-            return -1;
-        }
-        if (r == 0)
-            break;
-        vmc_sha256_update(&s, chunk, (size_t)r);
-        total += (uint64_t)r;
-    }
-    close(fd);
-    vmc_sha256_final(&s, digest);
-    *size = total;
-    return 0;
+    return vmc_file_sha256("/proc/self/exe", size, digest);
 }
 
 /* The executable's base name, for the appliance's logs, /status and progress lines. */
@@ -237,8 +215,9 @@ static void upload_progress(const char *name, uint64_t sent, uint64_t size, int 
     fflush(stderr);
 }
 
-static int upload_executable(int sock, uint64_t size, const char *name) {
-    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+/* Sends `size` bytes of the file at `path` as BINARY_CHUNK frames (the executable, or a library of it). */
+static int upload_file(int sock, const char *path, uint64_t size, const char *name) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     static uint8_t chunk[VMC_MAX_BINARY_CHUNK];
@@ -260,6 +239,51 @@ static int upload_executable(int sock, uint64_t size, const char *name) {
     }
     close(fd);
     return rc;
+}
+
+static int upload_executable(int sock, uint64_t size, const char *name) {
+    return upload_file(sock, "/proc/self/exe", size, name);
+}
+
+static int read_hello_reply(struct vmc_conn *c, char *msg, size_t msg_len, uint32_t *gpu_count);
+
+/* NEED_LIBRARIES (`msg`: the names, one per line): the LIBRARIES frame says what each is, and the bytes of those
+ * the appliance then asks for (SEND_LIBRARIES) follow, each in chunks of its own. Returns the next HELLO_REPLY
+ * status, or -1 with msg saying why (PROTOCOL.md "Client libraries"). */
+static int ship_libraries(struct vmc_conn *c, char *msg, size_t msg_len, uint32_t *gpu_count) {
+    static struct vmc_client_library libs[VMC_MAX_CLIENT_LIBRARIES];
+    char why[512];
+    int n = vmc_find_libraries(msg, libs, VMC_MAX_CLIENT_LIBRARIES, why, sizeof why);
+    if (n < 0) {
+        snprintf(msg, msg_len, "%s", why);
+        return -1;
+    }
+    vmc_out_begin_frame(&c->out);
+    vmc_out_u16(&c->out, (uint16_t)n);
+    for (int i = 0; i < n; i++) {
+        vmc_out_u16(&c->out, (uint16_t)strlen(libs[i].name));
+        vmc_out_bytes(&c->out, libs[i].name, strlen(libs[i].name));
+        vmc_out_u64(&c->out, libs[i].size);
+        vmc_out_bytes(&c->out, libs[i].sha256, VMC_SHA256_BYTES);
+    }
+    vmc_out_finish_frame(&c->out, VMC_LIBRARIES, 0, 0);
+    if (c->out.broken || vmc_write_full(c->fd, c->out.data, c->out.len) != 0) {
+        snprintf(msg, msg_len, "cannot send the list of libraries to the appliance");
+        return -1;
+    }
+    int status = read_hello_reply(c, msg, msg_len, gpu_count);
+    if (status != VMC_SEND_LIBRARIES)
+        return status;
+    char wanted[16384];
+    snprintf(wanted, sizeof wanted, "%s", msg);
+    for (char *name = strtok(wanted, "\n"); name; name = strtok(NULL, "\n")) {
+        const struct vmc_client_library *l = vmc_library_named(libs, n, name);
+        if (!l || !l->size || upload_file(c->fd, l->path, l->size, l->name) != 0) {
+            snprintf(msg, msg_len, "cannot send %s to the appliance", name);
+            return -1;
+        }
+    }
+    return read_hello_reply(c, msg, msg_len, gpu_count);
 }
 
 static struct vmc_conn *new_conn(int fd) {
@@ -547,6 +571,9 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
         else
             status = read_hello_reply(c, msg, msg_len, gpu_count);
     }
+    /* libraries only this client has; their own needs come in further rounds (bounded by the appliance) */
+    for (int round = 0; status == VMC_NEED_LIBRARIES && role == VMC_ROLE_NEW && round < 16; round++)
+        status = ship_libraries(c, msg, msg_len, gpu_count);
     if (status == VMC_READY && check_manifest(c, why, why_len) == 0) {
         /* From here on a read may legitimately wait as long as the GPU works (cudaDeviceSynchronize). */
         struct timeval forever = {0, 0};
@@ -673,7 +700,7 @@ struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
         return NULL;
     }
     const struct vmc_client_config *cfg = vmc_client_config();
-    char why[1024] = "", msg[1024] = "";
+    char why[1024] = "", msg[16384] = ""; /* msg: also the names of NEED_LIBRARIES */
     uint32_t gpu_count = 0;
     pthread_mutex_lock(&session_lock);
     if (state == SESSION_NONE) {

@@ -16,10 +16,15 @@ final class NativeFixtures {
 
     final Path dir;
     final Path fakeWorker;
+    /** The fake worker linked against {@link #clientOnlyLibrary}, which lies in a directory no worker searches. */
+    final Path needsClientLibrary;
+    final Path clientOnlyLibrary;
 
     private NativeFixtures(Path dir) {
         this.dir = dir;
         this.fakeWorker = dir.resolve("fake_worker");
+        this.needsClientLibrary = dir.resolve("needs_client_lib");
+        this.clientOnlyLibrary = dir.resolve("client-only").resolve("libvmcfix_client_only.so");
     }
 
     /** The directory to pass as --worker-lib-dir: it holds the stub libvmcuda-worker.so. */
@@ -35,6 +40,11 @@ final class NativeFixtures {
                 src.resolve("fake_worker.c").toString()));
         gcc(List.of("gcc", "-std=gnu11", "-Wall", "-O1", "-shared", "-fPIC", "-o",
                 dir.resolve("libvmcuda-worker.so").toString(), src.resolve("stub_worker_lib.c").toString()));
+        Path clientOnly = Files.createDirectories(dir.resolve("client-only"));
+        gcc(List.of("gcc", "-std=gnu11", "-Wall", "-O1", "-shared", "-fPIC", "-Wl,-soname,libvmcfix_client_only.so", "-o",
+                clientOnly.resolve("libvmcfix_client_only.so").toString(), src.resolve("client_only_lib.c").toString()));
+        gcc(List.of("gcc", "-std=gnu11", "-Wall", "-O1", "-fPIE", "-pie", "-o", dir.resolve("needs_client_lib").toString(),
+                src.resolve("fake_worker.c").toString(), "-Wl,--no-as-needed", "-L" + clientOnly, "-lvmcfix_client_only"));
         built = new NativeFixtures(dir);
         return built;
     }

@@ -29,6 +29,8 @@ public final class Wire {
     public static final int TYPE_ERROR = 8;
     /** daemon → client, first frame on the control port: the nonce HELLO's proof covers. */
     public static final int TYPE_CHALLENGE = 9;
+    /** client → daemon, after NEED_LIBRARIES: name, size and SHA-256 of each library asked for. */
+    public static final int TYPE_LIBRARIES = 10;
 
     public static final int FLAG_ASYNC = 1;
     /** CALL: the payload starts with the call's u64 number in its process's order of sending. */
@@ -52,6 +54,11 @@ public final class Wire {
     public static final int HELLO_PLACED = 3;
     /** The answer to ROLE_INFO: msg is the tenant's view of the appliance (several lines of text). */
     public static final int HELLO_INFO = 4;
+    /** NEW: the shipped program needs shared libraries the appliance lacks; msg names them, one per line. */
+    public static final int HELLO_NEED_LIBRARIES = 5;
+    /** NEW: send the bytes of these libraries (msg: names, one per line, in the order of the LIBRARIES frame). */
+    public static final int HELLO_SEND_LIBRARIES = 6;
+    public static final int MAX_CLIENT_LIBRARIES = 64;
 
     public static final int SHA256_BYTES = 32;
     public static final int SESSION_KEY_BYTES = 32;
@@ -62,7 +69,7 @@ public final class Wire {
     /** Largest payload a frame of this type may carry, or -1 for an unknown type. */
     public static int maxPayload(int type) {
         switch (type) {
-            case TYPE_HELLO: case TYPE_HELLO_REPLY: case TYPE_MANIFEST: case TYPE_ERROR: case TYPE_CHALLENGE:
+            case TYPE_HELLO: case TYPE_HELLO_REPLY: case TYPE_MANIFEST: case TYPE_ERROR: case TYPE_CHALLENGE: case TYPE_LIBRARIES:
                 return MAX_CONTROL_PAYLOAD;
             case TYPE_BINARY_CHUNK:
                 return MAX_BINARY_CHUNK;

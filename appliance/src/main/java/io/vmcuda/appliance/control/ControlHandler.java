@@ -30,7 +30,8 @@ import java.util.logging.Logger;
 
 /**
  * One client connection on the control port, up to the point where a session takes it over:
- * HELLO → (SEND_BINARY → BINARY_CHUNK... → verify → check + rewrite) → {@link SessionManager}.
+ * HELLO → (SEND_BINARY → BINARY_CHUNK... → verify → check + rewrite) → (NEED_LIBRARIES → LIBRARIES → SEND_LIBRARIES
+ * → BINARY_CHUNK...: {@link LibraryExchange}) → {@link SessionManager}.
  * Runs on the connection's event loop; cache look-ups and rewriting run on the blocking executor and
  * come back to the event loop. The client must stay silent while the daemon works (PROTOCOL.md step 3),
  * so any frame outside the expected phase is a protocol error.
@@ -38,7 +39,7 @@ import java.util.logging.Logger;
 final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private static final Logger LOG = Logger.getLogger(ControlHandler.class.getName());
 
-    private enum Phase { AWAIT_HELLO, UPLOADING, BUSY }
+    private enum Phase { AWAIT_HELLO, UPLOADING, LIBRARY_LIST, LIBRARY_UPLOAD, BUSY }
 
     private final ControlContext ctxShared;
     private Phase phase = Phase.AWAIT_HELLO;
@@ -48,6 +49,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private long progressNanos = System.nanoTime();
     private ScheduledFuture<?> timeoutCheck;
     private BinaryUpload upload;
+    /** The client-libraries step, while it runs; the binary and timings of the session it leads to. */
+    private LibraryExchange libraries;
+    private CachedBinary pendingBinary;
+    private SetupTimings pendingTimings;
     private long uploadStartNanos;
     /** This connection's CHALLENGE nonce: the HELLO's proof must cover it. */
     private final byte[] challenge = new byte[Wire.CHALLENGE_BYTES];
@@ -100,14 +105,14 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     }
 
     private void checkTimeout(ChannelHandlerContext ctx) {
-        if (!ctx.channel().isActive() || (phase != Phase.AWAIT_HELLO && phase != Phase.UPLOADING)) return;
+        if (!ctx.channel().isActive() || phase == Phase.BUSY) return;
         long limit = ctxShared.handshakeTimeout().toNanos();
         long idle = System.nanoTime() - progressNanos;
         if (idle < limit) {
             scheduleTimeoutCheck(ctx, limit - idle);
             return;
         }
-        String what = phase == Phase.AWAIT_HELLO ? "no HELLO" : "no BINARY_CHUNK";
+        String what = phase == Phase.AWAIT_HELLO ? "no HELLO" : phase == Phase.LIBRARY_LIST ? "no LIBRARIES" : "no BINARY_CHUNK";
         String msg = what + " within " + ctxShared.handshakeTimeout().toSeconds()
                 + " s (appliance setting control.handshake_timeout_s)";
         LOG.info("closing " + ctx.channel().remoteAddress() + ": " + msg);
@@ -128,6 +133,14 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
             case UPLOADING:
                 expect(frame, Wire.TYPE_BINARY_CHUNK, "BINARY_CHUNK");
                 onChunk(ctx, frame);
+                break;
+            case LIBRARY_LIST:
+                expect(frame, Wire.TYPE_LIBRARIES, "LIBRARIES");
+                onLibraryList(ctx, io.vmcuda.appliance.wire.LibraryList.parse(frame.payload()));
+                break;
+            case LIBRARY_UPLOAD:
+                expect(frame, Wire.TYPE_BINARY_CHUNK, "BINARY_CHUNK");
+                onLibraryChunk(ctx, frame);
                 break;
             default:
                 throw new ProtocolException(ProtocolException.UNEXPECTED,
@@ -366,11 +379,80 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         });
     }
 
+    /** The shipped program is here: first the libraries it needs that only the client has, then the session. */
     private void openSession(ChannelHandlerContext ctx, CachedBinary binary, SetupTimings timings) {
         if (!ctx.channel().isActive()) return;
-        long wanted = hello.gpusWanted() == 0 ? 1 : hello.gpusWanted(); // 0 means "the default", one GPU
-        ctxShared.sessions().openNew(ctx.channel(), hello.name(), binary, (int) Math.min(wanted, Integer.MAX_VALUE), timings,
-                tenant, hello.visibleDevices(), takePlacement());
+        pendingBinary = binary;
+        pendingTimings = timings;
+        libraries = new LibraryExchange(ctxShared.sessions().clientLibraries(), tenant.name(), ctxShared.cache().uploadDir(),
+                ctxShared.binaryMaxBytes());
+        phase = Phase.BUSY;
+        LibraryExchange exchange = libraries;
+        ctxShared.blocking().execute(() -> {
+            LibraryExchange.Answer a = exchange.start(binary.original());
+            ctx.executor().execute(() -> answer(ctx, a));
+        });
+    }
+
+    /** Acts on what the client-libraries step says next (on the event loop). */
+    private void answer(ChannelHandlerContext ctx, LibraryExchange.Answer a) {
+        if (!ctx.channel().isActive()) {
+            closeUpload();
+            return;
+        }
+        if (a instanceof LibraryExchange.Need n) {
+            LOG.info("client " + ctx.channel().remoteAddress() + ": " + hello.name() + " needs " + n.names()
+                    + ", which this appliance lacks: asking the client");
+            awaitClient(ctx, Phase.LIBRARY_LIST, HelloReply.needLibraries(n.names()));
+        } else if (a instanceof LibraryExchange.Send s) {
+            awaitClient(ctx, Phase.LIBRARY_UPLOAD, HelloReply.sendLibraries(s.names()));
+        } else if (a instanceof LibraryExchange.Refused r) {
+            refuse(ctx, r.why());
+        } else if (a instanceof LibraryExchange.Done d) {
+            libraries = null;
+            long wanted = hello.gpusWanted() == 0 ? 1 : hello.gpusWanted(); // 0 means "the default", one GPU
+            ctxShared.sessions().openNew(ctx.channel(), hello.name(), pendingBinary, (int) Math.min(wanted, Integer.MAX_VALUE),
+                    pendingTimings, tenant, hello.visibleDevices(), takePlacement(), d.libraries());
+        }
+    }
+
+    /** Sends a question and waits for the client's answer, which must come within control.handshake_timeout_s. */
+    private void awaitClient(ChannelHandlerContext ctx, Phase next, HelloReply question) {
+        phase = next;
+        progressNanos = System.nanoTime();
+        if (timeoutCheck == null || timeoutCheck.isDone()) scheduleTimeoutCheck(ctx, ctxShared.handshakeTimeout().toNanos());
+        ctx.writeAndFlush(Frames.helloReply(ctx.alloc(), question));
+    }
+
+    private void onLibraryList(ChannelHandlerContext ctx, io.vmcuda.appliance.wire.LibraryList list) {
+        phase = Phase.BUSY;
+        LibraryExchange exchange = libraries;
+        ctxShared.blocking().execute(() -> {
+            LibraryExchange.Answer a = exchange.onList(list);
+            ctx.executor().execute(() -> answer(ctx, a));
+        });
+    }
+
+    private void onLibraryChunk(ChannelHandlerContext ctx, Frame frame) {
+        progressNanos = System.nanoTime();
+        boolean all;
+        try {
+            all = libraries.onChunk(frame.payload());
+        } catch (BinaryRefusedException e) {
+            refuse(ctx, e.getMessage());
+            return;
+        } catch (IOException e) {
+            LOG.warning("storing a client library failed: " + e);
+            refuse(ctx, "appliance cannot store a client library: " + describe(e));
+            return;
+        }
+        if (!all) return;
+        phase = Phase.BUSY;
+        LibraryExchange exchange = libraries;
+        ctxShared.blocking().execute(() -> {
+            LibraryExchange.Answer a = exchange.admitUploads();
+            ctx.executor().execute(() -> answer(ctx, a));
+        });
     }
 
     /** The placement, handed over: from here its holder (the session manager) decides it. */
@@ -435,6 +517,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         if (upload != null) {
             upload.close();
             upload = null;
+        }
+        if (libraries != null) {
+            libraries.close();
+            libraries = null;
         }
     }
 }

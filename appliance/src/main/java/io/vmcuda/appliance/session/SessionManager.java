@@ -25,6 +25,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -65,6 +66,7 @@ public final class SessionManager implements WorkerEvents {
     private volatile boolean stopping;
     private volatile Runnable loadChanged = () -> { };
     private volatile SessionModules modules; // null: no module cache
+    private final io.vmcuda.appliance.cache.ClientLibraries clientLibraries;
     /** GPU slots a tenant's sessions may hold at once (0: no cap); see useTenantShares */
     private volatile java.util.function.ToIntFunction<Tenant> tenantSlots = t -> 0;
 
@@ -81,6 +83,8 @@ public final class SessionManager implements WorkerEvents {
         this.blocking = blocking;
         this.workerStartTimeout = workerStartTimeout;
         this.noGpuReason = noGpuReason;
+        this.clientLibraries = new io.vmcuda.appliance.cache.ClientLibraries(
+                new io.vmcuda.appliance.worker.LibraryResolver(launcher.libraryPath()));
     }
 
     /**
@@ -89,6 +93,12 @@ public final class SessionManager implements WorkerEvents {
      */
     public void useModuleCache(io.vmcuda.appliance.cache.ModuleCache cache, Path lendRoot) {
         this.modules = new SessionModules(cache, lendRoot, blocking, metrics);
+        clientLibraries.useStore(cache);
+    }
+
+    /** Shared libraries of shipped programs that only their clients have (kept in the module cache). */
+    public io.vmcuda.appliance.cache.ClientLibraries clientLibraries() {
+        return clientLibraries;
     }
 
     /**
@@ -201,6 +211,12 @@ public final class SessionManager implements WorkerEvents {
      */
     public void openNew(Channel client, String program, CachedBinary binary, int gpusWanted, SetupTimings timings,
                         Tenant tenant, String clientVisibleDevices, PlacementHint placement) {
+        openNew(client, program, binary, gpusWanted, timings, tenant, clientVisibleDevices, placement, Map.of());
+    }
+
+    /** @param libraries shared libraries only the client had (file name → the shipped file): the worker finds them */
+    public void openNew(Channel client, String program, CachedBinary binary, int gpusWanted, SetupTimings timings,
+                        Tenant tenant, String clientVisibleDevices, PlacementHint placement, Map<String, Path> libraries) {
         if (stopping) {
             placement.decided().run();
             refusals.refuse(client, "appliance is shutting down");
@@ -231,12 +247,12 @@ public final class SessionManager implements WorkerEvents {
                 return;
             }
             // forking can take a while on a busy host: keep it off the scheduler's and Netty's threads
-            blocking.execute(() -> launch(client, program, binary, binding, timings, tenant, clientVisibleDevices));
+            blocking.execute(() -> launch(client, program, binary, binding, timings, tenant, clientVisibleDevices, libraries));
         });
     }
 
     private void launch(Channel client, String program, CachedBinary binary, GpuBinding binding, SetupTimings timings,
-                        Tenant tenant, String clientVisibleDevices) {
+                        Tenant tenant, String clientVisibleDevices, Map<String, Path> libraries) {
         byte[] key = new byte[32];
         random.nextBytes(key);
         long id;
@@ -261,7 +277,7 @@ public final class SessionManager implements WorkerEvents {
                     binding.isEmpty() ? null : ClientVisibleDevices.workerValue(binding.gpus(), clientVisibleDevices),
                     argv0(program, binary),
                     binary.rewritten(), s.dir(), s.logFile(), tenant.maxMemoryBytes(), s.uid, tenant.shmRegions(),
-                    s.lendDir, s.cgroup));
+                    s.lendDir, s.cgroup, libraries));
         } catch (IOException | RuntimeException e) {
             LOG.log(Level.WARNING, "session " + id + ": could not start the worker", e);
             synchronized (s) {

@@ -10,6 +10,16 @@ public record HelloReply(int status, long sessionId, byte[] sessionKey, int gpuC
         return new HelloReply(Wire.HELLO_SEND_BINARY, 0, NO_KEY, 0, "");
     }
 
+    /** The shipped program needs these shared libraries, which the appliance lacks (PROTOCOL.md "Client libraries"). */
+    public static HelloReply needLibraries(java.util.List<String> names) {
+        return new HelloReply(Wire.HELLO_NEED_LIBRARIES, 0, NO_KEY, 0, String.join("\n", names));
+    }
+
+    /** Send the bytes of these libraries, in this order. */
+    public static HelloReply sendLibraries(java.util.List<String> names) {
+        return new HelloReply(Wire.HELLO_SEND_LIBRARIES, 0, NO_KEY, 0, String.join("\n", names));
+    }
+
     public static HelloReply refused(String why) {
         return new HelloReply(Wire.HELLO_REFUSED, 0, NO_KEY, 0, oneLine(why));
     }

@@ -20,6 +20,8 @@ public final class WorkerLauncher {
     private static final Path BASH = Path.of("/bin/bash");
     /** The worker for sessions that ship no executable, next to libvmcuda-worker.so. */
     public static final String PLAIN_WORKER = "vmcuda-worker";
+    /** The session directory's folder of the libraries only the client had, last on the worker's LD_LIBRARY_PATH. */
+    static final String CLIENT_LIBRARIES = "client-libraries";
 
     private final Path workerSocket;
     private final Path workerLibDir;
@@ -88,14 +90,21 @@ public final class WorkerLauncher {
     /**
      * What one worker needs to know; {@code cudaVisibleDevices} is null to leave the variable unset;
      * {@code uid} is the session's own uid from {@link #allocateUid()}, 0 for none;
-     * {@code cgroup} the session's from {@link #createCgroup}, or null.
+     * {@code cgroup} the session's from {@link #createCgroup}, or null; {@code libraries} the shared libraries only
+     * the client had (file name the loader asks for → the shipped file in the module cache).
      */
     public record WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0,
                              Path executable, Path workDir, Path logFile, long memoryQuotaBytes, long uid,
-                             List<Path> tenantRegions, Path lendDir, SessionCgroup cgroup) {
+                             List<Path> tenantRegions, Path lendDir, SessionCgroup cgroup, Map<String, Path> libraries) {
         public WorkerSpec(long sessionId, String keyHex, String cudaVisibleDevices, String argv0, Path executable,
                           Path workDir, Path logFile) {
-            this(sessionId, keyHex, cudaVisibleDevices, argv0, executable, workDir, logFile, 0, 0, List.of(), null, null);
+            this(sessionId, keyHex, cudaVisibleDevices, argv0, executable, workDir, logFile, 0, 0, List.of(), null, null,
+                    Map.of());
+        }
+
+        /** Where the worker finds the libraries only its client had (linked there by {@link #start}), or null. */
+        Path libraryDir() {
+            return libraries.isEmpty() ? null : workDir.resolve(CLIENT_LIBRARIES);
         }
 
         List<Path> cgroupDirs() {
@@ -149,6 +158,7 @@ public final class WorkerLauncher {
 
     public Process start(WorkerSpec spec) throws IOException {
         Files.createDirectories(spec.workDir());
+        linkLibraries(spec);
         ProcessBuilder pb = new ProcessBuilder(command(spec))
                 .directory(spec.workDir().toFile())
                 .redirectErrorStream(true)
@@ -158,6 +168,33 @@ public final class WorkerLauncher {
         env.clear();
         env.putAll(environment(spec, System.getenv()));
         return pb.start();
+    }
+
+    /**
+     * The client's libraries, each under the name the loader asks for, as hard links to the module cache's files
+     * (root's, mode 0644: the worker reads them and cannot change them; an eviction leaves the session its copy),
+     * or copies where a link is not possible.
+     */
+    private static void linkLibraries(WorkerSpec spec) throws IOException {
+        Path dir = spec.libraryDir();
+        if (dir == null) return;
+        Files.createDirectories(dir);
+        for (Map.Entry<String, Path> lib : spec.libraries().entrySet()) {
+            Path link = dir.resolve(lib.getKey());
+            if (!link.getParent().equals(dir)) throw new IOException("library name " + lib.getKey() + " is not a file name");
+            try {
+                Files.createLink(link, lib.getValue());
+            } catch (IOException | UnsupportedOperationException e) {
+                Files.copy(lib.getValue(), link);
+            }
+        }
+    }
+
+    /** The directories on every worker's LD_LIBRARY_PATH: the worker library's, then the CUDA libraries'. */
+    public List<Path> libraryPath() {
+        List<Path> dirs = new ArrayList<>(List.of(workerLibDir));
+        for (String d : cudaLibDirs) dirs.add(Path.of(d));
+        return dirs;
     }
 
     /** Puts each worker started from now on into a cgroup of its session's own (worker.cgroup). */
@@ -231,8 +268,8 @@ public final class WorkerLauncher {
         if (spec.cudaVisibleDevices() != null) env.put("CUDA_VISIBLE_DEVICES", spec.cudaVisibleDevices());
         env.put("VMCUDA_BLOCK_SIZE", Long.toString(blockSize));
         List<String> libPath = new ArrayList<>();
-        libPath.add(workerLibDir.toString());
-        libPath.addAll(cudaLibDirs);
+        for (Path d : libraryPath()) libPath.add(d.toString());
+        if (spec.libraryDir() != null) libPath.add(spec.libraryDir().toAbsolutePath().toString());
         env.put("LD_LIBRARY_PATH", String.join(":", libPath));
         if (spec.memoryQuotaBytes() > 0) env.put("VMCUDA_MEMORY_QUOTA", Long.toString(spec.memoryQuotaBytes()));
         if (!"0".equals(idleReleaseMinutes)) env.put("VMCUDA_IDLE_RELEASE_MINUTES", idleReleaseMinutes);

@@ -52,7 +52,8 @@ class FrameDecoderTest {
     @Test
     void unknownType() {
         assertEquals(ProtocolException.UNKNOWN_TYPE, rejected(header(Wire.MAGIC, 0, 0, 0, 0)).code());
-        assertEquals(ProtocolException.UNKNOWN_TYPE, rejected(header(Wire.MAGIC, 10, 0, 0, 0)).code());
+        assertEquals(ProtocolException.UNKNOWN_TYPE, rejected(header(Wire.MAGIC, Wire.TYPE_LIBRARIES + 1, 0, 0, 0)).code());
+        assertEquals(ProtocolException.UNKNOWN_TYPE, rejected(header(Wire.MAGIC, 0xFFFF, 0, 0, 0)).code());
     }
 
     @Test

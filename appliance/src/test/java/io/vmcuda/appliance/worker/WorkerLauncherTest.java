@@ -85,10 +85,10 @@ class WorkerLauncherTest {
         Path aliceBar = Path.of("/sys/bus/pci/devices/0000:00:05.0/resource2");
         WorkerLauncher.WorkerSpec alice = new WorkerLauncher.WorkerSpec(1, "ab".repeat(32), null, "app",
                 Path.of("/bin/true"), Path.of("/state/sessions/1"), Path.of("/state/sessions/1/worker.log"), 0,
-                sandboxed.allocateUid(), List.of(aliceBar), null, null);
+                sandboxed.allocateUid(), List.of(aliceBar), null, null, Map.of());
         WorkerLauncher.WorkerSpec bob = new WorkerLauncher.WorkerSpec(2, "cd".repeat(32), null, "app",
                 Path.of("/bin/true"), Path.of("/state/sessions/2"), Path.of("/state/sessions/2/worker.log"), 0,
-                sandboxed.allocateUid(), List.of(), null, null);
+                sandboxed.allocateUid(), List.of(), null, null, Map.of());
         List<String> a = sandboxed.command(alice), b = sandboxed.command(bob);
         assertTrue(a.containsAll(List.of("--region", aliceBar.toString())), a.toString());
         assertFalse(b.contains("--region") || b.contains(aliceBar.toString()), b.toString());
