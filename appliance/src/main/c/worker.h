@@ -169,8 +169,7 @@ const char *vmc_w_abort_reason(void);
 void vmc_w_idle_start(void);                  /* watchdog, when VMCUDA_IDLE_RELEASE_MINUTES > 0 */
 /* Writes ERROR(code, msg) on every client connection, reports to the daemon and exits. */
 void vmc_w_release_session(uint32_t code, const char *msg, int exit_status) __attribute__((noreturn));
-#define VMC_W_ERR_IDLE_RELEASED 16            /* ERROR code: session released after idle time */
-#define VMC_W_ERR_DAEMON_GONE 17              /* ERROR code: the appliance daemon went away */
+
 /* ---- end of tenant isolation section ---- */
 
 /* ---- fidelity features (worker_fidelity.c, worker_callback.c, worker_box.c) ---- */

@@ -207,7 +207,7 @@ static void *listen_for_joins(void *arg) {
         if (fd < 0) {
             /* The daemon closed the link: it stopped or was killed. Sessions do not outlive their
              * daemon (CONFIG.md "Stopping"): no worker is left holding GPU memory unsupervised. */
-            vmc_w_release_session(VMC_W_ERR_DAEMON_GONE, "the appliance daemon stopped; this session ended", 5);
+            vmc_w_release_session(VMC_ERROR_DAEMON_STOPPED, "the appliance daemon stopped; this session ended", 5);
         }
         pthread_t t;
         pthread_attr_t attr;

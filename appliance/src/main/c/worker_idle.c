@@ -116,7 +116,7 @@ static void *watchdog(void *arg) {
         if (idle) {
             char msg[160];
             snprintf(msg, sizeof msg, "session released after %s minutes without CUDA calls", idle_text);
-            vmc_w_release_session(VMC_W_ERR_IDLE_RELEASED, msg, 0);
+            vmc_w_release_session(VMC_ERROR_IDLE_RELEASED, msg, 0);
         }
     }
     return NULL;

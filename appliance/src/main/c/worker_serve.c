@@ -201,7 +201,7 @@ static int send_manifest(struct vmc_wconn *c) {
     if (o->len - VMC_HEADER_BYTES > VMC_MAX_CONTROL_PAYLOAD) {
         vmc_w_log("manifest of %u kernels and %u variables exceeds the protocol's %u-byte limit", nk, nv,
                   VMC_MAX_CONTROL_PAYLOAD);
-        vmc_send_error(c->fd, 1, "this program registers more kernels than the protocol's manifest can carry");
+        vmc_send_error(c->fd, VMC_ERROR_MANIFEST_TOO_LARGE, "this program registers more kernels than the protocol's manifest can carry");
         return -1;
     }
     vmc_out_finish_frame(o, VMC_MANIFEST, 0, 0);
@@ -330,12 +330,12 @@ void vmc_w_serve(int fd, int primary) {
             if (strcmp(why, "connection closed") != 0)
                 vmc_w_note_abort(why); /* isolation hook */
             if (rc == 0) /* a malformed header from a live client: tell it why */
-                vmc_send_error(fd, 2, why);
+                vmc_send_error(fd, VMC_ERROR_PROTOCOL_VIOLATION, why);
             break;
         }
         if (h.type != VMC_CALL) {
             vmc_w_log("closing a client connection: frame type %u is not a CALL", h.type);
-            vmc_send_error(fd, 2, "only CALL frames are accepted by the worker");
+            vmc_send_error(fd, VMC_ERROR_PROTOCOL_VIOLATION, "only CALL frames are accepted by the worker");
             break;
         }
         if (h.len && vmc_w_read_bytes(&c, c.payload, h.len) != 0) {

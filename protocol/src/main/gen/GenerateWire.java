@@ -20,6 +20,7 @@ public final class GenerateWire extends SpecSupport {
     /** How each kind is named in C and in Java (the spec's header says the same). */
     private static final Map<String, String[]> PREFIXES = Map.of(
             "const", new String[] {"VMC_", ""},
+            "size", new String[] {"VMC_", ""},
             "frame", new String[] {"VMC_", "TYPE_"},
             "flag", new String[] {"VMC_FLAG_", "FLAG_"},
             "role", new String[] {"VMC_ROLE_", "ROLE_"},
@@ -57,7 +58,7 @@ public final class GenerateWire extends SpecSupport {
             if (f[0].equals("frame") && !consts.containsKey(f[3])) {
                 throw new IllegalArgumentException(where + "the limit " + f[3] + " is no const above");
             }
-            if (f[0].equals("const")) consts.put(f[1], f[2]);
+            if (f[0].equals("const") || f[0].equals("size")) consts.put(f[1], f[2]);
             out.add(new Entry(f[0], f[1], f[2], f[0].equals("frame") ? f[3] : null, comment));
         }
         return out;
@@ -74,10 +75,10 @@ public final class GenerateWire extends SpecSupport {
     static String c(List<Entry> entries) {
         StringBuilder b = new StringBuilder("/* Generated from protocol/wire.spec by GenerateWire: do not edit. */\n"
                 + "#ifndef VMC_WIRE_CONSTANTS_H\n#define VMC_WIRE_CONSTANTS_H\n\n#include <stdint.h>\n\n");
-        for (String kind : List.of("const", "flag", "error", "copy", "array")) {
+        for (String kind : List.of("const", "size", "flag", "error", "copy", "array")) {
             for (Entry e : entries) {
                 if (!e.kind().equals(kind)) continue;
-                b.append("#define ").append(cName(e)).append(' ').append(e.value()).append('u');
+                b.append("#define ").append(cName(e)).append(' ').append(e.value()).append(kind.equals("size") ? "" : "u");
                 if (!e.comment().isEmpty()) b.append(" /* ").append(e.comment()).append(" */");
                 b.append('\n');
             }
@@ -109,10 +110,7 @@ public final class GenerateWire extends SpecSupport {
     static String java(List<Entry> entries) {
         StringBuilder b = new StringBuilder("package io.vmcuda.protocol;\n\n"
                 + "/** The wire protocol's constants (PROTOCOL.md). Generated from protocol/wire.spec by GenerateWire: do not edit. */\n"
-                + "public final class Wire {\n    private Wire() {}\n\n"
-                + "    public static final int HEADER_BYTES = 16;\n"
-                + "    /** Offset and width of the little-endian payload length inside the header. */\n"
-                + "    public static final int LENGTH_FIELD_OFFSET = 12;\n    public static final int LENGTH_FIELD_BYTES = 4;\n\n");
+                + "public final class Wire {\n    private Wire() {}\n\n");
         for (Entry e : entries) {
             if (!e.comment().isEmpty()) b.append("    /** ").append(e.comment()).append(" */\n");
             long v = Long.decode(e.value());

@@ -5,16 +5,14 @@ package io.vmcuda.appliance.wire;
  * message, then closes the connection.
  */
 public class ProtocolException extends RuntimeException {
-    /** ERROR codes this daemon sends (the u32 code field). */
-    public static final int BAD_MAGIC = 1;
-    public static final int UNKNOWN_TYPE = 2;
-    public static final int TOO_LONG = 3;
-    public static final int MALFORMED = 4;
-    public static final int UNEXPECTED = 5;
-    /** The client did not send its HELLO (or its next BINARY_CHUNK) within control.handshake_timeout_s. */
-    public static final int TIMEOUT = 6;
-    /** Too many connections await their handshake (control.max_handshakes, control.max_handshakes_per_source). */
-    public static final int TOO_MANY = 7;
+    /** ERROR codes this daemon sends (the u32 code field; protocol/wire.spec). */
+    public static final int BAD_MAGIC = io.vmcuda.protocol.Wire.ERROR_BAD_MAGIC;
+    public static final int UNKNOWN_TYPE = io.vmcuda.protocol.Wire.ERROR_UNKNOWN_TYPE;
+    public static final int TOO_LONG = io.vmcuda.protocol.Wire.ERROR_TOO_LONG;
+    public static final int MALFORMED = io.vmcuda.protocol.Wire.ERROR_MALFORMED;
+    public static final int UNEXPECTED = io.vmcuda.protocol.Wire.ERROR_UNEXPECTED;
+    public static final int TIMEOUT = io.vmcuda.protocol.Wire.ERROR_TIMEOUT;
+    public static final int TOO_MANY = io.vmcuda.protocol.Wire.ERROR_TOO_MANY;
 
     private final int code;
 
