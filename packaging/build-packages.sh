@@ -228,8 +228,9 @@ props="$adeb/etc/vmcuda/vmcudad.properties"
 # vmcudad configuration (/etc/vmcuda/vmcudad.properties), read at start by vmcudad.service:
 #   vmcudad --listen 0.0.0.0:7070 --admin 127.0.0.1:7071 --state-dir /var/lib/vmcuda --config THIS_FILE
 # Java properties syntax: KEY = VALUE. An unknown key or a bad value stops the daemon at start-up with a
-# message naming the key (journalctl -u vmcudad). After a change: systemctl restart vmcudad
-# (running sessions end). Reference: /usr/share/doc/vmcuda-appliance/configuration.md.
+# message naming the key (journalctl -u vmcudad). After a change of tenants (tenant.*) or log.level:
+# systemctl reload vmcudad (running sessions go on); of anything else: systemctl restart vmcudad (running
+# sessions may finish for session.drain_s, then end). Reference: /usr/share/doc/vmcuda-appliance/configuration.md.
 #
 # Every key is listed below, commented out, with its built-in default.
 

@@ -19,8 +19,17 @@
 static int daemon_fd = -1;
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t h2d_bytes, d2h_bytes, calls;
+/* how long the calls took in the worker, from reading the CALL to its answer (the daemon's /metrics histogram) */
+static uint64_t call_ns, call_buckets[VMC_CALL_LATENCY_BUCKETS];
 
-void vmc_w_count_call(void) { __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED); }
+void vmc_w_count_call(uint64_t nanos) {
+    __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&call_ns, nanos, __ATOMIC_RELAXED);
+    unsigned i = 0;
+    for (uint64_t bound = VMC_CALL_LATENCY_FIRST_NS; i + 1 < VMC_CALL_LATENCY_BUCKETS && nanos >= bound; bound *= 4)
+        i++;
+    __atomic_add_fetch(&call_buckets[i], 1, __ATOMIC_RELAXED);
+}
 void vmc_w_count_h2d(uint64_t bytes) { __atomic_add_fetch(&h2d_bytes, bytes, __ATOMIC_RELAXED); }
 void vmc_w_count_d2h(uint64_t bytes) { __atomic_add_fetch(&d2h_bytes, bytes, __ATOMIC_RELAXED); }
 
@@ -221,11 +230,19 @@ static void *listen_for_joins(void *arg) {
     }
 }
 
+/* STATS <bytes_h2d> <bytes_d2h> <calls> <call_ns> <bucket 0> ... <bucket N-1> (PROTOCOL.md "Worker <-> daemon") */
 static void report_stats(void) {
-    char line[128];
-    snprintf(line, sizeof line, "STATS %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", __atomic_load_n(&h2d_bytes, __ATOMIC_RELAXED),
-             __atomic_load_n(&d2h_bytes, __ATOMIC_RELAXED), __atomic_load_n(&calls, __ATOMIC_RELAXED));
-    send_line(line);
+    char line[128 + 21 * VMC_CALL_LATENCY_BUCKETS];
+    int n = snprintf(line, sizeof line, "STATS %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+                     __atomic_load_n(&h2d_bytes, __ATOMIC_RELAXED), __atomic_load_n(&d2h_bytes, __ATOMIC_RELAXED),
+                     __atomic_load_n(&calls, __ATOMIC_RELAXED), __atomic_load_n(&call_ns, __ATOMIC_RELAXED));
+    for (unsigned i = 0; i < VMC_CALL_LATENCY_BUCKETS && n > 0 && (size_t)n < sizeof line; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, " %" PRIu64, __atomic_load_n(&call_buckets[i], __ATOMIC_RELAXED));
+    if (n > 0 && (size_t)n + 2 <= sizeof line) {
+        line[n] = '\n';
+        line[n + 1] = 0;
+        send_line(line);
+    }
 }
 
 static void *stats_reporter(void *arg) {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -357,8 +358,11 @@ void vmc_w_serve(int fd, int primary) {
         }
         if (!wc.async)
             vmc_w_order_submitted(&wc); /* a synchronous call may block: what comes after it goes on */
-        vmc_w_count_call();
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         enum vmc_w_result r = dispatch(&wc);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        vmc_w_count_call((uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec);
         vmc_w_order_submitted(&wc); /* an async call's work is on the GPU's queues now */
         vmc_w_call_release(&wc);
         if (r == VMC_W_FATAL) {

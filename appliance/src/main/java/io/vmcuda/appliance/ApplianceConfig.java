@@ -58,6 +58,7 @@ public final class ApplianceConfig {
         workerExtraEnv();
         workerStartTimeout();
         workerStopGrace();
+        sessionDrain();
         workerQuotaCheck();
         workerQuotaSlackBytes();
         workerMaxFileBytes();
@@ -99,6 +100,17 @@ public final class ApplianceConfig {
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /** The keys whose value differs between this configuration and {@code other} (either may lack a key), sorted. */
+    public List<String> changedKeys(ApplianceConfig other) {
+        java.util.TreeSet<String> keys = new java.util.TreeSet<>(props.stringPropertyNames());
+        keys.addAll(other.props.stringPropertyNames());
+        List<String> changed = new ArrayList<>();
+        for (String k : keys) {
+            if (!java.util.Objects.equals(props.getProperty(k), other.props.getProperty(k))) changed.add(k);
+        }
+        return changed;
     }
 
     /** A copy with some keys replaced; used by tests and by command-line overrides. */
@@ -344,6 +356,11 @@ public final class ApplianceConfig {
             throw new IllegalArgumentException("config key 'worker.ucx' = '" + v + "' must be auto, true or false");
         }
         return v;
+    }
+
+    /** {@code session.drain_s}: how long a stopping daemon lets running sessions finish before it ends them. */
+    public Duration sessionDrain() {
+        return Duration.ofSeconds(longValue("session.drain_s", 0, 86_400));
     }
 
     /** {@code worker.cgroup}: auto, true or false (SessionCgroups says what each means). */

@@ -29,6 +29,8 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -54,7 +56,9 @@ public final class Daemon implements AutoCloseable {
     private final ControlServer control;
     private final AdminServer admin;
     private final WorkerSocketServer workerSocket;
-    private final ApplianceConfig config;
+    private volatile ApplianceConfig config;
+    private final Authenticator auth;
+    private final SystemdNotify notify;
     private final Path stateDir;
     /** The pool of appliances this one is in (cluster.etcd), or null. */
     private final Pool pool;
@@ -68,7 +72,7 @@ public final class Daemon implements AutoCloseable {
         }
         this.config = config;
         this.stateDir = options.stateDir().toAbsolutePath();
-        Authenticator auth = new Authenticator(config.tenants());
+        auth = new Authenticator(config.tenants());
         InetSocketAddress listen = options.listen();
         boolean loopback = listen.getAddress() != null && listen.getAddress().isLoopbackAddress();
         if (!auth.required() && !loopback && !options.insecure()) {
@@ -151,6 +155,7 @@ public final class Daemon implements AutoCloseable {
                     tenant -> StatusTable.renderForTenant(status, tenant));
             admin = new AdminServer(options.admin(), io, status,
                     new io.vmcuda.appliance.admin.AdminAccess(auth.required(), config.adminTokenSha256()));
+            status.stoppingWhen(sessions::stopping);
         } catch (IOException | InterruptedException | RuntimeException e) {
             if (pool != null) pool.close();
             shutdownThreads();
@@ -163,6 +168,43 @@ public final class Daemon implements AutoCloseable {
                         + (config.workerUidPool() == null ? "" : " with one uid per session (worker.uid_range "
                         + config.workerUidPool().describe() + ")"))
                 + (inventory.gpus().isEmpty() ? " (" + inventory.unavailableReason() + ")" : ""));
+        notify = SystemdNotify.fromEnvironment(io, System.getenv("NOTIFY_SOCKET"));
+        notify.ready(serving());
+    }
+
+    /** The STATUS line systemctl shows. */
+    private String serving() {
+        return "serving on " + hostPort(control.localAddress()) + ": " + sessions.activeSessions().size() + " session(s)";
+    }
+
+    /**
+     * SIGHUP: reads {@code file} again. Tenants (tokens and every tenant.NAME limit) take effect for the sessions
+     * that start from now on (running ones keep what they started with), and the log level unless the command
+     * line fixed it; any other changed key is named as one that takes effect at the next start. A file that does
+     * not load, or that would turn tenants on or off, is refused and the running configuration stays.
+     */
+    public synchronized void reload(Path file, boolean logLevelFromFile) {
+        if (file == null) {
+            LOG.warning("reload asked for, but the daemon was started without --config: nothing to read");
+            return;
+        }
+        notify.reloading();
+        try {
+            ApplianceConfig next = ApplianceConfig.load(file);
+            List<String> changed = next.changedKeys(config);
+            auth.replace(next.tenants());
+            if (logLevelFromFile) OneLineLogFormatter.setLevel(next.logLevel());
+            List<String> atRestart = changed.stream()
+                    .filter(k -> !k.startsWith(ApplianceConfig.TENANT_PREFIX) && !k.equals("log.level")).toList();
+            config = next;
+            LOG.info("configuration reloaded from " + file + ": " + auth.tenants().size() + " tenant(s)"
+                    + (changed.isEmpty() ? ", nothing changed" : "; changed: " + changed)
+                    + (atRestart.isEmpty() ? "" : "; these take effect at the next start: " + atRestart));
+        } catch (IOException | RuntimeException e) {
+            LOG.warning("reload of " + file + " refused, the running configuration stays: " + e.getMessage());
+        } finally {
+            notify.ready(serving());
+        }
     }
 
     public static Daemon start(DaemonOptions options, ApplianceConfig config, GpuInventory inventory)
@@ -183,21 +225,30 @@ public final class Daemon implements AutoCloseable {
     }
 
     /**
-     * Stops accepting clients, ends every running session (its worker gets SIGTERM, then SIGKILL after
-     * worker.stop_grace_s) and closes the rest. Sessions do not survive the daemon.
+     * Stops taking new sessions, lets the running ones finish for up to session.drain_s (JOINs of theirs are still
+     * taken), then ends the rest (each worker gets SIGTERM, then SIGKILL after worker.stop_grace_s) and closes
+     * everything. Sessions do not survive the daemon.
      */
     @Override
     public synchronized void close() {
         if (closed) return;
         closed = true;
-        LOG.info("stopping: no new sessions; ending " + sessions.activeSessions().size() + " running session(s)");
+        Duration drain = config.sessionDrain();
+        int running = sessions.activeSessions().size();
+        LOG.info("stopping: no new sessions; " + running + " running session(s)"
+                + (running > 0 && !drain.isZero() ? " may finish within " + drain.toSeconds() + " s (session.drain_s)" : ""));
+        notify.stopping("draining " + running + " session(s)");
         // out of the pool first: no placement sends a client here any more
         if (pool != null) pool.close();
+        // JOINs of running sessions are still taken while they finish (a program may start a thread late)
+        int left = sessions.drain(drain);
+        if (left > 0) LOG.info("ending the " + left + " session(s) still running after session.drain_s");
         control.close();
         sessions.stopAll(config.workerStopGrace());
         launcher.closeCgroups();
         admin.close();
         workerSocket.close();
+        notify.close();
         shutdownThreads();
         LOG.info("stopped");
     }

@@ -6,8 +6,9 @@ import java.util.logging.Logger;
 
 /**
  * vmcudad, the appliance daemon, in the foreground; logs go to stderr.
- * SIGTERM/SIGINT run {@link Daemon#close()}: running sessions end when the daemon stops (their workers
- * are terminated so none is left holding GPU memory).
+ * SIGTERM/SIGINT run {@link Daemon#close()}: no new sessions, the running ones may finish for session.drain_s,
+ * then they end (their workers are terminated so none is left holding GPU memory). SIGHUP reloads the tenants
+ * from the config file ({@link Daemon#reload}).
  */
 public final class Vmcudad {
     private Vmcudad() {}
@@ -93,6 +94,9 @@ public final class Vmcudad {
             System.exit(1);
             return;
         }
+        // SIGHUP (systemctl reload): tenants and their limits again from the config file, sessions untouched
+        boolean logLevelFromFile = levelOption == null;
+        sun.misc.Signal.handle(new sun.misc.Signal("HUP"), sig -> daemon.reload(options.configFile(), logLevelFromFile));
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             daemon.close();

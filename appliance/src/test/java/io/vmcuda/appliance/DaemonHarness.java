@@ -29,7 +29,8 @@ final class DaemonHarness implements AutoCloseable {
         InetSocketAddress any = new InetSocketAddress("127.0.0.1", 0);
         InetSocketAddress listen = new InetSocketAddress(listenHost, 0);
         // the fixtures' fake workers run unsandboxed unless a test asks for the sandbox
-        Map<String, String> c = new java.util.HashMap<>(Map.of("worker.sandbox", "false",
+        // and a daemon closed with sessions running ends them at once (DaemonLifecycleTest covers the drain)
+        Map<String, String> c = new java.util.HashMap<>(Map.of("worker.sandbox", "false", "session.drain_s", "0",
                 "admin.token_sha256", io.vmcuda.appliance.auth.Authenticator.hashToken(ADMIN_TOKEN)));
         c.putAll(config);
         daemon = Daemon.start(new DaemonOptions(listen, any, stateDir, null, workerLibDir),

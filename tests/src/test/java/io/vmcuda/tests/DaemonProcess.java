@@ -77,6 +77,11 @@ final class DaemonProcess implements AutoCloseable {
             // only accepts that when told so (CI runs as root, with the sandbox)
             conf.append("worker.sandbox = false\n");
         }
+        if (!config.containsKey("session.drain_s")) {
+            // a test that stops its daemon with sessions running wants them ended at once (DaemonLifecycleTest
+            // covers the drain)
+            conf.append("session.drain_s = 0\n");
+        }
         config.forEach((k, v) -> conf.append(k).append(" = ").append(v).append('\n'));
         Path confFile = stateDir.resolveSibling(stateDir.getFileName() + ".conf");
         Files.writeString(confFile, conf);

@@ -158,6 +158,16 @@ class EndToEndTest {
         for (String name : runThroughVmcuda) {
             assertTrue(jsonl.contains("\"" + name + "\""), "no session record names " + name + "\n" + jsonl);
         }
+        // every call the sessions made is in the call-time histogram, once (the records' counts come from the
+        // same STATS lines)
+        long recordedCalls = 0;
+        Matcher calls = Pattern.compile("\"calls\":(\\d+)").matcher(jsonl);
+        while (calls.find()) recordedCalls += Long.parseLong(calls.group(1));
+        long histogramCalls = firstNumber(daemon.get("/metrics").body(),
+                "(?m)^vmcuda_call_duration_seconds_count\\{[^}]*tenant=\"e2e\"[^}]*}\\s+(\\d+)(?:\\.0+)?\\s*$",
+                "/metrics vmcuda_call_duration_seconds_count");
+        assertTrue(recordedCalls > 0, jsonl);
+        assertEquals(recordedCalls, histogramCalls, "calls in the records vs in vmcuda_call_duration_seconds");
         long workerLogs;
         try (Stream<Path> dirs = Files.list(daemon.stateDir.resolve("sessions"))) {
             workerLogs = dirs.filter(d -> Files.isRegularFile(d.resolve("worker.log"))).count();

@@ -217,7 +217,7 @@ class PoolTest {
 
     /**
      * packaging/grafana/vmcuda-dashboard.json reads only series that a pooled appliance exports: every metric
-     * name its queries use is a family in /metrics (summary parts by their summary).
+     * name its queries use is a family in /metrics (summary and histogram parts by their family).
      */
     @Test
     @Order(5)
@@ -228,8 +228,9 @@ class PoolTest {
         int checked = 0;
         while (names.find()) {
             String name = names.group(1);
-            String family = name.replaceAll("_(sum|count)$", "");
-            assertTrue(metrics.contains("# TYPE " + name + " ") || metrics.contains("# TYPE " + family + " summary"),
+            String family = name.replaceAll("_(sum|count|bucket)$", "");
+            assertTrue(metrics.contains("# TYPE " + name + " ") || metrics.contains("# TYPE " + family + " summary")
+                            || metrics.contains("# TYPE " + family + " histogram"),
                     "the dashboard queries " + name + ", which /metrics does not have");
             checked++;
         }

@@ -8,9 +8,12 @@ import io.prometheus.metrics.core.metrics.SummaryWithCallback;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.Quantiles;
 import io.vmcuda.appliance.pool.Pool;
+import io.vmcuda.appliance.session.CallLatency;
 import io.vmcuda.appliance.session.DaemonMetrics;
 import io.vmcuda.appliance.session.Session;
 import io.vmcuda.scheduler.GpuInfo;
@@ -19,6 +22,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -148,6 +152,26 @@ final class PrometheusMetrics {
                         cb.call(b[1], t, "d2h");
                     });
                 }).register(registry);
+        registry.register(() -> callDurations(src, constant));
+    }
+
+    /**
+     * vmcuda_call_duration_seconds{tenant}: how long the workers took to serve the tenant's calls (from reading a
+     * CALL to its answer, so a synchronising call includes the GPU work it waits for), ended and running sessions.
+     */
+    private static HistogramSnapshot callDurations(StatusSource src, Labels constant) {
+        Map<String, List<CallLatency>> running = new HashMap<>();
+        for (Session s : src.sessions()) running.computeIfAbsent(s.tenant().name(), k -> new ArrayList<>()).add(s.callLatency());
+        HistogramSnapshot.Builder h = HistogramSnapshot.builder().name("vmcuda_call_duration_seconds")
+                .help("Time the workers took to serve CUDA calls, per tenant (the worker's view: without the network).");
+        double[] bounds = CallLatency.upperBoundsSeconds();
+        src.metrics().tenants().forEach((t, totals) -> {
+            CallLatency l = totals.callLatency(running.getOrDefault(t, List.of()));
+            h.dataPoint(HistogramSnapshot.HistogramDataPointSnapshot.builder()
+                    .classicHistogramBuckets(ClassicHistogramBuckets.of(bounds, l.buckets()))
+                    .sum(l.totalNanos() / 1e9).labels(constant.merge(Labels.of("tenant", t))).build());
+        });
+        return h.build();
     }
 
     private void registerPool(Pool pool, Labels constant) {

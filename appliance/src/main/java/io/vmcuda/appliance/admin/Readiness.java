@@ -17,15 +17,23 @@ import java.util.List;
 public final class Readiness {
     private final GpuInventory inventory;
     private final Path stateDir;
+    private final java.util.function.BooleanSupplier stopping;
 
     public Readiness(GpuInventory inventory, Path stateDir) {
+        this(inventory, stateDir, () -> false);
+    }
+
+    /** @param stopping true once the daemon drains before it stops (it takes no new sessions) */
+    public Readiness(GpuInventory inventory, Path stateDir, java.util.function.BooleanSupplier stopping) {
         this.inventory = inventory;
         this.stateDir = stateDir;
+        this.stopping = stopping;
     }
 
     /** What keeps the appliance from being ready; empty when it is. */
     public List<String> problems() {
         List<String> why = new ArrayList<>();
+        if (stopping.getAsBoolean()) why.add("stopping: running sessions may finish (session.drain_s), new ones are refused");
         if (inventory.gpus().isEmpty()) {
             String reason = inventory.unavailableReason();
             why.add("no usable GPU" + (reason == null ? "" : ": " + reason));

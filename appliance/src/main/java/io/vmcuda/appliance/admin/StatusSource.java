@@ -18,6 +18,7 @@ public final class StatusSource {
     private final java.util.function.Supplier<Collection<Session>> activeSessions;
     private final java.nio.file.Path stateDir;
     private final io.vmcuda.appliance.pool.Pool pool;
+    private volatile java.util.function.BooleanSupplier stopping = () -> false;
 
     public StatusSource(String version, GpuInventory inventory, GpuScheduler scheduler, DaemonMetrics metrics,
                         java.util.function.Supplier<Collection<Session>> activeSessions) {
@@ -52,8 +53,13 @@ public final class StatusSource {
         return scheduler;
     }
 
+    /** /readyz says "stopping" while this is true (the daemon drains its sessions). */
+    public void stoppingWhen(java.util.function.BooleanSupplier stopping) {
+        this.stopping = stopping;
+    }
+
     Readiness readiness() {
-        return new Readiness(inventory, stateDir);
+        return new Readiness(inventory, stateDir, stopping);
     }
 
     /** Null when the appliance is not in a pool. */

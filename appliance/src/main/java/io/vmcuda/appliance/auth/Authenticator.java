@@ -22,10 +22,22 @@ import javax.crypto.spec.SecretKeySpec;
 public final class Authenticator {
     private static final String HMAC = "HmacSHA256";
 
-    private final List<Tenant> tenants;
+    private volatile List<Tenant> tenants;
 
     public Authenticator(List<Tenant> tenants) {
         this.tenants = List.copyOf(tenants);
+    }
+
+    /**
+     * A reloaded configuration's tenants, for the HELLOs from now on (sessions keep the tenant they started
+     * with). Going from no tenants to some, or back, changes what the daemon may listen on: that needs a restart.
+     */
+    public void replace(List<Tenant> next) {
+        if (next.isEmpty() != tenants.isEmpty()) {
+            throw new IllegalArgumentException(next.isEmpty() ? "the reloaded configuration has no tenants left (open mode needs a restart)"
+                    : "the reloaded configuration adds tenants to an open appliance (that needs a restart)");
+        }
+        this.tenants = List.copyOf(next);
     }
 
     /** True when tokens are checked (at least one tenant configured). */
@@ -42,9 +54,10 @@ public final class Authenticator {
      * (a client without a token sends zeros, which match nobody).
      */
     public Tenant authenticate(byte[] challenge, byte[] signed, byte[] proof) {
-        if (!required()) return Tenant.ANONYMOUS;
+        List<Tenant> all = tenants;
+        if (all.isEmpty()) return Tenant.ANONYMOUS;
         Tenant match = null;
-        for (Tenant t : tenants) {
+        for (Tenant t : all) {
             if (MessageDigest.isEqual(proof(t.tokenSha256(), challenge, signed), proof)) match = t;
         }
         return match;

@@ -24,6 +24,7 @@ public final class DaemonMetrics {
         final LongAdder sessions = new LongAdder();
         final LongAdder endedBytesH2d = new LongAdder();
         final LongAdder endedBytesD2h = new LongAdder();
+        final CallLatency.Sum endedCalls = new CallLatency.Sum();
 
         public long sessions() {
             return sessions.sum();
@@ -35,6 +36,11 @@ public final class DaemonMetrics {
 
         public long endedBytesD2h() {
             return endedBytesD2h.sum();
+        }
+
+        /** The call times of the tenant's ended sessions plus those of {@code running} (its active ones). */
+        public CallLatency callLatency(Iterable<CallLatency> running) {
+            return endedCalls.plus(running);
         }
     }
 
@@ -65,6 +71,7 @@ public final class DaemonMetrics {
         TenantTotals t = perTenant.computeIfAbsent(s.tenant().name(), k -> new TenantTotals());
         t.endedBytesH2d.add(s.bytesH2d());
         t.endedBytesD2h.add(s.bytesD2h());
+        t.endedCalls.add(s.callLatency());
     }
 
     void workerStarted(long nanos) {

@@ -53,6 +53,7 @@ public final class Session {
     private volatile long bytesH2d;
     private volatile long bytesD2h;
     private volatile long calls;
+    private volatile CallLatency callLatency = CallLatency.NONE;
     private volatile Integer exitStatus;
     private volatile Integer byeStatus;
     private volatile int connectionsHandedOver;
@@ -158,10 +159,16 @@ public final class Session {
         return connectionsHandedOver;
     }
 
-    void stats(long h2d, long d2h, long n) {
+    void stats(long h2d, long d2h, long n, CallLatency latency) {
         bytesH2d = h2d;
         bytesD2h = d2h;
         calls = n;
+        if (latency != null) callLatency = latency;
+    }
+
+    /** How long the worker's calls took so far (running totals of its STATS lines). */
+    public CallLatency callLatency() {
+        return callLatency;
     }
 
     void bye(int status) {

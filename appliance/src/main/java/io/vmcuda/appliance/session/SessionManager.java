@@ -219,7 +219,7 @@ public final class SessionManager implements WorkerEvents {
                         Tenant tenant, String clientVisibleDevices, PlacementHint placement, Map<String, Path> libraries) {
         if (stopping) {
             placement.decided().run();
-            refusals.refuse(client, "appliance is shutting down");
+            refusals.refuse(client, "appliance is stopping: it takes no new sessions (running ones may finish)");
             return;
         }
         if (!reserveTenantSlot(tenant)) {
@@ -380,9 +380,9 @@ public final class SessionManager implements WorkerEvents {
     }
 
     @Override
-    public void workerStats(long sessionId, long bytesH2d, long bytesD2h, long calls) {
+    public void workerStats(long sessionId, long bytesH2d, long bytesD2h, long calls, CallLatency latency) {
         Session s = active.get(sessionId);
-        if (s != null) s.stats(bytesH2d, bytesD2h, calls);
+        if (s != null) s.stats(bytesH2d, bytesD2h, calls, latency);
     }
 
     @Override
@@ -577,6 +577,25 @@ public final class SessionManager implements WorkerEvents {
             // no log yet: the worker did not get as far as writing one
         }
         return "";
+    }
+
+    /**
+     * The first step of stopping: no new session is opened (JOINs of running ones still are), and the caller
+     * waits up to {@code drain} for the running ones to end on their own. Returns how many are still running.
+     */
+    public int drain(Duration drain) {
+        stopping = true;
+        long deadline = System.nanoTime() + drain.toNanos();
+        try {
+            while (!active.isEmpty() && System.nanoTime() < deadline) Thread.sleep(100);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return active.size();
+    }
+
+    public boolean stopping() {
+        return stopping;
     }
 
     /**

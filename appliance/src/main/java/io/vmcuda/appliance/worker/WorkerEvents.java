@@ -10,8 +10,12 @@ public interface WorkerEvents {
      */
     boolean workerConnected(long sessionId, String keyHex, Channel channel);
 
-    /** A {@code STATS <bytes_h2d> <bytes_d2h> <calls>} line: running totals of the session. */
-    void workerStats(long sessionId, long bytesH2d, long bytesD2h, long calls);
+    /**
+     * A {@code STATS <bytes_h2d> <bytes_d2h> <calls> [<call_ns> <bucket>...]} line: running totals of the session;
+     * {@code latency} is null from a worker that does not time its calls.
+     */
+    void workerStats(long sessionId, long bytesH2d, long bytesD2h, long calls,
+                     io.vmcuda.appliance.session.CallLatency latency);
 
     /** A {@code BYE <exit_status>} line. */
     void workerBye(long sessionId, int exitStatus);

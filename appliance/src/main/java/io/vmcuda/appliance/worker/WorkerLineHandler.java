@@ -31,12 +31,13 @@ final class WorkerLineHandler extends SimpleChannelInboundHandler<String> {
             sessionId = id;
             return;
         }
-        if (f.length == 4 && f[0].equals("STATS")) {
+        if (f.length >= 4 && f[0].equals("STATS")) {
             Long h2d = parseLong(f[1]);
             Long d2h = parseLong(f[2]);
             Long calls = parseLong(f[3]);
-            if (h2d != null && d2h != null && calls != null) {
-                events.workerStats(sessionId, h2d, d2h, calls);
+            io.vmcuda.appliance.session.CallLatency latency = io.vmcuda.appliance.session.CallLatency.parse(f, 4);
+            if (h2d != null && d2h != null && calls != null && (f.length == 4 || latency != null)) {
+                events.workerStats(sessionId, h2d, d2h, calls, latency);
                 return;
             }
         } else if (f.length >= 2 && f[0].equals("ABORT")) {
