@@ -59,6 +59,7 @@ build_deb() { # STAGE OUT
         xargs -r -d '\n' md5sum) > "$stage/DEBIAN/md5sums"
     chmod 644 "$stage/DEBIAN/md5sums" "$stage/DEBIAN/control"
     [ -f "$stage/DEBIAN/conffiles" ] && chmod 644 "$stage/DEBIAN/conffiles"
+    [ -f "$stage/DEBIAN/triggers" ] && chmod 644 "$stage/DEBIAN/triggers"
     local size
     size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
     sed -i "s/@INSTALLED_SIZE@/$size/" "$stage/DEBIAN/control"
@@ -126,12 +127,13 @@ Description: run CUDA programs of a GPU-less VM on a vmcuda appliance's GPUs
  Intended for VMs without a GPU: on a machine with NVIDIA's CUDA runtime installed system-wide the
  ld.so.conf.d entry shadows it.
 EOF
-echo "/etc/vmcuda/client.conf" > "$cdeb/DEBIAN/conffiles"
+printf '%s\n' /etc/vmcuda/client.conf /etc/ld.so.conf.d/vmcuda.conf > "$cdeb/DEBIAN/conffiles"
+# the loader's cache is rebuilt by libc-bin's ldconfig trigger once dpkg is done (not from the scripts)
+echo "activate-noawait ldconfig" > "$cdeb/DEBIAN/triggers"
 cat > "$cdeb/DEBIAN/postinst" <<'EOF'
 #!/bin/sh
 set -e
 if [ "$1" = configure ]; then
-    ldconfig
     # client.conf holds the tenant token: readable by root and group vmcuda only. Users who may run CUDA
     # programs on the appliance join the group (usermod -aG vmcuda NAME); others get a line saying so.
     getent group vmcuda >/dev/null || groupadd --system vmcuda
@@ -153,9 +155,7 @@ EOF
 cat > "$cdeb/DEBIAN/postrm" <<'EOF'
 #!/bin/sh
 set -e
-case "$1" in
-    remove|purge|abort-install|abort-upgrade|disappear) ldconfig ;;
-esac
+# (the loader's cache follows through the ldconfig trigger, DEBIAN/triggers)
 if [ "$1" = purge ]; then
     rmdir /etc/vmcuda 2>/dev/null || true
 fi
@@ -255,8 +255,10 @@ EOF
 #tenant.NAME.max_memory_bytes = 0
 #tenant.NAME.max_connections = (control.tenant_max_connections; 0 = no limit)
 # The daemon refuses to listen on 0.0.0.0 without a tenant. When this file declares none, vmcudad.service
-# creates tenant 'default' at its first start (/opt/vmcuda/libexec/vmcudad-prestart): it appends its
-# token_sha256 line below and writes the token to /etc/vmcuda/tenant-default.token (root only).
+# creates tenant 'default' at its first start (/opt/vmcuda/libexec/vmcudad-prestart): its token_sha256 line
+# goes to the drop-in /etc/vmcuda/vmcudad.d/50-generated.properties (this file stays yours) and the token to
+# /etc/vmcuda/tenant-default.token (root only). Files in /etc/vmcuda/vmcudad.d/*.properties are read after this
+# one, in name order, a later key replacing an earlier one.
 # With tenants, the admin port (/status, /metrics) needs the operator token: unless admin.token_sha256 is
 # set here, the same first start creates one in /etc/vmcuda/admin.token (root only; vmcuda status reads it).
 
@@ -345,7 +347,8 @@ case "$1" in
         fi
         # The binary cache, session logs and sessions.jsonl; the generated tenant token.
         rm -rf /var/lib/vmcuda
-        rm -f /etc/vmcuda/tenant-default.token
+        rm -f /etc/vmcuda/tenant-default.token /etc/vmcuda/admin.token /etc/vmcuda/vmcudad.d/50-generated.properties
+        rmdir /etc/vmcuda/vmcudad.d 2>/dev/null || true
         rmdir /etc/vmcuda 2>/dev/null || true
         # The vmcuda-worker user stays (files it owned may remain elsewhere); userdel vmcuda-worker removes it.
         ;;

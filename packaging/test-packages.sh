@@ -63,12 +63,16 @@ expect_no_grep "client package has no Java" '\.jar$|/java$|libjvm' "$work/client
 expect_no_grep "client package files owned by root" '^[^r]|^root/[^r]' "$work/client.list"
 dpkg-deb -I "$cdeb" conffiles > "$work/client.conffiles"
 expect_grep "client conffiles" '^/etc/vmcuda/client\.conf$' "$work/client.conffiles"
+# a user who removed the loader entry (a machine with NVIDIA's own runtime) must not get it back on upgrade
+expect_grep "client conffiles" '^/etc/ld\.so\.conf\.d/vmcuda\.conf$' "$work/client.conffiles"
+dpkg-deb -I "$cdeb" triggers > "$work/client.triggers"
+expect_grep "client rebuilds the loader's cache by trigger" '^activate-noawait ldconfig$' "$work/client.triggers"
 dpkg-deb -I "$cdeb" postinst > "$work/client.postinst"
 dpkg-deb -I "$cdeb" postrm > "$work/client.postrm"
-expect_grep "client postinst runs ldconfig" '^ *ldconfig$' "$work/client.postinst"
+expect_no_grep "client postinst leaves ldconfig to the trigger" '^ *ldconfig$' "$work/client.postinst"
 expect_grep "client postinst keeps the token to group vmcuda" '^ *chmod 0640 /etc/vmcuda/client\.conf$' "$work/client.postinst"
 expect_grep "client postinst makes group vmcuda" 'groupadd --system vmcuda' "$work/client.postinst"
-expect_grep "client postrm runs ldconfig" 'ldconfig' "$work/client.postrm"
+expect_no_grep "client postrm leaves ldconfig to the trigger" '^[^#]*ldconfig' "$work/client.postrm"
 mkdir -p "$work/client-deb"
 dpkg-deb -x "$cdeb" "$work/client-deb"
 conf="$work/client-deb/etc/vmcuda/client.conf"
@@ -118,6 +122,22 @@ unit="$work/appliance-deb/lib/systemd/system/vmcudad.service"
 expect_grep "unit ExecStart" '^ExecStart=/opt/vmcuda/bin/vmcudad --listen 0\.0\.0\.0:7070 --admin 127\.0\.0\.1:7071 --state-dir /var/lib/vmcuda --config /etc/vmcuda/vmcudad\.properties$' "$unit"
 expect_grep "unit Restart" '^Restart=on-failure$' "$unit"
 expect_grep "unit KillMode" '^KillMode=mixed$' "$unit"
+expect_grep "unit readiness" '^Type=notify$' "$unit"
+expect_grep "unit reload" '^ExecReload=/bin/kill -HUP \$MAINPID$' "$unit"
+# the first start's generated tenant and operator token go to a drop-in: the conffile stays byte for byte the
+# package's (or the operator's), so an upgrade with apt-get -y finds no changed conffile to ask about
+pre="$work/prestart/etc/vmcuda"
+mkdir -p "$pre"
+cp "$work/appliance-deb/etc/vmcuda/vmcudad.properties" "$pre/"
+sh "$work/appliance-deb/opt/vmcuda/libexec/vmcudad-prestart" "$pre/vmcudad.properties" >/dev/null
+sh "$work/appliance-deb/opt/vmcuda/libexec/vmcudad-prestart" "$pre/vmcudad.properties" >/dev/null # a restart: no change
+cmp -s "$pre/vmcudad.properties" "$work/appliance-deb/etc/vmcuda/vmcudad.properties" || fail "vmcudad-prestart changed the conffile"
+ok
+expect_eq "one generated tenant" "$(grep -c '^tenant\.default\.token_sha256 = [0-9a-f]\{64\}$' "$pre/vmcudad.d/50-generated.properties")" 1
+expect_eq "one generated operator token" "$(grep -c '^admin\.token_sha256 = [0-9a-f]\{64\}$' "$pre/vmcudad.d/50-generated.properties")" 1
+expect_eq "the tenant token is root's alone" "$(stat -c %a "$pre/tenant-default.token")" 600
+expect_eq "the token matches its hash" "$(printf %s "$(head -n 1 "$pre/tenant-default.token")" | sha256sum | cut -d' ' -f1)" \
+    "$(sed -n 's/^tenant\.default\.token_sha256 = //p' "$pre/vmcudad.d/50-generated.properties")"
 expect_grep "unit WantedBy" '^WantedBy=multi-user\.target$' "$unit"
 # the daemon unit's hardening: systemd's own score (issue 14 asks for an exposure below 5)
 if command -v systemd-analyze >/dev/null && systemd-analyze security --help 2>/dev/null | grep -q -- '--offline'; then

@@ -79,19 +79,47 @@ public final class ApplianceConfig {
         shmRegions();
     }
 
+    /**
+     * The defaults, then {@code file}, then each {@code *.properties} file of its drop-in directory in name order
+     * (for /etc/vmcuda/vmcudad.properties: /etc/vmcuda/vmcudad.d/), a later file's key replacing an earlier one's.
+     * The package's conffile stays the operator's; what is generated (the first tenant, the operator token) goes
+     * to a drop-in, so that an upgrade never finds the conffile changed by anyone but the operator.
+     */
     public static ApplianceConfig load(Path file) throws IOException {
         Properties p = defaults();
-        if (file != null) {
+        for (Path f : files(file)) {
             Properties overrides = new Properties();
-            try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            try (Reader r = Files.newBufferedReader(f, StandardCharsets.UTF_8)) {
                 overrides.load(r);
             }
             for (String key : overrides.stringPropertyNames()) {
-                if (!p.containsKey(key) && !key.startsWith(TENANT_PREFIX)) throw new IllegalArgumentException("unknown config key '" + key + "' in " + file);
+                if (!p.containsKey(key) && !key.startsWith(TENANT_PREFIX)) throw new IllegalArgumentException("unknown config key '" + key + "' in " + f);
                 p.setProperty(key, overrides.getProperty(key));
             }
         }
         return new ApplianceConfig(p);
+    }
+
+    /** {@code file} and its drop-ins, in the order they are read; empty for none. */
+    public static List<Path> files(Path file) throws IOException {
+        List<Path> files = new ArrayList<>();
+        if (file == null) return files;
+        files.add(file);
+        Path dir = dropInDirectory(file);
+        if (Files.isDirectory(dir)) {
+            try (var s = Files.list(dir)) {
+                s.filter(f -> f.getFileName().toString().endsWith(".properties") && Files.isRegularFile(f)).sorted()
+                        .forEach(files::add);
+            }
+        }
+        return files;
+    }
+
+    /** NAME.properties → NAME.d/ beside it. */
+    static Path dropInDirectory(Path file) {
+        String name = file.getFileName().toString();
+        String base = name.endsWith(".properties") ? name.substring(0, name.length() - ".properties".length()) : name;
+        return file.resolveSibling(base + ".d");
     }
 
     public static ApplianceConfig defaultsOnly() {

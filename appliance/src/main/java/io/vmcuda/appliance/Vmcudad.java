@@ -86,6 +86,7 @@ public final class Vmcudad {
             return;
         }
         OneLineLogFormatter.setLevel(levelOption != null ? levelOption : config.logLevel());
+        if (options.configFile() != null) log.info("configuration read from " + ApplianceConfig.files(options.configFile()));
         Daemon daemon;
         try {
             daemon = Daemon.start(options, config, SystemGpuInventory.detect());
