@@ -257,8 +257,8 @@ EOF
 # The daemon refuses to listen on 0.0.0.0 without a tenant. When this file declares none, vmcudad.service
 # creates tenant 'default' at its first start (/opt/vmcuda/libexec/vmcudad-prestart): its token_sha256 line
 # goes to the drop-in /etc/vmcuda/vmcudad.d/50-generated.properties (this file stays yours) and the token to
-# /etc/vmcuda/tenant-default.token (root only). Files in /etc/vmcuda/vmcudad.d/*.properties are read after this
-# one, in name order, a later key replacing an earlier one.
+# /etc/vmcuda/tenant-default.token (root only). Files in /etc/vmcuda/vmcudad.d/*.properties are read before this
+# one, in name order, a later key replacing an earlier one: a key set here replaces theirs.
 # With tenants, the admin port (/status, /metrics) needs the operator token: unless admin.token_sha256 is
 # set here, the same first start creates one in /etc/vmcuda/admin.token (root only; vmcuda status reads it).
 

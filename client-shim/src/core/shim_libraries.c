@@ -46,14 +46,23 @@ int vmc_file_sha256(const char *path, uint64_t *size, uint8_t sha[32]) {
         return -1;
     struct vmc_sha256 h;
     vmc_sha256_init(&h);
-    static __thread uint8_t chunk[1 << 16]; /* 64 KiB: on each calling thread's own */
+    enum { CHUNK = 1 << 16 };
+    uint8_t *chunk = malloc(CHUNK); /* not static thread-local: every thread of the program would carry it */
+    if (!chunk) {
+        close(fd);
+        errno = ENOMEM;
+        return -1;
+    }
     uint64_t total = 0;
     for (;;) {
-        ssize_t r = read(fd, chunk, sizeof chunk);
+        ssize_t r = read(fd, chunk, CHUNK);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
+            int saved = errno;
+            free(chunk);
             close(fd);
+            errno = saved;
             return -1;
         }
         if (r == 0)
@@ -61,6 +70,7 @@ int vmc_file_sha256(const char *path, uint64_t *size, uint8_t sha[32]) {
         vmc_sha256_update(&h, chunk, (size_t)r);
         total += (uint64_t)r;
     }
+    free(chunk);
     close(fd);
     vmc_sha256_final(&h, sha);
     *size = total;

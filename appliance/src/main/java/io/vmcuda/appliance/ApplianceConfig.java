@@ -80,10 +80,11 @@ public final class ApplianceConfig {
     }
 
     /**
-     * The defaults, then {@code file}, then each {@code *.properties} file of its drop-in directory in name order
-     * (for /etc/vmcuda/vmcudad.properties: /etc/vmcuda/vmcudad.d/), a later file's key replacing an earlier one's.
-     * The package's conffile stays the operator's; what is generated (the first tenant, the operator token) goes
-     * to a drop-in, so that an upgrade never finds the conffile changed by anyone but the operator.
+     * The defaults, then each {@code *.properties} file of {@code file}'s drop-in directory in name order (for
+     * /etc/vmcuda/vmcudad.properties: /etc/vmcuda/vmcudad.d/), then {@code file} itself, a later file's key
+     * replacing an earlier one's: the operator's file has the last word. What the package generates (the first
+     * tenant, the operator token) goes to a drop-in, so that an upgrade never finds the conffile changed by anyone
+     * but the operator, and a key the operator sets in the file replaces the generated one.
      */
     public static ApplianceConfig load(Path file) throws IOException {
         Properties p = defaults();
@@ -100,11 +101,10 @@ public final class ApplianceConfig {
         return new ApplianceConfig(p);
     }
 
-    /** {@code file} and its drop-ins, in the order they are read; empty for none. */
+    /** {@code file}'s drop-ins and then {@code file}, in the order they are read; empty for none. */
     public static List<Path> files(Path file) throws IOException {
         List<Path> files = new ArrayList<>();
         if (file == null) return files;
-        files.add(file);
         Path dir = dropInDirectory(file);
         if (Files.isDirectory(dir)) {
             try (var s = Files.list(dir)) {
@@ -112,6 +112,7 @@ public final class ApplianceConfig {
                         .forEach(files::add);
             }
         }
+        files.add(file);
         return files;
     }
 

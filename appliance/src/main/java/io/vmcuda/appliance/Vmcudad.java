@@ -87,6 +87,15 @@ public final class Vmcudad {
         }
         OneLineLogFormatter.setLevel(levelOption != null ? levelOption : config.logLevel());
         if (options.configFile() != null) log.info("configuration read from " + ApplianceConfig.files(options.configFile()));
+        // SIGHUP (systemctl reload): tenants and their limits again from the config file, sessions untouched. Its
+        // handler is in place before the daemon says READY=1: the JVM's default action would stop the daemon.
+        boolean logLevelFromFile = levelOption == null;
+        java.util.concurrent.atomic.AtomicReference<Daemon> running = new java.util.concurrent.atomic.AtomicReference<>();
+        sun.misc.Signal.handle(new sun.misc.Signal("HUP"), sig -> {
+            Daemon d = running.get();
+            if (d != null) d.reload(options.configFile(), logLevelFromFile);
+            else log.warning("reload asked for while the daemon is starting: ignored");
+        });
         Daemon daemon;
         try {
             daemon = Daemon.start(options, config, SystemGpuInventory.detect());
@@ -95,9 +104,7 @@ public final class Vmcudad {
             System.exit(1);
             return;
         }
-        // SIGHUP (systemctl reload): tenants and their limits again from the config file, sessions untouched
-        boolean logLevelFromFile = levelOption == null;
-        sun.misc.Signal.handle(new sun.misc.Signal("HUP"), sig -> daemon.reload(options.configFile(), logLevelFromFile));
+        running.set(daemon);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             daemon.close();

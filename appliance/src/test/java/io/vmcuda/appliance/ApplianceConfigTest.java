@@ -40,20 +40,27 @@ class ApplianceConfigTest {
         assertEquals(Map.of("A", "1", "B", "two"), c.workerExtraEnv());
     }
 
-    /** vmcudad.d/*.properties beside vmcudad.properties are read after it, in name order, later keys winning. */
+    /**
+     * vmcudad.d/*.properties beside vmcudad.properties are read before it, in name order, a later file's key
+     * winning: the operator's file has the last word over what the package generated.
+     */
     @Test
-    void dropInsAreReadAfterTheFileInNameOrder() throws Exception {
+    void dropInsAreReadBeforeTheFileInNameOrder() throws Exception {
         Path f = dir.resolve("vmcudad.properties");
-        Files.writeString(f, "scheduler.policy=pack\nworker.block_size=1048576\n");
+        Files.writeString(f, "scheduler.policy=pack\nadmin.token_sha256 = " + "ef".repeat(32) + "\n");
         Path d = Files.createDirectories(dir.resolve("vmcudad.d"));
-        Files.writeString(d.resolve("50-generated.properties"), "tenant.default.token_sha256 = " + "ab".repeat(32) + "\n");
+        Files.writeString(d.resolve("50-generated.properties"), "tenant.default.token_sha256 = " + "ab".repeat(32) + "\n"
+                + "admin.token_sha256 = " + "cd".repeat(32) + "\n");
+        Files.writeString(d.resolve("40-site.properties"), "worker.block_size=1048576\n");
         Files.writeString(d.resolve("90-site.properties"), "worker.block_size=2097152\n");
         Files.writeString(d.resolve("README"), "not a properties file: ignored\n");
         ApplianceConfig c = ApplianceConfig.load(f);
         assertEquals(PlacementPolicy.PACK, c.schedulerConfig().policy());
-        assertEquals(2097152, c.workerBlockSize());
+        assertEquals(2097152, c.workerBlockSize(), "90-site after 40-site");
+        assertEquals("ef".repeat(32), java.util.HexFormat.of().formatHex(c.adminTokenSha256()), "the operator's file wins");
         assertEquals(List.of("default"), c.tenants().stream().map(io.vmcuda.appliance.auth.Tenant::name).toList());
-        assertEquals(List.of(f, d.resolve("50-generated.properties"), d.resolve("90-site.properties")), ApplianceConfig.files(f));
+        assertEquals(List.of(d.resolve("40-site.properties"), d.resolve("50-generated.properties"), d.resolve("90-site.properties"), f),
+                ApplianceConfig.files(f));
         Files.writeString(d.resolve("95-typo.properties"), "worker.blocksize=1\n");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ApplianceConfig.load(f));
         assertTrue(e.getMessage().contains("95-typo.properties"), e.getMessage());

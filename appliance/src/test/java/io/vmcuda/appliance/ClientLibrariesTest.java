@@ -62,6 +62,14 @@ class ClientLibrariesTest {
         return b.array();
     }
 
+    private java.util.List<Path> uploadsLeft() throws java.io.IOException {
+        Path uploads = state.resolve("cache").resolve(".uploads");
+        if (!Files.isDirectory(uploads)) return java.util.List.of();
+        try (var s = Files.list(uploads)) {
+            return s.toList();
+        }
+    }
+
     @Test
     void theLibraryIsShippedOnceAndTheWorkerStartsWithIt() throws Exception {
         try (DaemonHarness d = daemon()) {
@@ -127,6 +135,8 @@ class ClientLibrariesTest {
                 assertEquals(Wire.HELLO_REFUSED, r.status());
                 assertTrue(r.message().contains(LIB) && r.message().contains("does not match its SHA-256"), r.message());
             }
+            // the forged bytes left no file behind (a client repeating this must not fill the state disk)
+            DaemonHarness.await(() -> uploadsLeft().isEmpty()); // the test's timeout bounds the wait
             try (ProtocolClient c = d.connect()) { // more bytes than announced
                 assertEquals(Wire.HELLO_NEED_LIBRARIES, helloAndProgram(c).status());
                 c.sendFrame(Wire.TYPE_LIBRARIES, libraries(LIB, 10, ProtocolClient.sha256(library)));
@@ -152,6 +162,7 @@ class ClientLibrariesTest {
                 assertEquals(Wire.HELLO_SEND_LIBRARIES, c.readReply().status());
             }
             assertEquals(200, d.get("/status").statusCode());
+            DaemonHarness.await(() -> uploadsLeft().isEmpty());
         }
     }
 }

@@ -23,6 +23,13 @@ public final class Authenticator {
     private static final String HMAC = "HmacSHA256";
 
     private volatile List<Tenant> tenants;
+    /**
+     * Tenants a reload replaced or removed: their tokens still let the running sessions they started open more
+     * connections (JOIN, which also needs the session's key), so that rotating a token does not break a running
+     * program's next thread. At most {@link #MAX_RETIRED}, the oldest dropped first.
+     */
+    private volatile List<Tenant> retired = List.of();
+    static final int MAX_RETIRED = 1024;
 
     public Authenticator(List<Tenant> tenants) {
         this.tenants = List.copyOf(tenants);
@@ -37,6 +44,13 @@ public final class Authenticator {
             throw new IllegalArgumentException(next.isEmpty() ? "the reloaded configuration has no tenants left (open mode needs a restart)"
                     : "the reloaded configuration adds tenants to an open appliance (that needs a restart)");
         }
+        List<Tenant> gone = new java.util.ArrayList<>(retired);
+        for (Tenant t : tenants) {
+            if (next.stream().noneMatch(n -> n.name().equals(t.name()) && MessageDigest.isEqual(n.tokenSha256(), t.tokenSha256()))) {
+                gone.add(t);
+            }
+        }
+        this.retired = List.copyOf(gone.subList(Math.max(0, gone.size() - MAX_RETIRED), gone.size()));
         this.tenants = List.copyOf(next);
     }
 
@@ -56,8 +70,21 @@ public final class Authenticator {
     public Tenant authenticate(byte[] challenge, byte[] signed, byte[] proof) {
         List<Tenant> all = tenants;
         if (all.isEmpty()) return Tenant.ANONYMOUS;
+        return match(all, challenge, signed, proof);
+    }
+
+    /**
+     * For a JOIN: as {@link #authenticate}, and else a tenant a reload retired (its running sessions go on; the
+     * session's key, checked next, must match as well).
+     */
+    public Tenant authenticateJoin(byte[] challenge, byte[] signed, byte[] proof) {
+        Tenant t = authenticate(challenge, signed, proof);
+        return t != null ? t : match(retired, challenge, signed, proof);
+    }
+
+    private static Tenant match(List<Tenant> candidates, byte[] challenge, byte[] signed, byte[] proof) {
         Tenant match = null;
-        for (Tenant t : all) {
+        for (Tenant t : candidates) {
             if (MessageDigest.isEqual(proof(t.tokenSha256(), challenge, signed), proof)) match = t;
         }
         return match;

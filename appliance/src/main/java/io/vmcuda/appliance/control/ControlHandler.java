@@ -170,7 +170,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
                     + " s (appliance setting control.auth_failures_per_minute)");
             return;
         }
-        tenant = ctxShared.auth().authenticate(challenge, h.signed(), h.proof());
+        tenant = h.role() == Wire.ROLE_JOIN ? ctxShared.auth().authenticateJoin(challenge, h.signed(), h.proof())
+                : ctxShared.auth().authenticate(challenge, h.signed(), h.proof());
         if (tenant == null) {
             ctxShared.refusals().metrics().authFailure();
             ctxShared.throttle().failed(source, now);
@@ -304,6 +305,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
 
     /** A NEW session: the plain worker, or the program's binary from the cache (or uploaded first). */
     private void openOrLookUp(ChannelHandlerContext ctx, Hello h, long wanted) {
+        if (ctxShared.sessions().stopping()) { // before an upload that could only be refused at its end
+            refuse(ctx, SessionManager.STOPPING);
+            return;
+        }
         if (h.binarySize() == 0) {
             // ships no executable (PROTOCOL.md "Session setup"): the plain worker serves the driver front end
             ctxShared.sessions().openPlain(ctx.channel(), h.name(), (int) Math.min(wanted, Integer.MAX_VALUE), tenant,
@@ -386,11 +391,26 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         pendingTimings = timings;
         libraries = new LibraryExchange(ctxShared.sessions().clientLibraries(), tenant.name(), ctxShared.cache().uploadDir(),
                 ctxShared.binaryMaxBytes());
-        phase = Phase.BUSY;
         LibraryExchange exchange = libraries;
+        step(ctx, () -> exchange.start(binary.original()));
+    }
+
+    /**
+     * Runs a step of the client-libraries exchange on the blocking executor (it reads files) and acts on its answer
+     * back on the event loop; a step that fails unexpectedly refuses the client instead of leaving it waiting.
+     */
+    private void step(ChannelHandlerContext ctx, java.util.function.Supplier<LibraryExchange.Answer> work) {
+        phase = Phase.BUSY;
         ctxShared.blocking().execute(() -> {
-            LibraryExchange.Answer a = exchange.start(binary.original());
-            ctx.executor().execute(() -> answer(ctx, a));
+            LibraryExchange.Answer a;
+            try {
+                a = work.get();
+            } catch (RuntimeException e) {
+                LOG.log(Level.WARNING, "client libraries step failed", e);
+                a = new LibraryExchange.Refused("appliance error while handling the program's libraries: " + e);
+            }
+            LibraryExchange.Answer answer = a;
+            ctx.executor().execute(() -> answer(ctx, answer));
         });
     }
 
@@ -401,8 +421,9 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
             return;
         }
         if (a instanceof LibraryExchange.Need n) {
-            LOG.info("client " + ctx.channel().remoteAddress() + ": " + hello.name() + " needs " + n.names()
-                    + ", which this appliance lacks: asking the client");
+            // names from the client's ELF file: no control character reaches the log as such
+            LOG.info("client " + ctx.channel().remoteAddress() + ": " + hello.name().replaceAll("\\p{Cntrl}", "?") + " needs "
+                    + n.names().toString().replaceAll("\\p{Cntrl}", "?") + ", which this appliance lacks: asking the client");
             awaitClient(ctx, Phase.LIBRARY_LIST, HelloReply.needLibraries(n.names()));
         } else if (a instanceof LibraryExchange.Send s) {
             awaitClient(ctx, Phase.LIBRARY_UPLOAD, HelloReply.sendLibraries(s.names()));
@@ -425,12 +446,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     }
 
     private void onLibraryList(ChannelHandlerContext ctx, io.vmcuda.appliance.wire.LibraryList list) {
-        phase = Phase.BUSY;
         LibraryExchange exchange = libraries;
-        ctxShared.blocking().execute(() -> {
-            LibraryExchange.Answer a = exchange.onList(list);
-            ctx.executor().execute(() -> answer(ctx, a));
-        });
+        step(ctx, () -> exchange.onList(list));
     }
 
     private void onLibraryChunk(ChannelHandlerContext ctx, Frame frame) {
@@ -447,12 +464,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
             return;
         }
         if (!all) return;
-        phase = Phase.BUSY;
         LibraryExchange exchange = libraries;
-        ctxShared.blocking().execute(() -> {
-            LibraryExchange.Answer a = exchange.admitUploads();
-            ctx.executor().execute(() -> answer(ctx, a));
-        });
+        step(ctx, exchange::admitUploads);
     }
 
     /** The placement, handed over: from here its holder (the session manager) decides it. */
@@ -519,8 +532,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
             upload = null;
         }
         if (libraries != null) {
-            libraries.close();
+            // on the blocking executor: close() waits for a step still running there (it may be hashing gigabytes)
+            LibraryExchange done = libraries;
             libraries = null;
+            ctxShared.blocking().execute(done::close);
         }
     }
 }

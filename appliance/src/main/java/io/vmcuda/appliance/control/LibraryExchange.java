@@ -132,6 +132,7 @@ final class LibraryExchange {
         try {
             uploadedFiles.add(current.finish());
         } catch (BinaryRefusedException bad) {
+            current.close(); // the upload file goes with it
             throw new BinaryRefusedException(e.name() + ": " + bad.getMessage());
         } finally {
             current = null;

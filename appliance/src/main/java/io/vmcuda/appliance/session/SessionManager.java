@@ -64,6 +64,8 @@ public final class SessionManager implements WorkerEvents {
     /** Sessions per tenant from GPU request to record: what tenant.NAME.max_sessions caps. */
     private final ConcurrentHashMap<String, Integer> perTenant = new ConcurrentHashMap<>();
     private volatile boolean stopping;
+    /** Why a NEW session is refused while the daemon drains. */
+    public static final String STOPPING = "appliance is stopping: it takes no new sessions (running ones may finish)";
     private volatile Runnable loadChanged = () -> { };
     private volatile SessionModules modules; // null: no module cache
     private final io.vmcuda.appliance.cache.ClientLibraries clientLibraries;
@@ -219,7 +221,7 @@ public final class SessionManager implements WorkerEvents {
                         Tenant tenant, String clientVisibleDevices, PlacementHint placement, Map<String, Path> libraries) {
         if (stopping) {
             placement.decided().run();
-            refusals.refuse(client, "appliance is stopping: it takes no new sessions (running ones may finish)");
+            refusals.refuse(client, STOPPING);
             return;
         }
         if (!reserveTenantSlot(tenant)) {
@@ -241,9 +243,10 @@ public final class SessionManager implements WorkerEvents {
                 else if (!request.isCancelled()) refusals.refuse(client, "GPU scheduling failed: " + cause);
                 return;
             }
-            if (!client.isActive()) {
+            if (!client.isActive() || stopping) { // gone, or queued when the daemon began to stop
                 scheduler.release(binding);
                 releaseTenantSlot(tenant);
+                if (client.isActive()) refusals.refuse(client, STOPPING);
                 return;
             }
             // forking can take a while on a busy host: keep it off the scheduler's and Netty's threads
@@ -488,7 +491,8 @@ public final class SessionManager implements WorkerEvents {
     }
 
     private void finish(Session s, int status) {
-        String overMemory = memoryLimitReached(s);
+        // a worker that exited by itself was not stopped by the memory limit, even if a helper process of it was
+        String overMemory = status != 0 ? memoryLimitReached(s) : null;
         synchronized (s) {
             if (overMemory != null && s.state != Session.State.ENDED) {
                 // the kernel's reason comes first: "killed by signal 9" alone would leave the tenant guessing

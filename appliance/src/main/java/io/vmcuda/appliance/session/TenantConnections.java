@@ -63,6 +63,7 @@ public final class TenantConnections {
         if (cap <= 0) return CompletableFuture.completedFuture(null);
         TenantCount count = counts.computeIfAbsent(tenant.name(), n -> new TenantCount(label(tenant), cap,
                 setting(tenant), capMessage(tenant, cap)));
+        if (count.cap() != cap) count.recap(cap, setting(tenant), capMessage(tenant, cap)); // reloaded
         long inode = sockets.inodeOf(ch); // now, while the descriptor is surely this connection's
         if (take(count, ch, inode)) return CompletableFuture.completedFuture(null);
         List<ConnectionSlot> look = count.startScan(nanoClock.getAsLong(), RESCAN_NANOS);
@@ -87,7 +88,7 @@ public final class TenantConnections {
 
     private static String refuse(TenantCount count) {
         count.refused();
-        return count.capMessage;
+        return count.capMessage();
     }
 
     private Set<Long> closedSockets(List<ConnectionSlot> look) {

@@ -12,11 +12,11 @@ import java.util.logging.Logger;
 final class TenantCount {
     private static final Logger LOG = Logger.getLogger(TenantConnections.class.getName());
 
-    final int cap;
+    private int cap;
     /** The REFUSED message, which also names the setting: the user's one line. */
-    final String capMessage;
+    private String capMessage;
     /** The setting the cap comes from, for the log. */
-    private final String setting;
+    private String setting;
     /** "tenant 'NAME'", or what the clients of an appliance without tenants are called: for the log. */
     private final String tenant;
     private int open;
@@ -32,6 +32,21 @@ final class TenantCount {
         this.cap = cap;
         this.setting = setting;
         this.capMessage = capMessage;
+    }
+
+    /** A reloaded configuration's cap (tenant.NAME.max_connections): open connections keep counting against it. */
+    synchronized void recap(int cap, String setting, String capMessage) {
+        this.cap = cap;
+        this.setting = setting;
+        this.capMessage = capMessage;
+    }
+
+    synchronized int cap() {
+        return cap;
+    }
+
+    synchronized String capMessage() {
+        return capMessage;
     }
 
     /** A place for one more connection, or null at the cap. */

@@ -15,15 +15,18 @@ import java.util.logging.Logger;
 
 /**
  * Which DT_NEEDED names of a shipped program (or of a library shipped with it) a worker's dynamic loader would
- * not find on this appliance. Searched as ld.so searches: the object's DT_RPATH (when it has no DT_RUNPATH),
- * the worker's LD_LIBRARY_PATH (the worker library and CUDA directories), its DT_RUNPATH, the loader's cache
- * ({@code ldconfig -p}, read once) and the default directories. Search-path entries with {@code $ORIGIN} name
- * the client's directories and are skipped; a NEEDED entry with a '/' is a path and is left to the loader.
+ * not find on this appliance: the worker's LD_LIBRARY_PATH (the worker library and CUDA directories), the loader's
+ * cache ({@code ldconfig -p}, read once) and the default directories. The object's own DT_RPATH/DT_RUNPATH is not
+ * looked at: it names the client's directories, and looking up client-chosen paths here (as root) would tell a
+ * tenant which files exist on the appliance, other tenants' cache entries included. A library the appliance has
+ * only on such a path is then sent by the client, which costs bytes, not correctness. A name with a '/' is a path
+ * the loader opens itself; a name that is not a plain file name is left to the loader too.
  */
 public final class LibraryResolver {
     private static final Logger LOG = Logger.getLogger(LibraryResolver.class.getName());
     private static final List<Path> DEFAULT_DIRS = List.of(Path.of("/lib/x86_64-linux-gnu"), Path.of("/usr/lib/x86_64-linux-gnu"),
             Path.of("/lib64"), Path.of("/usr/lib64"), Path.of("/lib"), Path.of("/usr/lib"));
+    private static final java.util.regex.Pattern FILE_NAME = java.util.regex.Pattern.compile("[A-Za-z0-9_+][A-Za-z0-9._+-]{0,254}");
     private final List<Path> workerPath;
     private volatile Set<String> loaderCache;
 
@@ -33,26 +36,16 @@ public final class LibraryResolver {
 
     /** The names {@code deps} needs that neither the appliance nor {@code provided} (libraries already shipped) has. */
     public List<String> missing(ElfDependencies deps, Set<String> provided) {
-        // where it is found does not matter here, only whether: the order of ld.so's search is not followed
-        List<Path> dirs = new ArrayList<>(absolute(deps.searchPath()));
-        dirs.addAll(workerPath);
+        List<Path> dirs = new ArrayList<>(workerPath);
         dirs.addAll(DEFAULT_DIRS);
         Set<String> missing = new LinkedHashSet<>();
         for (String name : deps.needed()) {
-            if (name.contains("/") || provided.contains(name)) continue;
-            if (dirs.stream().anyMatch(d -> Files.exists(d.resolve(name)))) continue;
+            if (!FILE_NAME.matcher(name).matches() || provided.contains(name)) continue;
+            if (dirs.stream().anyMatch(d -> Files.isRegularFile(d.resolve(name)))) continue;
             if (loaderCache().contains(name)) continue;
             missing.add(name);
         }
         return List.copyOf(missing);
-    }
-
-    private static List<Path> absolute(List<String> searchPath) {
-        List<Path> dirs = new ArrayList<>();
-        for (String d : searchPath) {
-            if (d.startsWith("/") && !d.contains("$")) dirs.add(Path.of(d));
-        }
-        return dirs;
     }
 
     /** The names in the dynamic loader's cache (64-bit entries of {@code ldconfig -p}); empty when it cannot be read. */

@@ -201,12 +201,17 @@ public final class SessionCgroups {
             for (Path base : bases) dirs.add(Files.createDirectory(base.resolve(name)));
             if (v2) {
                 CgroupFiles.write(memoryDir.resolve("memory.max"), Long.toString(memoryMaxBytes));
+                // and no swap past it: the limit is one of memory, not of memory plus swap
+                if (Files.exists(memoryDir.resolve("memory.swap.max"))) CgroupFiles.write(memoryDir.resolve("memory.swap.max"), "0");
                 // past the limit the kernel kills the whole session, not one random process of it
                 CgroupFiles.write(memoryDir.resolve("memory.oom.group"), "1");
                 if (controllers.contains("pids")) CgroupFiles.write(memoryDir.resolve("pids.max"), Long.toString(pidsMax));
                 if (controllers.contains("cpu")) CgroupFiles.write(memoryDir.resolve("cpu.weight"), Integer.toString(cpuWeight));
             } else {
                 CgroupFiles.write(memoryDir.resolve("memory.limit_in_bytes"), Long.toString(memoryMaxBytes));
+                if (Files.exists(memoryDir.resolve("memory.memsw.limit_in_bytes"))) { // memory plus swap: no swap past it
+                    CgroupFiles.write(memoryDir.resolve("memory.memsw.limit_in_bytes"), Long.toString(memoryMaxBytes));
+                }
                 for (Path d : dirs) {
                     if (Files.exists(d.resolve("pids.max"))) CgroupFiles.write(d.resolve("pids.max"), Long.toString(pidsMax));
                     // v1 shares: 1024 is the default, as weight 100 is on v2

@@ -19,20 +19,29 @@ class LibraryResolverTest {
     void onlyWhatNoDirectoryCacheOrShippedLibraryHasIsMissing() throws Exception {
         Path workerLibs = Files.createDirectories(dir.resolve("worker"));
         Files.writeString(workerLibs.resolve("libvmcuda-worker.so"), "");
-        Path absoluteRunpath = Files.createDirectories(dir.resolve("opt"));
-        Files.writeString(absoluteRunpath.resolve("libopt.so"), "");
         LibraryResolver r = new LibraryResolver(List.of(workerLibs));
-        ElfDependencies deps = new ElfDependencies(List.of("libvmcuda-worker.so", "libc.so.6", "libopt.so", "libmine.so.1",
-                "libshipped.so", "/abs/libpath.so", "libmine.so.1"), List.of("$ORIGIN/lib", absoluteRunpath.toString()), "");
-        // libc.so.6: the loader's cache and default directories; libopt.so: an absolute run path; libshipped.so:
-        // already shipped; a path is the loader's business; libmine.so.1 is named once
+        ElfDependencies deps = new ElfDependencies(List.of("libvmcuda-worker.so", "libc.so.6", "libmine.so.1",
+                "libshipped.so", "/abs/libpath.so", "libmine.so.1"), List.of(), "");
+        // libc.so.6: the loader's cache and default directories; libshipped.so: already shipped; a path is the
+        // loader's business; libmine.so.1 is named once
         assertEquals(List.of("libmine.so.1"), r.missing(deps, Set.of("libshipped.so")));
     }
 
+    /**
+     * The program's own run path is the client's: it is not searched here, so a tenant cannot learn which files
+     * exist on the appliance (another tenant's cache entries, root's files) from what it is asked for.
+     */
     @Test
-    void originDirectoriesAreTheClientsNotTheAppliances() throws Exception {
+    void theProgramsRunPathRevealsNothingOfTheAppliance() throws Exception {
+        Path secret = Files.createDirectories(dir.resolve("cache"));
+        Files.writeString(secret.resolve("ab".repeat(32)), "someone else's upload");
+        Files.createDirectories(secret.resolve("cd".repeat(32)));
         LibraryResolver r = new LibraryResolver(List.of());
-        ElfDependencies deps = new ElfDependencies(List.of("libonlyclient.so"), List.of("$ORIGIN", dir.toString() + "/$LIB"), "");
-        assertEquals(List.of("libonlyclient.so"), r.missing(deps, Set.of()));
+        List<String> probes = List.of("ab".repeat(32), "cd".repeat(32), "no-such-file");
+        ElfDependencies deps = new ElfDependencies(probes, List.of(secret.toString(), "$ORIGIN"), "");
+        assertEquals(probes, r.missing(deps, Set.of()), "existing or not, every name is asked for alike");
+        // names that are not plain file names are left to the loader, never looked up
+        ElfDependencies odd = new ElfDependencies(List.of("..", ".", "a\nb", "../../etc/passwd"), List.of(), "");
+        assertEquals(List.of(), r.missing(odd, Set.of()));
     }
 }
