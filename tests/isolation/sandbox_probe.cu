@@ -101,6 +101,14 @@ __attribute__((constructor)) static void probe(void)
         fprintf(stderr, "probe: lift the session's memory limit: %s\n", lifted ? "done" : file[0] ? strerror(errno) : "no cgroup");
         if (limit) fclose(limit);
     }
+    // the OOM killer's choice: a session before the daemon (vmcuda-sandbox raises every session's score)
+    {
+        FILE *adj = fopen("/proc/self/oom_score_adj", "r");
+        int score = -1001;
+        if (adj && fscanf(adj, "%d", &score) != 1) score = -1001;
+        if (adj) fclose(adj);
+        fprintf(stderr, "probe: oom_score_adj %d\n", score);
+    }
     // the system-call filter: no user namespace (the usual first step of a kernel exploit), no ptrace.
     // Tried in a child, so that a native run (where both may succeed) goes on unchanged.
     pid_t child = fork();

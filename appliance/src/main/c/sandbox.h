@@ -7,6 +7,9 @@
 
 #define SANDBOX_MAX_KEEP 32
 #define SANDBOX_MAX_REGIONS 8
+/* the sessions' oom_score_adj: when the machine runs out of memory the kernel kills a session, not the daemon
+ * (whose unit sets OOMScoreAdjust=-500) or a system service */
+#define SANDBOX_OOM_SCORE_ADJ 500
 #define SANDBOX_MAX_CGROUPS 4 /* cgroup v1 has one tree per controller: memory, pids, cpu (+1 spare) */
 #define SANDBOX_MIN_UID 1000ul     /* --uid below this would be a system account */
 #define SANDBOX_MAX_UID 4294967294ul /* (uid_t)-1 is "no change" to setuid */

@@ -315,6 +315,17 @@ static void join_cgroup(const char *dir) {
     close(fd);
 }
 
+/* oom_score_adj SANDBOX_OOM_SCORE_ADJ (inherited by everything the session starts); raising it needs no privilege. */
+static void prefer_as_oom_victim(void) {
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    char v[16];
+    int n = snprintf(v, sizeof v, "%d\n", SANDBOX_OOM_SCORE_ADJ);
+    if (fd < 0 || write(fd, v, (size_t)n) != n)
+        warn("cannot raise the session's oom_score_adj: the OOM killer may pick another process first");
+    if (fd >= 0)
+        close(fd);
+}
+
 /* The worker's end of a pipe whose other end only this launcher holds: when the launcher is gone the
  * pipe reports POLLHUP (getppid() says nothing across the PID namespace). */
 static int parent_alive_fd = -1;
@@ -469,9 +480,11 @@ int main(int argc, char **argv) {
     }
 
     /* 0. the session's cgroups, before anything else runs: the UCX agent and the worker (every process and
-     * page of the session) count against the limits the daemon wrote there */
+     * page of the session) count against the limits the daemon wrote there; and when the machine as a whole runs
+     * out of memory, the kernel's OOM killer takes a session before the daemon or anything else of the host */
     for (int i = 0; i < o.n_cgroup; i++)
         join_cgroup(o.cgroup[i]);
+    prefer_as_oom_victim();
 
     /* 1. the daemon link, connected while still root */
     const char *sock = getenv("VMCUDA_WORKER_SOCKET");

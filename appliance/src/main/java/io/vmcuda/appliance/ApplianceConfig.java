@@ -433,16 +433,21 @@ public final class ApplianceConfig {
         return bytes;
     }
 
-    /** MemTotal of /proc/meminfo. */
+    /**
+     * The memory the daemon and its sessions have: MemTotal of /proc/meminfo, or less where the daemon's cgroup (a
+     * container, a systemd slice) is limited, so that a share of it never exceeds what the daemon itself may use.
+     */
     private static long physicalMemoryBytes() {
+        long total = -1;
         try {
             for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
-                if (line.startsWith("MemTotal:")) return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+                if (line.startsWith("MemTotal:")) total = Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
             }
         } catch (IOException | NumberFormatException e) {
             throw new IllegalStateException("cannot read this machine's memory size from /proc/meminfo: " + e);
         }
-        throw new IllegalStateException("no MemTotal in /proc/meminfo");
+        if (total < 0) throw new IllegalStateException("no MemTotal in /proc/meminfo");
+        return Math.min(total, io.vmcuda.appliance.worker.CgroupMounts.ofThisProcessMemoryLimit().orElse(Long.MAX_VALUE));
     }
 
     /** {@code worker.cpu_weight}: each session's cgroup cpu.weight (1 to 10000; 100 = the kernel's default). */

@@ -124,6 +124,8 @@ class IsolationTest {
             assertTrue(log.contains("probe: ptrace(PTRACE_TRACEME): Operation not permitted"), log);
             // the session's cgroup limits are the daemon's to write, not the tenant's
             assertTrue(log.contains("probe: lift the session's memory limit: Read-only file system"), log);
+            // out of memory, the kernel takes a session before the daemon
+            assertTrue(log.contains("probe: oom_score_adj 500"), log);
             // worker.max_file_bytes: no file past 1 MiB, the worker's log included
             assertTrue(log.contains("probe: write 2 MiB: File too large"), log);
             assertTrue(log.contains("probe: write /var/tmp/vmcuda-isolation-probe: Read-only file system"), log);

@@ -14,7 +14,7 @@ import java.util.Map;
  * @param v1      controller name (memory, pids, cpu...) to the process's cgroup directory in that controller's
  *                mounted v1 tree
  */
-record CgroupMounts(Path unified, Map<String, Path> v1) {
+public record CgroupMounts(Path unified, Map<String, Path> v1) {
 
     static CgroupMounts parse(String procSelfCgroup, String mountinfo) {
         Map<String, String> ownPaths = new LinkedHashMap<>(); // "" = unified; else a v1 controller
@@ -44,6 +44,36 @@ record CgroupMounts(Path unified, Map<String, Path> v1) {
             }
         }
         return new CgroupMounts(unified, Map.copyOf(v1));
+    }
+
+    /**
+     * The tightest memory limit on this process's cgroup and its ancestors (v2 memory.max, else v1
+     * memory.limit_in_bytes), or empty when none is set or readable: what a container or a systemd slice allows it.
+     */
+    java.util.OptionalLong memoryLimit() {
+        Path dir = unified != null && java.nio.file.Files.exists(unified.resolve("memory.max")) ? unified : v1.get("memory");
+        String file = dir == unified ? "memory.max" : "memory.limit_in_bytes";
+        long limit = Long.MAX_VALUE;
+        for (Path d = dir; d != null && java.nio.file.Files.isReadable(d.resolve(file)); d = d.getParent()) {
+            try {
+                String v = java.nio.file.Files.readString(d.resolve(file)).strip();
+                if (v.matches("[0-9]{1,19}")) limit = Math.min(limit, Long.parseLong(v)); // "max": none here
+            } catch (java.io.IOException | NumberFormatException e) {
+                break;
+            }
+        }
+        // v1 writes "no limit" as a huge number just below 2^63
+        return limit >= (1L << 62) ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(limit);
+    }
+
+    /** This process's {@link #memoryLimit}, read from /proc/self; empty when there is none or it cannot be read. */
+    public static java.util.OptionalLong ofThisProcessMemoryLimit() {
+        try {
+            return parse(java.nio.file.Files.readString(Path.of("/proc/self/cgroup")),
+                    java.nio.file.Files.readString(Path.of("/proc/self/mountinfo"))).memoryLimit();
+        } catch (java.io.IOException | RuntimeException e) {
+            return java.util.OptionalLong.empty();
+        }
     }
 
     /** One line of mountinfo: ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS. */

@@ -57,6 +57,24 @@ class CgroupMountsTest {
         assertNull(other.unified());
     }
 
+    /** The tightest limit on the way up: a container's, though its own cgroup says "max". */
+    @Test
+    void theMemoryLimitIsTheTightestOfTheAncestors(@org.junit.jupiter.api.io.TempDir Path root) throws Exception {
+        Path container = java.nio.file.Files.createDirectories(root.resolve("kubepods/ctr"));
+        Path own = java.nio.file.Files.createDirectories(container.resolve("vmcudad"));
+        java.nio.file.Files.writeString(root.resolve("kubepods/memory.max"), "8589934592\n");
+        java.nio.file.Files.writeString(container.resolve("memory.max"), "1073741824\n");
+        java.nio.file.Files.writeString(own.resolve("memory.max"), "max\n");
+        assertEquals(java.util.OptionalLong.of(1L << 30), new CgroupMounts(own, Map.of()).memoryLimit());
+        java.nio.file.Files.writeString(container.resolve("memory.max"), "max\n");
+        assertEquals(java.util.OptionalLong.of(8L << 30), new CgroupMounts(own, Map.of()).memoryLimit());
+        // v1 writes "no limit" as a number just below 2^63
+        Path v1 = java.nio.file.Files.createDirectories(root.resolve("v1/own"));
+        java.nio.file.Files.writeString(v1.resolve("memory.limit_in_bytes"), "9223372036854771712\n");
+        assertEquals(java.util.OptionalLong.empty(), new CgroupMounts(null, Map.of("memory", v1)).memoryLimit());
+        assertEquals(java.util.OptionalLong.empty(), new CgroupMounts(null, Map.of()).memoryLimit());
+    }
+
     @Test
     void noCgroupsMounted() {
         CgroupMounts m = CgroupMounts.parse("0::/\n", "24 30 0:22 / /sys rw - sysfs sysfs rw\ngarbage\n\n");
