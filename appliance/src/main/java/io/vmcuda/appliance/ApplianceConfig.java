@@ -421,9 +421,9 @@ public final class ApplianceConfig {
             }
             bytes = physicalMemoryBytes() / 100 * n;
         } else {
-            int shift = "kmgt".indexOf(unit.isEmpty() ? "-" : unit) * 10 + 10;
-            bytes = unit.isEmpty() ? n : n << shift;
-            if (unit.length() == 1 && bytes >> shift != n) {
+            int shift = unit.isEmpty() ? 0 : ("kmgt".indexOf(unit) + 1) * 10;
+            bytes = n << shift;
+            if (bytes >> shift != n) {
                 throw new IllegalArgumentException("config key 'worker.memory_max' = '" + v + "' is too large");
             }
         }

@@ -547,7 +547,7 @@ public final class SessionManager implements WorkerEvents {
     /** Why the kernel stopped the session when it reached its cgroup's memory limit; null when it did not. */
     private String memoryLimitReached(Session s) {
         if (s.cgroup == null || s.cgroup.oomKills() == 0) return null;
-        return "its processes reached the session's memory limit of " + (launcher.memoryMaxBytes() >> 20)
+        return "its processes reached the session's memory limit of " + (s.cgroup.memoryMaxBytes() >> 20)
                 + " MiB (worker.memory_max) and the kernel stopped them";
     }
 

@@ -18,11 +18,18 @@ public final class SessionCgroup {
     private final List<Path> dirs;
     private final Path memoryDir;
     private final boolean v2;
+    private final long memoryMaxBytes;
 
-    SessionCgroup(List<Path> dirs, Path memoryDir, boolean v2) {
+    SessionCgroup(List<Path> dirs, Path memoryDir, boolean v2, long memoryMaxBytes) {
         this.dirs = dirs;
         this.memoryDir = memoryDir;
         this.v2 = v2;
+        this.memoryMaxBytes = memoryMaxBytes;
+    }
+
+    /** The memory limit written for the session (worker.memory_max). */
+    public long memoryMaxBytes() {
+        return memoryMaxBytes;
     }
 
     /** What the worker joins (vmcuda-sandbox --cgroup). */

@@ -179,7 +179,7 @@ public final class SessionCgroups {
 
     private static void removeDaemonDir(Path daemon, boolean v2) {
         try (DirectoryStream<Path> sessions = Files.newDirectoryStream(daemon, SessionCgroup.PREFIX + "*")) {
-            for (Path stale : sessions) new SessionCgroup(List.of(stale), null, v2).close();
+            for (Path stale : sessions) new SessionCgroup(List.of(stale), null, v2, 0).close();
             Files.deleteIfExists(daemon);
         } catch (IOException e) {
             LOG.warning("cannot remove " + daemon + ": " + e);
@@ -196,7 +196,7 @@ public final class SessionCgroups {
         String name = SessionCgroup.PREFIX + Long.toUnsignedString(id, 16);
         List<Path> dirs = new ArrayList<>();
         Path memoryDir = memoryBase.resolve(name);
-        SessionCgroup made = new SessionCgroup(dirs, memoryDir, v2);
+        SessionCgroup made = new SessionCgroup(dirs, memoryDir, v2, memoryMaxBytes);
         try {
             for (Path base : bases) dirs.add(Files.createDirectory(base.resolve(name)));
             if (v2) {
@@ -225,9 +225,5 @@ public final class SessionCgroups {
             made.close();
             throw new IOException("cannot make the session's cgroup " + name + " below " + bases + ": " + e.getMessage(), e);
         }
-    }
-
-    public long memoryMaxBytes() {
-        return memoryMaxBytes;
     }
 }

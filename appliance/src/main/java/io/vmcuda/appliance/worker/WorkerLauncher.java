@@ -214,12 +214,6 @@ public final class WorkerLauncher {
         if (c != null) c.close();
     }
 
-    /** worker.memory_max of the session cgroups, 0 when sessions get none. */
-    public long memoryMaxBytes() {
-        SessionCgroups c = cgroups;
-        return c == null ? 0 : c.memoryMaxBytes();
-    }
-
     /** Offers bulk copies over UCX to the workers started from now on, through this agent (UcxAgent). */
     public void offerUcx(Path agent) {
         this.ucxAgent = agent;
