@@ -110,7 +110,7 @@ Version: $debversion
 Architecture: amd64
 Maintainer: $maintainer
 Installed-Size: @INSTALLED_SIZE@
-Depends: libc6 (>= 2.34)
+Depends: libc6 (>= 2.34), libssl3
 Suggests: curl, jq, libucx0
 Section: libs
 Priority: optional
@@ -280,7 +280,7 @@ Version: $debversion
 Architecture: amd64
 Maintainer: $maintainer
 Installed-Size: @INSTALLED_SIZE@
-Depends: libc6 (>= 2.34), zlib1g, libstdc++6, libgcc-s1, passwd
+Depends: libc6 (>= 2.34), zlib1g, libstdc++6, libgcc-s1, passwd, libssl3, openssl
 Recommends: systemd, libucx0
 Section: misc
 Priority: optional

@@ -49,7 +49,7 @@ expect_eq "client Package" "$(dpkg-deb -f "$cdeb" Package)" vmcuda-client
 expect_eq "client Version" "$(dpkg-deb -f "$cdeb" Version)" "$debversion"
 expect_eq "client Architecture" "$(dpkg-deb -f "$cdeb" Architecture)" amd64
 dpkg-deb -f "$cdeb" Depends > "$work/client.depends"
-expect_grep "client Depends" '^libc6 \(>= 2\.3[0-9]\)$' "$work/client.depends"
+expect_grep "client Depends" '^libc6 \(>= 2\.3[0-9]\), libssl3$' "$work/client.depends"
 dpkg-deb -c "$cdeb" | awk '{ o = $2; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print o " " $0 }' > "$work/client.list"
 for p in './usr/lib/vmcuda/libcudart.so.13' './usr/lib/vmcuda/libcudart.so -> libcudart.so.13' \
          './usr/lib/vmcuda/libcuda.so.1' './usr/lib/vmcuda/libcuda.so -> libcuda.so.1' './usr/lib/vmcuda/libvmcuda-client.so' \
@@ -128,6 +128,7 @@ expect_grep "unit reload" '^ExecReload=/bin/kill -HUP \$MAINPID$' "$unit"
 # package's (or the operator's), so an upgrade with apt-get -y finds no changed conffile to ask about
 pre="$work/prestart/etc/vmcuda"
 mkdir -p "$pre"
+"$repo/client-shim/src/build/ensure-package.sh" openssl "openssl (Fedora)" "vmcudad-prestart's TLS certificate" /usr/bin/openssl
 cp "$work/appliance-deb/etc/vmcuda/vmcudad.properties" "$pre/"
 sh "$work/appliance-deb/opt/vmcuda/libexec/vmcudad-prestart" "$pre/vmcudad.properties" >/dev/null
 sh "$work/appliance-deb/opt/vmcuda/libexec/vmcudad-prestart" "$pre/vmcudad.properties" >/dev/null # a restart: no change
@@ -138,6 +139,11 @@ expect_eq "one generated operator token" "$(grep -c '^admin\.token_sha256 = [0-9
 expect_eq "the tenant token is root's alone" "$(stat -c %a "$pre/tenant-default.token")" 600
 expect_eq "the token matches its hash" "$(printf %s "$(head -n 1 "$pre/tenant-default.token")" | sha256sum | cut -d' ' -f1)" \
     "$(sed -n 's/^tenant\.default\.token_sha256 = //p' "$pre/vmcudad.d/50-generated.properties")"
+# TLS on by default: one certificate for this host (made once), its key root's alone, named in the drop-in
+expect_eq "one generated TLS certificate line" "$(grep -c "^control\.tls_certificate = $pre/tls/vmcudad\.pem$" "$pre/vmcudad.d/50-generated.properties")" 1
+expect_eq "the TLS key is root's alone" "$(stat -c %a "$pre/tls/vmcudad.key")" 600
+openssl x509 -in "$pre/tls/vmcudad.pem" -noout -ext subjectAltName > "$work/tls-names" 2>&1 || fail "the generated certificate does not parse"
+expect_grep "the certificate names loopback" 'IP Address:127\.0\.0\.1' "$work/tls-names"
 expect_grep "unit WantedBy" '^WantedBy=multi-user\.target$' "$unit"
 # the daemon unit's hardening: systemd's own score (issue 14 asks for an exposure below 5)
 if command -v systemd-analyze >/dev/null && systemd-analyze security --help 2>/dev/null | grep -q -- '--offline'; then

@@ -183,8 +183,10 @@ static struct setting settings[] = {
     {"transport", "VMCUDA_TRANSPORT", "auto", "default"},
     {"cluster", "VMCUDA_CLUSTER", "", "not set"},
     {"cluster_prefix", "VMCUDA_CLUSTER_PREFIX", "/vmcuda/", "default"},
+    {"tls_ca", "VMCUDA_TLS_CA", "", "not set: no TLS"},
+    {"tls_verify_name", "VMCUDA_TLS_VERIFY_NAME", "true", "default"},
 };
-enum { S_APPLIANCE, S_TOKEN, S_BLOCK, S_GPUS, S_TRANSPORT, S_CLUSTER, S_PREFIX, S_COUNT };
+enum { S_APPLIANCE, S_TOKEN, S_BLOCK, S_GPUS, S_TRANSPORT, S_CLUSTER, S_PREFIX, S_TLS_CA, S_TLS_VERIFY_NAME, S_COUNT };
 static char config_path[512];
 
 static char *trim(char *s) {
@@ -258,6 +260,12 @@ static void check_config(void) {
         line("token      = %.4s... (%zu characters)   (%s)", t->value, strlen(t->value), t->source);
     else
         line("token      = %-24s (%s)", "(none)", t->source);
+    struct setting *ca = &settings[S_TLS_CA];
+    if (ca->value[0])
+        line("tls_ca     = %-24s (%s): TLS, the appliance must prove this certificate%s", ca->value, ca->source,
+             access(ca->value, R_OK) == 0 ? "" : " -- PROBLEM: this file cannot be read");
+    else
+        line("tls_ca     = %-24s (%s)", "(none)", ca->source);
     char *end;
     unsigned long long bs = strtoull(b->value, &end, 10);
     if (*end == 'k' || *end == 'K') bs <<= 10;

@@ -96,6 +96,10 @@ run_prog() {
     t0="$(now)"
     if [ "$mode" = native ]; then
         (cd "$WORK" && LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout "$TIMEOUT" "$@" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
+    elif [ "$mode" = tls ]; then # TCP inside TLS, to the frameworks section's TLS daemon
+        (cd "$WORK" && VMCUDA_TRACE="${VMCUDA_TRACE:-errors}" VMCUDA_APPLIANCE="127.0.0.1:$TLS_PORT" VMCUDA_TRANSPORT=tcp \
+            VMCUDA_TLS_CA="$TLS_CERT" LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout "$TIMEOUT" bash "$REPO/tests/gpu/gpuless.sh" \
+            "$CLIENT" "$@" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
     else
         (cd "$WORK" && VMCUDA_TRACE="${VMCUDA_TRACE:-errors}" VMCUDA_APPLIANCE="127.0.0.1:$PORT" VMCUDA_TRANSPORT="$([ "$mode" = tcp ] && echo tcp || echo shm)" \
             LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout "$TIMEOUT" bash "$REPO/tests/gpu/gpuless.sh" "$CLIENT" "$@" \
@@ -222,6 +226,25 @@ if want frameworks; then
     for fw in torch cupy; do
         compare "framework_$fw" python3 "$REPO/tests/gpu/framework_smoke.py" "$fw"
     done
+    # the same over TCP inside TLS (PROTOCOL.md "Encryption"), against a daemon with a certificate made here
+    TLS_PORT=17195 TLS_CERT="$WORK/tls/vmcudad.pem"
+    mkdir -p "$WORK/tls" "$WORK/tlsstate"
+    if openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=vmcuda-gpu-run \
+            -addext subjectAltName=IP:127.0.0.1 -keyout "$WORK/tls/vmcudad.key" -out "$TLS_CERT" 2>"$WORK/tls/openssl.err"; then
+        printf 'control.tls_certificate = %s\ncontrol.tls_key = %s\n' "$TLS_CERT" "$WORK/tls/vmcudad.key" >"$WORK/tls.conf"
+        setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:$TLS_PORT" --admin 127.0.0.1:17196 --state-dir "$WORK/tlsstate" \
+            --config "$WORK/tls.conf" --worker-lib-dir "$ROOT/native" >"$WORK/tls-daemon.log" 2>&1 </dev/null &
+        TLS_PID=$!
+        for _ in $(seq 1 300); do grep -q "listening on" "$WORK/tls-daemon.log" 2>/dev/null && break; sleep 0.2; done
+        mkdir -p "$WORK/tls-run"
+        for fw in torch cupy; do
+            run_prog tls "$WORK/tls-run" "framework_$fw" python3 "$REPO/tests/gpu/framework_smoke.py" "$fw"
+            judge tls "framework_$fw" "$WORK/tls-run"
+        done
+        kill -TERM -- "-$TLS_PID" 2>/dev/null; sleep 1; kill -KILL -- "-$TLS_PID" 2>/dev/null
+    else
+        fail "tls: openssl could not make a certificate: $(tail -1 "$WORK/tls/openssl.err" 2>/dev/null)"
+    fi
 fi
 
 if want probes; then

@@ -71,6 +71,7 @@ stop_daemon() {
 }
 finish() {
     stop_daemon
+    [ -n "${TLS_PID:-}" ] && { kill -TERM -- "-$TLS_PID" 2>/dev/null; sleep 1; kill -KILL -- "-$TLS_PID" 2>/dev/null; }
     # keep what comes back under the tool's 16 MiB per file
     if [ -f "$OUT/daemon.log" ] && [ "$(stat -c %s "$OUT/daemon.log")" -gt 15000000 ]; then
         { head -c 5000000 "$OUT/daemon.log"; echo; echo "... [truncated] ..."; tail -c 5000000 "$OUT/daemon.log"; } \
@@ -143,6 +144,10 @@ run_one() { # MODE DIR PROGRAM
     if [ "$mode" = native ]; then
         (cd "$WORK" && env -u VMCUDA_APPLIANCE LD_LIBRARY_PATH="$CUDA_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
             timeout "$PER_PROGRAM_TIMEOUT" "$prog" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
+    elif [ "$mode" = vmcuda-tls ]; then # TCP to the TLS daemon of section 3d
+        (cd "$WORK" && LD_LIBRARY_PATH="$CUDA_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" VMCUDA_TRANSPORT=tcp \
+            VMCUDA_TLS_CA="$TLS_CERT" timeout "$PER_PROGRAM_TIMEOUT" "$ROOT/bin/vmcuda" run --appliance "127.0.0.1:$TLS_PORT" \
+            -- "$prog" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null)
     else # vmcuda (the transport the client picks: shared memory here) or vmcuda-tcp
         (cd "$WORK" && LD_LIBRARY_PATH="$CUDA_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
             VMCUDA_TRANSPORT="$([ "$mode" = vmcuda-tcp ] && echo tcp || echo "${VMCUDA_TRANSPORT:-auto}")" \
@@ -246,6 +251,38 @@ fi
 kill -TERM -- "-$RPID" 2>/dev/null; sleep 1; kill -KILL -- "-$RPID" 2>/dev/null
 rm -f "$REGION"
 
+# ---- 3d. TLS (protocol/PROTOCOL.md "Encryption"): a daemon with a certificate made here, the copy-heavy
+# programs over TCP inside TLS; it stays up for the benchmarks' tls column --------------------------------
+say ""
+say "== native vs vmcuda over TCP with TLS (control.tls_certificate; client tls_ca)"
+TLS_PORT=17095 TLS_CERT="$WORK/tls/vmcudad.pem" TLS_PID=""
+mkdir -p "$WORK/tls" "$WORK/tlsrun" "$WORK/tlsstate"
+if ! command -v openssl >/dev/null; then
+    fail "tls: no openssl command here to make a certificate"
+elif ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=vmcuda-gpu-run \
+        -addext subjectAltName=IP:127.0.0.1 -keyout "$WORK/tls/vmcudad.key" -out "$TLS_CERT" 2>"$WORK/tls/openssl.err"; then
+    fail "tls: openssl could not make a certificate: $(tail -1 "$WORK/tls/openssl.err")"
+else
+    printf 'control.tls_certificate = %s\ncontrol.tls_key = %s\n' "$TLS_CERT" "$WORK/tls/vmcudad.key" >"$WORK/tls.conf"
+    setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:$TLS_PORT" --admin 127.0.0.1:17096 --state-dir "$WORK/tlsstate" \
+        --config "$WORK/tls.conf" --worker-lib-dir "$ROOT/native" >"$WORK/tls-daemon.log" 2>&1 </dev/null &
+    TLS_PID=$!
+    for _ in $(seq 1 300); do grep -q "listening on" "$WORK/tls-daemon.log" 2>/dev/null && break; sleep 0.2; done
+    say "tls: $(grep -o 'client connections use TLS.*' "$WORK/tls-daemon.log" | head -1)"
+    for p in "${PROGRAMS[@]}"; do
+        case "$(basename "$p")" in
+        big_copies | big_copies_ptds | bulk_paths | memory | threads | stream_ptds)
+            run_one vmcuda-tls "$WORK/tlsrun" "$p"
+            judge tls "$WORK/native" "$WORK/tlsrun" "$(basename "$p")" ;;
+        esac
+    done
+    # the same client without tls_ca: refused with what to set, not hung
+    refusal="$(cd "$WORK" && LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run --appliance \
+        "127.0.0.1:$TLS_PORT" -- "$WORK/progs/memory" 2>&1 >/dev/null | grep -m1 'vmcuda:')"
+    say "tls: a client without tls_ca: $refusal"
+    case "$refusal" in *"set tls_ca"*) ;; *) fail "tls: a client without tls_ca was not told to set it" ;; esac
+fi
+
 # ---- 4. eight at once through vmcuda -----------------------------------------------------------
 say ""
 say "== 8 vmcuda runs at once"
@@ -313,6 +350,13 @@ if [ -x "$CARRY/bench/vmcuda_bench" ]; then
         echo "# call pipe changes is the shm column of the table above against this one's (tcp is not co-located)"
         VMCUDA_CALLS_IN_REGION=0 timeout -k 5 120 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" \
             "$ROOT/bin/vmcuda" "127.0.0.1:$PORT" | sed 's/^/nopipe_/'
+        if [ -n "$TLS_PID" ]; then
+            echo "# TLS: vmcuda over TCP to the plain daemon, and over TCP inside TLS to section 3d's daemon (tls/nat"
+            echo "# against tcp/nat is what encryption costs; calls and copies are encrypted between client and worker)"
+            COLUMNS="tcp tls:VMCUDA_TRANSPORT=tcp,VMCUDA_TLS_CA=$TLS_CERT@127.0.0.1:$TLS_PORT" timeout -k 5 150 \
+                bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" "$ROOT/bin/vmcuda" "127.0.0.1:$PORT" |
+                sed 's/^/tls_/'
+        fi
     } >"$OUT/bench.txt" 2>&1 || say "benchmark run failed (see bench.txt)"
     cat "$OUT/bench.txt"
     if [ -x "$CARRY/bench/bench_transfer" ]; then

@@ -62,6 +62,10 @@ static void set(const char *key, const char *value) {
     }
     else if (strcmp(key, "token") == 0)
         snprintf(config.token, sizeof config.token, "%s", value);
+    else if (strcmp(key, "tls_ca") == 0)
+        snprintf(config.tls_ca, sizeof config.tls_ca, "%s", value);
+    else if (strcmp(key, "tls_verify_name") == 0)
+        config.tls_verify_name = switched_on(value);
     else if (strcmp(key, "block_size") == 0) {
         char *end;
         unsigned long long v = strtoull(value, &end, 10);
@@ -135,6 +139,7 @@ static void load(void) {
      * native output with it; pinned copies reach 0.96-0.99 of native from 64 MiB instead of about half */
     config.pinned_in_region = 1;
     config.calls_in_region = 1;
+    config.tls_verify_name = 1;
     snprintf(config.cluster_prefix, sizeof config.cluster_prefix, "/vmcuda/");
     const char *path = getenv("VMCUDA_CONFIG");
     snprintf(config.config_path, sizeof config.config_path, "%s", path && *path ? path : "/etc/vmcuda/client.conf");
@@ -146,7 +151,7 @@ static void load(void) {
         {"VMCUDA_SHM_REGION", "shm_region"}, {"VMCUDA_PINNED_IN_REGION", "pinned_in_region"},
         {"VMCUDA_CALLS_IN_REGION", "calls_in_region"}, {"VMCUDA_CLUSTER", "cluster"},
         {"VMCUDA_CLUSTER_PREFIX", "cluster_prefix"}, {"VMCUDA_HOST_ID", "host_id"}, {"VMCUDA_GPU_MODEL", "gpu_model"},
-        {"VMCUDA_GPU_MEMORY", "gpu_memory"}};
+        {"VMCUDA_GPU_MEMORY", "gpu_memory"}, {"VMCUDA_TLS_CA", "tls_ca"}, {"VMCUDA_TLS_VERIFY_NAME", "tls_verify_name"}};
     for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
         const char *v = getenv(env_keys[i][0]);
         if (v && *v)

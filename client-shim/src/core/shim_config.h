@@ -13,6 +13,8 @@ struct vmc_client_config {
     char gpu_model[64];    /* in a pool: a part of the GPU's name the session needs ("H100"); empty = any */
     uint64_t gpu_memory;   /* in a pool: bytes each GPU must have at least; 0 = any */
     char token[512];       /* tenant token sent in HELLO */
+    char tls_ca[256];      /* PEM certificate(s) the appliance's must chain to; set = every connection is TLS */
+    int tls_verify_name;   /* the appliance's certificate must name the host or address connected to (default on) */
     size_t block_size;     /* bulk-transfer block size in bytes */
     uint32_t gpus;         /* GPUs wanted for the session */
     enum { VMC_TRANSPORT_AUTO, VMC_TRANSPORT_TCP, VMC_TRANSPORT_SHM, VMC_TRANSPORT_UCX } transport; /* bulk data path */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "vmc_sha256.h"
+#include "vmc_tls.h"
 #include "shim_config.h"
 #include "shim_pipe.h"
 #include "shim_registry.h"
@@ -73,7 +74,7 @@ static void child_after_fork(void) {
     if (state != SESSION_UP)
         return;
     for (struct vmc_conn *c = all_conns; c; c = c->next_open) {
-        close(c->fd);
+        vmc_io_close(c->fd); /* its TLS, if any, is forgotten without a word on the parent's socket */
         vmc_ring_forget(c, 1);
         vmc_pipe_forget(c);
         c->broken = 1;
@@ -106,7 +107,7 @@ static void close_thread_conn(void *p) {
     struct vmc_conn *c = p;
     if (c && c != primary) {
         unlink_conn(c);
-        close(c->fd); /* first: the worker gives a lane of a shared region back when it sees the end */
+        vmc_io_close(c->fd); /* first: the worker gives a lane of a shared region back when it sees the end */
         vmc_ring_forget(c, 0);
         vmc_pipe_forget(c);
         vmc_out_free(&c->out);
@@ -121,19 +122,27 @@ static void make_conn_key(void) { conn_key_made = pthread_key_create(&conn_key, 
 /* How long connecting to an appliance or an etcd may take. */
 #define CONNECT_SECONDS 10
 
-int vmc_tcp_connect(const char *appliance, char *why, size_t why_len) {
-    char host[256];
-    const char *colon = strrchr(appliance, ':');
-    if (!colon || colon == appliance || (size_t)(colon - appliance) >= sizeof host || !colon[1]) {
-        snprintf(why, why_len, "'%s' is not HOST:PORT", appliance);
+/* HOST of HOST:PORT or [V6]:PORT into host; 0, or -1 with why. */
+static int endpoint_host(const char *endpoint, char *host, size_t host_len, char *why, size_t why_len) {
+    const char *colon = strrchr(endpoint, ':');
+    if (!colon || colon == endpoint || (size_t)(colon - endpoint) >= host_len || !colon[1]) {
+        snprintf(why, why_len, "'%s' is not HOST:PORT", endpoint);
         return -1;
     }
-    memcpy(host, appliance, (size_t)(colon - appliance));
-    host[colon - appliance] = 0;
+    memcpy(host, endpoint, (size_t)(colon - endpoint));
+    host[colon - endpoint] = 0;
     if (host[0] == '[' && host[strlen(host) - 1] == ']') { /* [::1]:7070 */
         memmove(host, host + 1, strlen(host));
         host[strlen(host) - 1] = 0;
     }
+    return 0;
+}
+
+int vmc_tcp_connect(const char *appliance, char *why, size_t why_len) {
+    char host[256];
+    if (endpoint_host(appliance, host, sizeof host, why, why_len) != 0)
+        return -1;
+    const char *colon = strrchr(appliance, ':');
     struct addrinfo hints = {0}, *res = NULL;
     hints.ai_socktype = SOCK_STREAM;
     int gai = getaddrinfo(host, colon + 1, &hints, &res);
@@ -173,6 +182,28 @@ int vmc_tcp_connect(const char *appliance, char *why, size_t why_len) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    return fd;
+}
+
+/* How long the daemon may take to send its challenge (it sends it at once), and to finish TLS's handshake. */
+#define CHALLENGE_SECONDS 10
+
+/* A connection to a daemon: TCP, then TLS when the client has the appliance's certificate authority
+ * (tls_ca; PROTOCOL.md "Encryption"). The descriptor, or -1 with the reason in why. */
+static int appliance_connect(const char *endpoint, char *why, size_t why_len) {
+    const struct vmc_client_config *cfg = vmc_client_config();
+    int fd = vmc_tcp_connect(endpoint, why, why_len);
+    if (fd < 0 || !cfg->tls_ca[0])
+        return fd;
+    char host[256];
+    struct timeval deadline = {CHALLENGE_SECONDS, 0}, none = {0, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    if (endpoint_host(endpoint, host, sizeof host, why, why_len) != 0 ||
+        vmc_tls_connect_daemon(fd, cfg->tls_ca, host, cfg->tls_verify_name, why, why_len) != 0) {
+        close(fd);
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
     return fd;
 }
 
@@ -388,6 +419,10 @@ static int read_hello_reply(struct vmc_conn *c, char *msg, size_t msg_len, uint3
         return -1;
     }
     snprintf(msg, msg_len, "%.*s", (int)n, (const char *)text);
+    /* READY on a TLS connection ends with the key of the connection's link to its worker */
+    c->link_keyed = status == VMC_READY && in.len - in.pos == VMC_LINK_KEY_BYTES;
+    if (c->link_keyed)
+        vmc_in_bytes(&in, c->link_key, sizeof c->link_key);
     if (status == VMC_PLACED)
         placement_ticket = id;
     if (status == VMC_READY && state == SESSION_NONE) {
@@ -449,8 +484,6 @@ static int check_manifest(struct vmc_conn *c, char *why, size_t why_len) {
     return 0;
 }
 
-/* How long the daemon may take to send its challenge (it sends it at once). */
-#define CHALLENGE_SECONDS 10
 #define TEXT_OF(x) #x
 #define TEXT(x) TEXT_OF(x)
 /* Placements one session start may take in a pool before it gives up (see vmc_thread_conn). */
@@ -462,8 +495,12 @@ static int read_challenge(struct vmc_conn *c, uint8_t nonce[VMC_CHALLENGE_BYTES]
     if (vmc_conn_read_frame(c, &h) != 0) {
         snprintf(msg, msg_len, errno == EAGAIN || errno == EWOULDBLOCK
                                    ? "no challenge within " TEXT(CHALLENGE_SECONDS) " seconds: this is not vmcudad's client port (its "
-                                     "admin port, which speaks HTTP, stays silent like this)"
-                                   : "the appliance closed the connection before the handshake");
+                                     "admin port, which speaks HTTP, stays silent like this), or the appliance wants TLS (set tls_ca "
+                                     "in client.conf)"
+                                   : vmc_client_config()->tls_ca[0]
+                                         ? "the appliance closed the connection before the handshake"
+                                         : "the appliance closed the connection before the handshake (one that wants TLS does "
+                                           "this: set tls_ca in client.conf to its certificate)");
         return -1;
     }
     if (h.type == VMC_ERROR) {
@@ -527,6 +564,19 @@ static void put_hello(struct vmc_out *o, uint32_t role, uint64_t size, const uin
     vmc_out_finish_frame(o, VMC_HELLO, 0, 0);
 }
 
+/* After READY on a TLS connection: the daemon has handed the socket to the worker, which opens the link's
+ * own TLS, keyed by what READY carried (PROTOCOL.md "Encryption"). 0, or -1 with why. */
+static int switch_to_worker_link(struct vmc_conn *c, char *why, size_t why_len) {
+    if (!c->link_keyed) {
+        snprintf(why, why_len, "the appliance's READY carries no key for TLS to the worker: it does not encrypt "
+                               "the session (a vmcudad without TLS behind a TLS proxy?)");
+        return -1;
+    }
+    int rc = vmc_tls_link(c->fd, c->link_key, 0, why, why_len);
+    memset(c->link_key, 0, sizeof c->link_key);
+    return rc;
+}
+
 /* Opens a connection in the given role. On failure prints nothing; fills why. */
 static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint32_t *gpu_count, char *msg, size_t msg_len) {
     const struct vmc_client_config *cfg = vmc_client_config();
@@ -540,7 +590,7 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
         snprintf(why, why_len, "cannot read /proc/self/exe: %s", strerror(errno));
         return NULL;
     }
-    int fd = vmc_tcp_connect(cfg->appliance, why, why_len);
+    int fd = appliance_connect(cfg->appliance, why, why_len);
     if (fd < 0)
         return NULL;
     struct vmc_conn *c = new_conn(fd);
@@ -574,6 +624,10 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
     /* libraries only this client has; their own needs come in further rounds (bounded by the appliance) */
     for (int round = 0; status == VMC_NEED_LIBRARIES && role == VMC_ROLE_NEW && round < 16; round++)
         status = ship_libraries(c, msg, msg_len, gpu_count);
+    if (status == VMC_READY && cfg->tls_ca[0] && switch_to_worker_link(c, why, why_len) != 0) {
+        close_thread_conn(c);
+        return NULL;
+    }
     if (status == VMC_READY && check_manifest(c, why, why_len) == 0) {
         /* From here on a read may legitimately wait as long as the GPU works (cudaDeviceSynchronize). */
         struct timeval forever = {0, 0};
@@ -611,7 +665,7 @@ static int place_in_pool(char *why, size_t why_len) {
     for (int i = 0; i < n; i++) {
         const char *entry = entries[(start + (unsigned)i) % (unsigned)n];
         char msg[1024] = "";
-        int fd = vmc_tcp_connect(entry, msg, sizeof msg);
+        int fd = appliance_connect(entry, msg, sizeof msg);
         int status = -1;
         if (fd >= 0) {
             struct vmc_conn *c = new_conn(fd);
@@ -652,7 +706,7 @@ int vmc_appliance_view(char *out, size_t out_len) {
         return -1;
     }
     char why[512];
-    int fd = vmc_tcp_connect(cfg->appliance, why, sizeof why);
+    int fd = appliance_connect(cfg->appliance, why, sizeof why);
     if (fd < 0) {
         snprintf(out, out_len, "cannot reach appliance %s: %s", cfg->appliance, why);
         return -1;

@@ -24,6 +24,9 @@ struct vmc_conn {
     int at_frame_start;   /* reading a frame's header: where the worker may hand the stream back to the socket */
     struct vmc_conn *next_open; /* the process's list of open connections (shim_session.c) */
     struct vmc_pipe pipe;
+    /* With TLS: the key of this connection's link to its worker, from HELLO_REPLY READY (PROTOCOL.md "Encryption") */
+    int link_keyed;
+    uint8_t link_key[VMC_LINK_KEY_BYTES];
 };
 
 /* The calling thread's connection, opening the session (first thread) or joining it (others).

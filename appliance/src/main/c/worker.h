@@ -50,8 +50,14 @@ int vmc_w_read_bytes(struct vmc_wconn *c, void *dst, size_t n);
 /* Writes n bytes to the client: through the connection's pipe when it has one, else its socket. 0 or -1. */
 int vmc_w_write(struct vmc_wconn *c, const void *src, size_t n);
 
+/* A client connection the daemon handed over, with the key of its TLS link when the appliance encrypts. */
+struct vmc_w_client_link {
+    int fd;
+    int keyed;
+    uint8_t key[VMC_LINK_KEY_BYTES];
+};
 /* Serves one connection until the client closes it. */
-void vmc_w_serve(int fd, int primary);
+void vmc_w_serve(struct vmc_w_client_link *link, int primary); /* wipes link's key */
 /* Sends the pending REPLY (with any captured output before it). Returns 0 or -1 if the peer is gone. */
 int vmc_w_send_reply(struct vmc_wconn *c, uint32_t id);
 /* A successful device-to-host answer in one write: the REPLY, the n data bytes, the trailing REPLY. */
@@ -127,7 +133,7 @@ int vmc_w_output_flush(struct vmc_wconn *c);
 
 /* ---- the daemon link (worker_daemon.c) ---- */
 int vmc_w_daemon_connect(void);            /* returns 0 or -1 (reason logged) */
-int vmc_w_daemon_receive_client(void);     /* next client fd handed over by the daemon, or -1 */
+int vmc_w_daemon_receive_client(struct vmc_w_client_link *link); /* next client fd handed over by the daemon, or -1 */
 /* Asks the daemon's module cache for an image (64 hex digits): 1 when it put the image at
  * $VMCUDA_MODULE_LEND_DIR/<sha> (a directory the worker can only read), 0 when it has none for this tenant. */
 int vmc_w_daemon_module_lookup(const char *sha_hex, uint64_t size);

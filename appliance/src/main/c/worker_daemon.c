@@ -102,9 +102,30 @@ static int reply_found = -1; /* -1: no answer yet */
 static char text[160];       /* the reader's partial line */
 static size_t text_len;
 
+/* "LINK <key hex>": the TLS key of the client connection whose descriptor comes next (PROTOCOL.md
+ * "Encryption"); only the thread that receives descriptors reads it. */
+static uint8_t next_link_key[VMC_LINK_KEY_BYTES];
+static int next_link_keyed;
+
+static int take_link_key(const char *line) {
+    const char *hex = line + 5;
+    if (strncmp(line, "LINK ", 5) != 0 || strlen(hex) != 2 * VMC_LINK_KEY_BYTES)
+        return 0;
+    for (int i = 0; i < VMC_LINK_KEY_BYTES; i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+            return 0;
+        next_link_key[i] = (uint8_t)v;
+    }
+    next_link_keyed = 1;
+    return 1;
+}
+
 static void deliver_line(const char *line) {
     char sha[65];
     int found;
+    if (take_link_key(line))
+        return;
     if (sscanf(line, "M %64[0-9a-f] %d", sha, &found) != 2 || strlen(sha) != 64)
         return; /* a newer daemon may say more */
     pthread_mutex_lock(&reply_lock);
@@ -154,7 +175,7 @@ int vmc_w_daemon_module_lookup(const char *sha_hex, uint64_t size) {
     return found;
 }
 
-int vmc_w_daemon_receive_client(void) {
+int vmc_w_daemon_receive_client(struct vmc_w_client_link *link) {
     for (;;) {
         char data[64];
         struct iovec iov = {data, sizeof data};
@@ -194,6 +215,10 @@ int vmc_w_daemon_receive_client(void) {
                 int flags = fcntl(fd, F_GETFL);
                 if (flags >= 0)
                     fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+                link->keyed = next_link_keyed;
+                memcpy(link->key, next_link_key, sizeof link->key);
+                memset(next_link_key, 0, sizeof next_link_key);
+                next_link_keyed = 0;
                 return fd;
             }
         }
@@ -202,8 +227,9 @@ int vmc_w_daemon_receive_client(void) {
 }
 
 static void *serve_joined(void *arg) {
-    int fd = (int)(intptr_t)arg;
-    vmc_w_serve(fd, 0);
+    struct vmc_w_client_link *link = arg;
+    vmc_w_serve(link, 0);
+    free(link);
     return NULL;
 }
 
@@ -212,7 +238,8 @@ static void *serve_joined(void *arg) {
 static void *listen_for_joins(void *arg) {
     (void)arg;
     for (;;) {
-        int fd = vmc_w_daemon_receive_client();
+        struct vmc_w_client_link *link = calloc(1, sizeof *link);
+        int fd = link ? vmc_w_daemon_receive_client(link) : -1;
         if (fd < 0) {
             /* The daemon closed the link: it stopped or was killed. Sessions do not outlive their
              * daemon (CONFIG.md "Stopping"): no worker is left holding GPU memory unsupervised. */
@@ -222,9 +249,11 @@ static void *listen_for_joins(void *arg) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &attr, serve_joined, (void *)(intptr_t)fd) != 0) {
+        link->fd = fd;
+        if (pthread_create(&t, &attr, serve_joined, link) != 0) {
             vmc_w_log("cannot start a thread for a joining client connection");
             close(fd);
+            free(link);
         }
         pthread_attr_destroy(&attr);
     }

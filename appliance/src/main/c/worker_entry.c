@@ -136,14 +136,15 @@ __attribute__((visibility("default"))) int vmcuda_worker_serve(void) {
     vmc_w_log("started: %u kernels, %u variables registered", n_kernels, n_vars);
     if (vmc_w_daemon_connect() != 0)
         return 3;
-    int fd = vmc_w_daemon_receive_client();
-    if (fd < 0) {
+    struct vmc_w_client_link link = {0};
+    link.fd = vmc_w_daemon_receive_client(&link);
+    if (link.fd < 0) {
         vmc_w_log("the daemon closed the link before handing over a client");
         vmc_w_daemon_bye(4);
         _exit(4);
     }
     vmc_w_daemon_start_threads();
-    vmc_w_serve(fd, 1);
+    vmc_w_serve(&link, 1);
     /* The client is gone. Exiting releases every allocation, stream and context of this process on
      * the GPU; the application's destructors are not run (its main never ran either). */
     vmc_w_log("client disconnected; exiting");

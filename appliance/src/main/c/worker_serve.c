@@ -8,8 +8,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "vmc_api.h"
+#include "vmc_tls.h"
 #include "vmc_drv_api.h"
 #include "worker.h"
 #include "worker_driver.h"
@@ -288,7 +290,7 @@ void vmc_w_release_conn(struct vmc_wconn *c) {
     free(c->payload);
     vmc_out_free(&c->reply);
     vmc_w_conn_closing(c->fd); /* isolation hook */
-    close(c->fd);
+    vmc_io_close(c->fd); /* and its TLS */
 }
 
 static size_t configured_block_size(void) {
@@ -297,7 +299,21 @@ static size_t configured_block_size(void) {
     return v >= (64u << 10) && v <= (256u << 20) ? (size_t)v : (4u << 20);
 }
 
-void vmc_w_serve(int fd, int primary) {
+/* How long the client may take to answer the link's TLS handshake. */
+#define LINK_HANDSHAKE_SECONDS 30
+
+/* The link's TLS (PROTOCOL.md "Encryption"), which the worker initiates; a client that never answers must not
+ * hold this thread. 0, or -1 with why. */
+static int open_link(int fd, const uint8_t key[VMC_LINK_KEY_BYTES], char *why, size_t why_len) {
+    struct timeval limit = {LINK_HANDSHAKE_SECONDS, 0}, none = {0, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    int rc = vmc_tls_link(fd, key, 1, why, why_len);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+    return rc;
+}
+
+void vmc_w_serve(struct vmc_w_client_link *link, int primary) {
+    int fd = link->fd;
     struct vmc_wconn c = {0};
     c.fd = fd;
     c.primary = primary;
@@ -308,7 +324,14 @@ void vmc_w_serve(int fd, int primary) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    if (!c.payload || send_manifest(&c) != 0) {
+    /* With TLS the worker opens the link's own handshake: the client speaks only after it, as it speaks only
+     * after the MANIFEST without TLS, so no byte of the client's can be left in the daemon (FdHandoff) */
+    char why[256] = "";
+    int linked = !link->keyed || open_link(fd, link->key, why, sizeof why) == 0;
+    explicit_bzero(link->key, sizeof link->key);
+    if (!linked)
+        vmc_w_log("closing a client connection: %s", why);
+    if (!linked || !c.payload || send_manifest(&c) != 0) {
         vmc_w_conn_opened(fd); /* isolation hook: release_conn unregisters it */
         vmc_w_log("cannot start serving a connection");
         vmc_w_release_conn(&c);

@@ -32,7 +32,8 @@ struct served {
 };
 
 static void *serve(void *arg) {
-    vmc_w_serve(((struct served *)arg)->fd, 0);
+    struct vmc_w_client_link link = {.fd = ((struct served *)arg)->fd};
+    vmc_w_serve(&link, 0);
     return NULL;
 }
 

@@ -5,26 +5,60 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
-int vmc_read_full(int fd, void *buf, size_t n) {
-    uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r > 0) {
-            p += r;
-            n -= (size_t)r;
-        } else if (r == 0) {
-            errno = 0;
-            return -1;
-        } else if (errno != EINTR) {
-            return -1;
+/* ---- secure channels: a table indexed by descriptor, in pages made on first use and never freed, so that
+ * a lookup takes no lock (a connection's reads and writes look it up on every call) ---- */
+#define CHANNEL_PAGE 1024
+#define CHANNEL_PAGES 1024 /* descriptors below 1,048,576 */
+static struct vmc_channel *_Atomic *channel_pages[CHANNEL_PAGES];
+static pthread_mutex_t channel_pages_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct vmc_channel *_Atomic *channel_slot(int fd, int make) {
+    if (fd < 0 || fd >= CHANNEL_PAGE * CHANNEL_PAGES)
+        return NULL;
+    struct vmc_channel *_Atomic *page = __atomic_load_n(&channel_pages[fd / CHANNEL_PAGE], __ATOMIC_ACQUIRE);
+    if (!page && make) {
+        pthread_mutex_lock(&channel_pages_lock);
+        page = channel_pages[fd / CHANNEL_PAGE];
+        if (!page) {
+            page = calloc(CHANNEL_PAGE, sizeof *page);
+            __atomic_store_n(&channel_pages[fd / CHANNEL_PAGE], page, __ATOMIC_RELEASE);
         }
+        pthread_mutex_unlock(&channel_pages_lock);
     }
+    return page ? &page[fd % CHANNEL_PAGE] : NULL;
+}
+
+int vmc_io_attach(int fd, struct vmc_channel *ch) {
+    struct vmc_channel *_Atomic *slot = channel_slot(fd, 1);
+    if (!slot)
+        return -1;
+    struct vmc_channel *old = __atomic_exchange_n(slot, ch, __ATOMIC_ACQ_REL);
+    if (old)
+        old->forget(old);
     return 0;
 }
 
-int vmc_write_full(int fd, const void *buf, size_t n) {
+void vmc_io_detach(int fd) {
+    struct vmc_channel *_Atomic *slot = channel_slot(fd, 0);
+    struct vmc_channel *old = slot ? __atomic_exchange_n(slot, NULL, __ATOMIC_ACQ_REL) : NULL;
+    if (old)
+        old->forget(old);
+}
+
+struct vmc_channel *vmc_io_channel(int fd) {
+    struct vmc_channel *_Atomic *slot = channel_slot(fd, 0);
+    return slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;
+}
+
+int vmc_io_close(int fd) {
+    vmc_io_detach(fd);
+    return close(fd);
+}
+
+int vmc_socket_write_all(int fd, const void *buf, size_t n) {
     const uint8_t *p = buf;
     while (n > 0) {
         /* MSG_NOSIGNAL: a vanished peer must become an error return, not a SIGPIPE that kills the app */
@@ -39,6 +73,35 @@ int vmc_write_full(int fd, const void *buf, size_t n) {
         }
     }
     return 0;
+}
+
+/* One read of up to cap bytes, through the descriptor's channel if it has one. */
+static ssize_t read_some(int fd, void *p, size_t cap) {
+    struct vmc_channel *ch = vmc_io_channel(fd);
+    return ch ? ch->read(ch, p, cap) : vmc_socket_read(fd, p, cap);
+}
+
+int vmc_read_full(int fd, void *buf, size_t n) {
+    uint8_t *p = buf;
+    struct vmc_channel *ch = vmc_io_channel(fd);
+    while (n > 0) {
+        ssize_t r = ch ? ch->read(ch, p, n) : read(fd, p, n);
+        if (r > 0) {
+            p += r;
+            n -= (size_t)r;
+        } else if (r == 0) {
+            errno = 0;
+            return -1;
+        } else if (errno != EINTR) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int vmc_write_full(int fd, const void *buf, size_t n) {
+    struct vmc_channel *ch = vmc_io_channel(fd);
+    return ch ? ch->write_all(ch, buf, n) : vmc_socket_write_all(fd, buf, n);
 }
 
 static void put_le(uint8_t *p, uint64_t v, int n) {
@@ -194,8 +257,7 @@ static long elapsed_ns(const struct timespec *t0) {
     return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
 }
 
-/* read(), after polling the socket for up to poll_ns() when nothing has arrived yet. */
-static ssize_t read_some(int fd, void *p, size_t cap) {
+ssize_t vmc_socket_read(int fd, void *p, size_t cap) {
     long budget = vmc_poll_ns();
     if (budget > 0) {
         struct timespec t0;

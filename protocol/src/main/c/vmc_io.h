@@ -7,6 +7,29 @@
 #include <sys/types.h>
 #include "vmc_wire.h"
 
+/* A secure channel over a connection's socket (TLS: vmc_tls.c). While one is attached to a descriptor, every
+ * read and write of this file on that descriptor passes through it. Attach before the connection is shared
+ * with other threads; vmc_io_close() (or vmc_io_detach()) before the descriptor is closed, or a later socket
+ * reusing its number would be read through a stale channel. */
+struct vmc_channel {
+    ssize_t (*read)(struct vmc_channel *ch, void *p, size_t cap);          /* like read(2): >0, 0 at the end, -1 */
+    int (*write_all)(struct vmc_channel *ch, const void *p, size_t n);     /* 0, or -1 with errno */
+    void (*forget)(struct vmc_channel *ch); /* frees it and sends nothing: the socket may belong to someone else now */
+};
+/* 0, or -1 (descriptor out of range, out of memory). */
+int vmc_io_attach(int fd, struct vmc_channel *ch);
+/* Forgets fd's channel, if any (ch->forget); the socket stays open. */
+void vmc_io_detach(int fd);
+/* The descriptor's channel, or NULL for a plain socket. */
+struct vmc_channel *vmc_io_channel(int fd);
+/* vmc_io_detach, then close(2). */
+int vmc_io_close(int fd);
+/* A plain socket read: polls for up to vmc_poll_ns() when nothing has arrived yet, then blocks (the
+ * secure channels read their records through it). */
+ssize_t vmc_socket_read(int fd, void *p, size_t cap);
+/* A plain socket write of all n bytes (MSG_NOSIGNAL): 0 or -1. */
+int vmc_socket_write_all(int fd, const void *p, size_t n);
+
 /* Read/write exactly n bytes, retrying on EINTR and short transfers.
  * Return 0 on success, -1 on error or end of stream (errno says which; 0 = clean EOF). */
 int vmc_read_full(int fd, void *buf, size_t n);

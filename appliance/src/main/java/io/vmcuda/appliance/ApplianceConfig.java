@@ -65,6 +65,7 @@ public final class ApplianceConfig {
         tenants();
         tenantGpuSharePercent();
         handshakeTimeout();
+        controlTls();
         idleReleaseMinutes();
         workerSandbox();
         workerUser();
@@ -349,6 +350,22 @@ public final class ApplianceConfig {
     }
 
     /** How long a client may take to send its HELLO, and at most between two BINARY_CHUNKs. */
+    /** The files of {@code control.tls_certificate} and {@code control.tls_key}. */
+    public record TlsFiles(Path certificate, Path key) {}
+
+    /** TLS on the client port (PROTOCOL.md "Encryption"): both files set and readable, or neither (null: no TLS). */
+    public TlsFiles controlTls() {
+        String cert = string("control.tls_certificate").strip(), key = string("control.tls_key").strip();
+        if (cert.isEmpty() && key.isEmpty()) return null;
+        if (cert.isEmpty() || key.isEmpty()) {
+            throw new IllegalArgumentException("control.tls_certificate and control.tls_key go together: set both or neither");
+        }
+        for (String f : List.of(cert, key)) {
+            if (!Files.isReadable(Path.of(f))) throw new IllegalArgumentException("TLS file " + f + " is not readable");
+        }
+        return new TlsFiles(Path.of(cert), Path.of(key));
+    }
+
     public Duration handshakeTimeout() {
         return Duration.ofSeconds(longValue("control.handshake_timeout_s", 1, 3600));
     }

@@ -10,6 +10,7 @@ import io.vmcuda.appliance.admin.StatusTable;
 import io.vmcuda.appliance.cache.BinaryCache;
 import io.vmcuda.appliance.cache.ModuleCache;
 import io.vmcuda.appliance.control.ControlServer;
+import io.vmcuda.appliance.control.ControlTls;
 import io.vmcuda.appliance.pool.Pool;
 import io.vmcuda.appliance.pool.PoolSettings;
 import io.vmcuda.appliance.session.DaemonMetrics;
@@ -152,7 +153,8 @@ public final class Daemon implements AutoCloseable {
                     config.binaryMaxBytes(), auth, config.handshakeTimeout(),
                     new io.vmcuda.appliance.auth.AuthThrottle(config.authFailuresPerMinute()), config.maxHandshakes(),
                     config.maxHandshakesPerSource(), new TenantConnections(config.tenantMaxConnections(), blocking), pool,
-                    tenant -> StatusTable.renderForTenant(status, tenant));
+                    tenant -> StatusTable.renderForTenant(status, tenant),
+                    ControlTls.of(config.controlTls(), config.handshakeTimeout()));
             admin = new AdminServer(options.admin(), io, status,
                     new io.vmcuda.appliance.admin.AdminAccess(auth.required(), config.adminTokenSha256()));
             status.stoppingWhen(sessions::stopping);
@@ -168,6 +170,12 @@ public final class Daemon implements AutoCloseable {
                         + (config.workerUidPool() == null ? "" : " with one uid per session (worker.uid_range "
                         + config.workerUidPool().describe() + ")"))
                 + (inventory.gpus().isEmpty() ? " (" + inventory.unavailableReason() + ")" : ""));
+        if (config.controlTls() != null) {
+            LOG.info("client connections use TLS 1.3 with the certificate " + config.controlTls().certificate());
+        } else if (!config.tenants().isEmpty()) {
+            LOG.warning("tenants are configured but client connections are not encrypted: calls and copies cross the "
+                    + "network in clear (set control.tls_certificate and control.tls_key; appliance/CONFIG.md \"TLS\")");
+        }
         notify = SystemdNotify.fromEnvironment(io, System.getenv("NOTIFY_SOCKET"));
         notify.ready(serving());
     }

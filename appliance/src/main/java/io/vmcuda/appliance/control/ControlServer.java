@@ -35,7 +35,7 @@ public final class ControlServer implements AutoCloseable {
             throws InterruptedException {
         this(listen, boss, workers, cache, sessions, refusals, blocking, binaryMaxBytes, auth, handshakeTimeout,
                 new io.vmcuda.appliance.auth.AuthThrottle(0), Integer.MAX_VALUE, Integer.MAX_VALUE,
-                TenantConnections.unlimited(), null, null);
+                TenantConnections.unlimited(), null, null, null);
     }
 
     /**
@@ -45,13 +45,14 @@ public final class ControlServer implements AutoCloseable {
      * @param connections            each tenant's cap on open connections (tenant.NAME.max_connections)
      * @param pool                   the pool this appliance answers placements for; null when not in one
      * @param tenantView             a tenant's view of the appliance by tenant name (`vmcuda smi`); null: refused
+     * @param tls                    TLS on every connection (control.tls_certificate); null: none
      */
     public ControlServer(InetSocketAddress listen, EventLoopGroup boss, EventLoopGroup workers, BinaryCache cache,
                          SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes,
                          io.vmcuda.appliance.auth.Authenticator auth, java.time.Duration handshakeTimeout,
                          io.vmcuda.appliance.auth.AuthThrottle throttle, int maxHandshakes, int maxHandshakesPerSource,
                          TenantConnections connections, io.vmcuda.appliance.pool.Pool pool,
-                         java.util.function.Function<String, String> tenantView)
+                         java.util.function.Function<String, String> tenantView, ControlTls tls)
             throws InterruptedException {
         ControlContext shared = new ControlContext(cache, sessions, refusals, blocking, binaryMaxBytes, auth,
                 handshakeTimeout, throttle, new PendingHandshakes(maxHandshakes, maxHandshakesPerSource), connections, pool,
@@ -70,6 +71,7 @@ public final class ControlServer implements AutoCloseable {
                     @Override
                     protected void initChannel(EpollSocketChannel ch) {
                         ch.pipeline().addLast(new FrameDecoder(), new ControlHandler(shared));
+                        if (tls != null) tls.install(ch);
                     }
                 })
                 .bind(listen).sync().channel();

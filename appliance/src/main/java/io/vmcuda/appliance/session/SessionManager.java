@@ -3,6 +3,7 @@ package io.vmcuda.appliance.session;
 import io.netty.channel.Channel;
 import io.vmcuda.appliance.auth.Tenant;
 import io.vmcuda.appliance.cache.CachedBinary;
+import io.vmcuda.appliance.control.ControlTls;
 import io.vmcuda.appliance.wire.Frames;
 import io.vmcuda.appliance.wire.HelloReply;
 import io.vmcuda.appliance.worker.FdHandoff;
@@ -421,8 +422,9 @@ public final class SessionManager implements WorkerEvents {
                         s.connectionSlots.add(slot);
                     }
                 }
+                byte[] linkKey = ControlTls.on(client) ? ControlTls.newLinkKey() : null;
                 return FdHandoff.handOff(client,
-                        Frames.helloReply(client.alloc(), HelloReply.ready(s.id(), s.key(), gpus, msg)), worker)
+                        Frames.helloReply(client.alloc(), HelloReply.ready(s.id(), s.key(), gpus, msg, linkKey)), worker, linkKey)
                         .thenRun(s::handedOver)
                         .exceptionally(e -> {
                             LOG.warning("session " + s.id() + ": hand-off failed: " + e.getMessage());

@@ -11,14 +11,16 @@ public final class Frames {
 
     public static ByteBuf helloReply(ByteBufAllocator alloc, HelloReply r) {
         byte[] msg = Utf8.truncate(r.message(), Wire.MAX_CONTROL_PAYLOAD - 64);
-        ByteBuf b = alloc.buffer(Wire.HEADER_BYTES + 4 + 8 + 32 + 4 + 2 + msg.length);
-        header(b, Wire.TYPE_HELLO_REPLY, 4 + 8 + 32 + 4 + 2 + msg.length);
+        int link = r.linkKey() == null ? 0 : Wire.LINK_KEY_BYTES;
+        ByteBuf b = alloc.buffer(Wire.HEADER_BYTES + 4 + 8 + 32 + 4 + 2 + msg.length + link);
+        header(b, Wire.TYPE_HELLO_REPLY, 4 + 8 + 32 + 4 + 2 + msg.length + link);
         b.writeIntLE(r.status());
         b.writeLongLE(r.sessionId());
         b.writeBytes(r.sessionKey(), 0, Wire.SESSION_KEY_BYTES);
         b.writeIntLE(r.gpuCount());
         b.writeShortLE(msg.length);
         b.writeBytes(msg);
+        if (link > 0) b.writeBytes(r.linkKey(), 0, link);
         return b;
     }
 

@@ -2,8 +2,15 @@ package io.vmcuda.appliance.wire;
 
 import io.vmcuda.protocol.Wire;
 
-/** HELLO_REPLY fields (PROTOCOL.md "Session setup" step 2). */
-public record HelloReply(int status, long sessionId, byte[] sessionKey, int gpuCount, String message) {
+/**
+ * HELLO_REPLY fields (PROTOCOL.md "Session setup" step 2); {@code linkKey}: on a TLS connection's READY, the key of
+ * its TLS link to the worker (PROTOCOL.md "Encryption"), else null.
+ */
+public record HelloReply(int status, long sessionId, byte[] sessionKey, int gpuCount, String message, byte[] linkKey) {
+    public HelloReply(int status, long sessionId, byte[] sessionKey, int gpuCount, String message) {
+        this(status, sessionId, sessionKey, gpuCount, message, null);
+    }
+
     private static final byte[] NO_KEY = new byte[Wire.SESSION_KEY_BYTES];
 
     public static HelloReply sendBinary() {
@@ -24,8 +31,8 @@ public record HelloReply(int status, long sessionId, byte[] sessionKey, int gpuC
         return new HelloReply(Wire.HELLO_REFUSED, 0, NO_KEY, 0, oneLine(why));
     }
 
-    public static HelloReply ready(long sessionId, byte[] key, int gpuCount, String message) {
-        return new HelloReply(Wire.HELLO_READY, sessionId, key, gpuCount, message);
+    public static HelloReply ready(long sessionId, byte[] key, int gpuCount, String message, byte[] linkKey) {
+        return new HelloReply(Wire.HELLO_READY, sessionId, key, gpuCount, message, linkKey);
     }
 
     /** The answer to a placement question: open the session at {@code endpoint}, presenting {@code ticket}. */

@@ -101,7 +101,7 @@ class HelloTest {
     void replyLayoutMatchesTheProtocol() {
         byte[] key = new byte[32];
         key[31] = 7;
-        ByteBuf b = Frames.helloReply(ByteBufAllocator.DEFAULT, HelloReply.ready(5, key, 2, "hi"));
+        ByteBuf b = Frames.helloReply(ByteBufAllocator.DEFAULT, HelloReply.ready(5, key, 2, "hi", null));
         assertEquals(Wire.MAGIC, b.readIntLE());
         assertEquals(Wire.TYPE_HELLO_REPLY, b.readUnsignedShortLE());
         b.skipBytes(2 + 4);
