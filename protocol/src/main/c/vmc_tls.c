@@ -16,6 +16,8 @@
 static const char LINK_IDENTITY[] = "vmcuda-link";
 /* TLS_AES_128_GCM_SHA256, the suite the link's session is made for (RFC 8446 B.4) */
 static const unsigned char LINK_SUITE[2] = {0x13, 0x01};
+/* What one read(2) of a link may bring in: several 16 KiB records of a bulk copy */
+#define LINK_READ_BUFFER (256u << 10)
 
 /* A connection's TLS, as vmc_io's secure channel. errno is kept here by the socket BIO: OpenSSL's own calls
  * may overwrite it before SSL_read returns, and the callers tell a reset peer from a timeout by it. */
@@ -276,6 +278,11 @@ static void make_link_contexts(void) {
             continue;
         }
         SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+        /* A link lasts as long as its connection and carries the bulk copies: read ahead, many records per
+         * read(2), rather than a header and a body each. (Never on the daemon's session: reading ahead there could
+         * swallow the worker's first bytes, which follow READY on the same socket.) */
+        SSL_CTX_set_read_ahead(ctx, 1);
+        SSL_CTX_set_default_read_buffer_len(ctx, LINK_READ_BUFFER);
         if (initiate) {
             SSL_CTX_set_psk_use_session_callback(ctx, use_link_key);
         } else {
