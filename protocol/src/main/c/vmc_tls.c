@@ -16,8 +16,9 @@
 static const char LINK_IDENTITY[] = "vmcuda-link";
 /* TLS_AES_128_GCM_SHA256, the suite the link's session is made for (RFC 8446 B.4) */
 static const unsigned char LINK_SUITE[2] = {0x13, 0x01};
-/* What one read(2) of a link may bring in: several 16 KiB records of a bulk copy */
+/* What one read(2) of a link may bring in, and one send(2) of any connection take out: several 16 KiB records */
 #define LINK_READ_BUFFER (256u << 10)
+#define WRITE_BUFFER (256 << 10)
 
 /* A connection's TLS, as vmc_io's secure channel. errno is kept here by the socket BIO: OpenSSL's own calls
  * may overwrite it before SSL_read returns, and the callers tell a reset peer from a timeout by it. */
@@ -26,6 +27,7 @@ struct tls_channel {
     SSL *ssl;
     int fd;
     int last_errno;
+    int at_end; /* the socket's last read returned 0 */
     uint8_t key[VMC_LINK_KEY_BYTES];
     char trusted[200]; /* the daemon's handshake: the client's tls_ca, for the reason of a refusal */
 };
@@ -45,6 +47,7 @@ static int bio_read(BIO *b, char *p, int n) {
     struct tls_channel *t = BIO_get_data(b);
     for (;;) {
         ssize_t r = vmc_socket_read(t->fd, p, (size_t)n);
+        t->at_end = r == 0;
         if (r >= 0)
             return (int)r;
         if (errno != EINTR) {
@@ -54,9 +57,12 @@ static int bio_read(BIO *b, char *p, int n) {
     }
 }
 
+/* OpenSSL asks whether a read of 0 bytes was the end of the stream (a peer that exits sends no close_notify:
+ * with SSL_OP_IGNORE_UNEXPECTED_EOF that reads as the end rather than an error). */
 static long bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
-    (void)b, (void)num, (void)ptr;
-    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+    (void)num, (void)ptr;
+    struct tls_channel *t = BIO_get_data(b);
+    return cmd == BIO_CTRL_FLUSH ? 1 : cmd == BIO_CTRL_EOF ? t->at_end : 0;
 }
 
 static BIO_METHOD *socket_method;
@@ -94,7 +100,7 @@ static int channel_write_all(struct vmc_channel *ch, const void *p, size_t n) {
     struct tls_channel *t = (struct tls_channel *)ch;
     size_t written = 0;
     t->last_errno = 0;
-    if (n == 0 || SSL_write_ex(t->ssl, p, n, &written) == 1)
+    if (n == 0 || (SSL_write_ex(t->ssl, p, n, &written) == 1 && BIO_flush(SSL_get_wbio(t->ssl)) == 1))
         return 0;
     ERR_clear_error();
     return failed(t);
@@ -135,7 +141,16 @@ static struct tls_channel *new_channel(SSL_CTX *ctx, int fd, char *why, size_t w
     t->fd = fd;
     BIO_set_data(bio, t);
     BIO_set_init(bio, 1);
-    SSL_set_bio(ssl, bio, bio);
+    /* Records (16 KiB at most) are written through a buffer, so that a large write leaves in a few large
+     * send(2)s rather than one per record; every write ends in a flush (channel_write_all), and OpenSSL flushes
+     * each handshake flight itself. */
+    BIO *out = BIO_new(BIO_f_buffer());
+    if (out && BIO_set_write_buffer_size(out, WRITE_BUFFER) == 1 && BIO_up_ref(bio)) {
+        SSL_set_bio(ssl, bio, BIO_push(out, bio));
+    } else {
+        BIO_free(out);
+        SSL_set_bio(ssl, bio, bio);
+    }
     SSL_set_app_data(ssl, t);
     return t;
 }
