@@ -83,10 +83,10 @@ static cudaError_t stripe_to_host(uint8_t *host, uint64_t device, size_t n, unsi
 }
 
 /* How many stripes a copy gets: only synchronous copies of plain device memory that lie inside one
- * allocation (so that every stripe fails or succeeds as the whole copy would natively); from VMC_STRIPE_MIN
- * bytes over the byte stream, from the ring's own threshold through a ring (never for some). */
+ * allocation (so that every stripe fails or succeeds as the whole copy would natively); from
+ * vmc_stream_stripe_min() bytes over the byte stream, from the ring's own threshold through a ring (never for some). */
 static unsigned stripes_for(uint32_t symbol, uint64_t device, size_t count, unsigned mode, const struct vmc_ring *ring) {
-    size_t min = ring ? ring->stripe_min : VMC_STRIPE_MIN;
+    size_t min = ring ? ring->stripe_min : vmc_stream_stripe_min();
     struct vmc_range r;
     if (symbol != VMC_NO_INDEX || (mode & COPY_ASYNC) || min == 0 || count < min)
         return 1;
