@@ -74,7 +74,8 @@ static void child_after_fork(void) {
     if (state != SESSION_UP)
         return;
     for (struct vmc_conn *c = all_conns; c; c = c->next_open) {
-        vmc_io_close(c->fd); /* its TLS, if any, is forgotten without a word on the parent's socket */
+        vmc_io_abandon(c->fd); /* its TLS is left as it is: freeing it here could wait for a lock a parent's thread held */
+        close(c->fd);
         vmc_ring_forget(c, 1);
         vmc_pipe_forget(c);
         c->broken = 1;
@@ -573,7 +574,11 @@ static int switch_to_worker_link(struct vmc_conn *c, char *why, size_t why_len) 
         return -1;
     }
     int rc = vmc_tls_link(c->fd, c->link_key, 0, why, why_len);
-    memset(c->link_key, 0, sizeof c->link_key);
+    /* the key's copies: this connection's, the READY frame's and the reader's buffer of it (all consumed) */
+    explicit_bzero(c->link_key, sizeof c->link_key);
+    explicit_bzero(c->payload, c->payload_cap);
+    if (c->in.buf)
+        explicit_bzero(c->in.buf, c->in.cap);
     return rc;
 }
 
@@ -595,7 +600,7 @@ static struct vmc_conn *handshake(uint32_t role, char *why, size_t why_len, uint
         return NULL;
     struct vmc_conn *c = new_conn(fd);
     if (!c) {
-        close(fd);
+        vmc_io_close(fd);
         snprintf(why, why_len, "out of memory");
         return NULL;
     }
@@ -670,7 +675,7 @@ static int place_in_pool(char *why, size_t why_len) {
         if (fd >= 0) {
             struct vmc_conn *c = new_conn(fd);
             if (!c) {
-                close(fd);
+                vmc_io_close(fd);
                 snprintf(why, why_len, "out of memory");
                 return -1;
             }
@@ -713,7 +718,7 @@ int vmc_appliance_view(char *out, size_t out_len) {
     }
     struct vmc_conn *c = new_conn(fd);
     if (!c) {
-        close(fd);
+        vmc_io_close(fd);
         snprintf(out, out_len, "out of memory");
         return -1;
     }

@@ -238,9 +238,18 @@ static int rdma_device_present(void) {
     return found;
 }
 
+/* UCX's transfers are not encrypted (PROTOCOL.md "Encryption"): with TLS, `auto` never picks UCX, and a client
+ * that names it is told once what it gives up. */
 int vmc_ucx_wanted(void) {
-    int t = vmc_client_config()->transport;
-    return t == VMC_TRANSPORT_UCX || (t == VMC_TRANSPORT_AUTO && rdma_device_present());
+    const struct vmc_client_config *cfg = vmc_client_config();
+    if (cfg->transport == VMC_TRANSPORT_UCX && cfg->tls_ca[0]) {
+        static int said;
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            fprintf(stderr, "vmcuda: transport ucx: bulk copies over UCX are not encrypted; TLS (tls_ca) covers the "
+                            "calls only\n");
+    }
+    return cfg->transport == VMC_TRANSPORT_UCX ||
+           (cfg->transport == VMC_TRANSPORT_AUTO && !cfg->tls_ca[0] && rdma_device_present());
 }
 
 /* Connects this connection's own UCX worker to the appliance's; NULL with why set on failure. */

@@ -1,8 +1,9 @@
 /* The TLS link between a client and its worker (protocol/src/main/c/vmc_tls.c) over a real loopback TCP
  * connection, a thread on each end as the client and the worker: frames both ways through the buffered reader
  * and whole writes of up to 8 MiB arrive intact; bytes on the wire are not the bytes written; keys that differ
- * fail both handshakes with a reason instead of passing data; a peer that closes ends reads as a clean end of
- * stream; a peer that never answers fails the handshake at the socket's deadline, not never. */
+ * fail both handshakes with a reason instead of passing data; a peer that shows a certificate instead of the key
+ * is refused; a peer that closes ends reads as a clean end of stream; a peer that never answers fails the
+ * handshake at the socket's deadline, not never. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,6 +16,10 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "check.h"
 #include "vmc_io.h"
@@ -180,10 +185,64 @@ static void a_silent_peer_fails_the_handshake_at_the_deadline(void) {
     close(fds[1]);
 }
 
+/* An impostor on the client's side of a link: a TLS server that ignores the pre-shared key and shows a
+ * certificate of its own instead (anyone can make one). */
+struct impostor {
+    int fd;
+    int accepted;
+};
+
+static void *impostor_side(void *arg) {
+    struct impostor *im = arg;
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    X509 *cert = X509_new();
+    X509_set_version(cert, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+    X509_gmtime_adj(X509_getm_notBefore(cert), 0);
+    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+    X509_set_pubkey(cert, key);
+    X509_NAME_add_entry_by_txt(X509_get_subject_name(cert), "CN", MBSTRING_ASC, (const unsigned char *)"impostor", -1, -1, 0);
+    X509_set_issuer_name(cert, X509_get_subject_name(cert));
+    X509_sign(cert, key, EVP_sha256());
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX_use_certificate(ctx, cert);
+    SSL_CTX_use_PrivateKey(ctx, key);
+    SSL *ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, im->fd);
+    im->accepted = SSL_accept(ssl) == 1;
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    return NULL;
+}
+
+static void a_peer_without_the_key_cannot_pose_as_the_client(void) {
+    int fds[2];
+    tcp_pair(fds);
+    deadline(fds[0], 10);
+    deadline(fds[1], 10);
+    struct impostor im = {.fd = fds[0]};
+    pthread_t t;
+    pthread_create(&t, NULL, impostor_side, &im);
+    uint8_t key[VMC_LINK_KEY_BYTES];
+    memset(key, 9, sizeof key);
+    char why[256] = "";
+    int rc = vmc_tls_link(fds[1], key, 1, why, sizeof why);
+    CHECK(rc == -1, "the worker linked with a certificate instead of its key");
+    CHECK(strstr(why, "TLS with the client failed") != NULL, "the worker's reason: '%s'", why);
+    CHECK(vmc_io_channel(fds[1]) == NULL, "a refused link left a channel");
+    shutdown(fds[1], SHUT_RDWR);
+    pthread_join(t, NULL);
+    close(fds[0]);
+    close(fds[1]);
+}
+
 int main(void) {
     frames_cross_intact_and_encrypted();
     different_keys_fail_both_sides_with_a_reason();
     a_closed_peer_is_a_clean_end_of_stream();
     a_silent_peer_fails_the_handshake_at_the_deadline();
+    a_peer_without_the_key_cannot_pose_as_the_client();
     return check_summary("test_tls");
 }

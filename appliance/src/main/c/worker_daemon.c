@@ -118,6 +118,7 @@ static int take_link_key(const char *line) {
         next_link_key[i] = (uint8_t)v;
     }
     next_link_keyed = 1;
+    explicit_bzero(text, sizeof text); /* the line's copy of the key */
     return 1;
 }
 
@@ -253,6 +254,7 @@ static void *listen_for_joins(void *arg) {
         if (pthread_create(&t, &attr, serve_joined, link) != 0) {
             vmc_w_log("cannot start a thread for a joining client connection");
             close(fd);
+            explicit_bzero(link, sizeof *link);
             free(link);
         }
         pthread_attr_destroy(&attr);

@@ -48,6 +48,12 @@ void vmc_io_detach(int fd) {
         old->forget(old);
 }
 
+void vmc_io_abandon(int fd) {
+    struct vmc_channel *_Atomic *slot = channel_slot(fd, 0);
+    if (slot)
+        __atomic_store_n(slot, NULL, __ATOMIC_RELEASE);
+}
+
 struct vmc_channel *vmc_io_channel(int fd) {
     struct vmc_channel *_Atomic *slot = channel_slot(fd, 0);
     return slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;

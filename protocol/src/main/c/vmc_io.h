@@ -20,6 +20,9 @@ struct vmc_channel {
 int vmc_io_attach(int fd, struct vmc_channel *ch);
 /* Forgets fd's channel, if any (ch->forget); the socket stays open. */
 void vmc_io_detach(int fd);
+/* Drops fd's channel without freeing it (a forked child: the channel's state may be locked by a thread that
+ * the child does not have). */
+void vmc_io_abandon(int fd);
 /* The descriptor's channel, or NULL for a plain socket. */
 struct vmc_channel *vmc_io_channel(int fd);
 /* vmc_io_detach, then close(2). */

@@ -28,6 +28,9 @@ struct tls_channel {
     int fd;
     int last_errno;
     int at_end; /* the socket's last read returned 0 */
+    /* One writer at a time: a worker ending its session writes its last ERROR from the thread that ends it,
+     * while the connection's own thread may be in the middle of a reply */
+    pthread_mutex_t write_lock;
     uint8_t key[VMC_LINK_KEY_BYTES];
     char trusted[200]; /* the daemon's handshake: the client's tls_ca, for the reason of a refusal */
 };
@@ -94,22 +97,27 @@ static ssize_t channel_read(struct vmc_channel *ch, void *p, size_t cap) {
     return failed(t);
 }
 
-/* Writes from two threads on one connection do not happen (each connection has one thread at a time), with
- * one exception: a worker ending its session sends its last ERROR from the thread that ends it. */
+/* A connection has one thread at a time, with one exception: a worker ending its session sends its last ERROR
+ * from the thread that ends it (under a one-second send timeout, so an unfinished write of the connection's own
+ * thread ends soon). Writes are serialised; that last one may still overlap a read, once, before the exit. */
 static int channel_write_all(struct vmc_channel *ch, const void *p, size_t n) {
     struct tls_channel *t = (struct tls_channel *)ch;
     size_t written = 0;
+    pthread_mutex_lock(&t->write_lock);
     t->last_errno = 0;
-    if (n == 0 || (SSL_write_ex(t->ssl, p, n, &written) == 1 && BIO_flush(SSL_get_wbio(t->ssl)) == 1))
-        return 0;
-    ERR_clear_error();
-    return failed(t);
+    int ok = n == 0 || (SSL_write_ex(t->ssl, p, n, &written) == 1 && BIO_flush(SSL_get_wbio(t->ssl)) == 1);
+    int rc = ok ? 0 : failed(t);
+    if (!ok)
+        ERR_clear_error();
+    pthread_mutex_unlock(&t->write_lock);
+    return rc;
 }
 
 static void channel_forget(struct vmc_channel *ch) {
     struct tls_channel *t = (struct tls_channel *)ch;
     SSL_free(t->ssl); /* no SSL_shutdown: nothing may be written to a socket this side has let go */
     OPENSSL_cleanse(t->key, sizeof t->key);
+    pthread_mutex_destroy(&t->write_lock);
     free(t);
 }
 
@@ -137,6 +145,7 @@ static struct tls_channel *new_channel(SSL_CTX *ctx, int fd, char *why, size_t w
         return NULL;
     }
     t->base = (struct vmc_channel){channel_read, channel_write_all, channel_forget};
+    pthread_mutex_init(&t->write_lock, NULL);
     t->ssl = ssl;
     t->fd = fd;
     BIO_set_data(bio, t);
@@ -155,10 +164,17 @@ static struct tls_channel *new_channel(SSL_CTX *ctx, int fd, char *why, size_t w
     return t;
 }
 
-/* Runs the handshake and attaches the channel to fd; frees it on failure. */
-static int shake_and_attach(struct tls_channel *t, int initiate, const char *who, char *why, size_t why_len) {
+/* Runs the handshake and attaches the channel to fd; frees it on failure. `keyed`: a link, which must have been
+ * authenticated by its key (a peer that answered with a certificate instead knows nothing). */
+static int shake_and_attach(struct tls_channel *t, int initiate, int keyed, const char *who, char *why, size_t why_len) {
     t->last_errno = 0;
     int ok = initiate ? SSL_connect(t->ssl) : SSL_accept(t->ssl);
+    OPENSSL_cleanse(t->key, sizeof t->key); /* used up: the session's own keys are derived */
+    if (ok == 1 && keyed && !SSL_session_reused(t->ssl)) {
+        snprintf(why, why_len, "TLS with %s failed: the peer did not use the connection's key", who);
+        channel_forget(&t->base);
+        return -1;
+    }
     if (ok != 1) {
         long verify = SSL_get_verify_result(t->ssl);
         if (verify != X509_V_OK) {
@@ -249,7 +265,7 @@ int vmc_tls_connect_daemon(int fd, const char *ca_file, const char *host, int ve
     char who[300];
     snprintf(who, sizeof who, "the appliance %s", host);
     snprintf(t->trusted, sizeof t->trusted, "%s", ca_file);
-    return shake_and_attach(t, 1, who, why, why_len);
+    return shake_and_attach(t, 1, 0, who, why, why_len);
 }
 
 /* ---- the link between client and worker: TLS 1.3 with an external pre-shared key ---- */
@@ -300,6 +316,8 @@ static void make_link_contexts(void) {
         SSL_CTX_set_default_read_buffer_len(ctx, LINK_READ_BUFFER);
         if (initiate) {
             SSL_CTX_set_psk_use_session_callback(ctx, use_link_key);
+            /* with no certificate trusted, a server that ignores the key and shows a certificate is refused */
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
         } else {
             SSL_CTX_set_psk_find_session_callback(ctx, find_link_key);
             SSL_CTX_set_num_tickets(ctx, 0); /* a link is never resumed: its key is used once */
@@ -316,5 +334,5 @@ int vmc_tls_link(int fd, const uint8_t key[VMC_LINK_KEY_BYTES], int initiate, ch
     if (!t)
         return -1;
     memcpy(t->key, key, sizeof t->key);
-    return shake_and_attach(t, initiate, initiate ? "the client" : "the session's worker", why, why_len);
+    return shake_and_attach(t, initiate, 1, initiate ? "the client" : "the session's worker", why, why_len);
 }

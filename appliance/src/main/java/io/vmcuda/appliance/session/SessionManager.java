@@ -425,6 +425,7 @@ public final class SessionManager implements WorkerEvents {
                 byte[] linkKey = ControlTls.on(client) ? ControlTls.newLinkKey() : null;
                 return FdHandoff.handOff(client,
                         Frames.helloReply(client.alloc(), HelloReply.ready(s.id(), s.key(), gpus, msg, linkKey)), worker, linkKey)
+                        .whenComplete((done, failure) -> { if (linkKey != null) java.util.Arrays.fill(linkKey, (byte) 0); })
                         .thenRun(s::handedOver)
                         .exceptionally(e -> {
                             LOG.warning("session " + s.id() + ": hand-off failed: " + e.getMessage());
