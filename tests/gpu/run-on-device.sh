@@ -352,8 +352,9 @@ if [ -x "$CARRY/bench/vmcuda_bench" ]; then
             "$ROOT/bin/vmcuda" "127.0.0.1:$PORT" | sed 's/^/nopipe_/'
         if [ -n "$TLS_PID" ]; then
             echo "# TLS: vmcuda over TCP to the plain daemon, and over TCP inside TLS to section 3d's daemon (tls/nat"
-            echo "# against tcp/nat is what encryption costs; tlsshm against shm: the co-located ring and call pipe, TLS only on the socket)"
-            COLUMNS="tcp tls:VMCUDA_TRANSPORT=tcp,VMCUDA_TLS_CA=$TLS_CERT@127.0.0.1:$TLS_PORT shm tlsshm:VMCUDA_TRANSPORT=auto,VMCUDA_TLS_CA=$TLS_CERT@127.0.0.1:$TLS_PORT" timeout -k 5 200 \
+            echo "# against tcp/nat is what encryption costs; tls8: the same with tcp_streams = 8; tlsshm against shm: the co-located"
+            echo "# ring and call pipe, TLS only on the socket)"
+            COLUMNS="tcp tls:VMCUDA_TRANSPORT=tcp,VMCUDA_TLS_CA=$TLS_CERT@127.0.0.1:$TLS_PORT tls8:VMCUDA_TRANSPORT=tcp,VMCUDA_TCP_STREAMS=8,VMCUDA_TLS_CA=$TLS_CERT@127.0.0.1:$TLS_PORT shm tlsshm:VMCUDA_TRANSPORT=auto,VMCUDA_TLS_CA=$TLS_CERT@127.0.0.1:$TLS_PORT" timeout -k 5 200 \
                 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" "$ROOT/bin/vmcuda" "127.0.0.1:$PORT" |
                 sed 's/^/tls_/'
         fi

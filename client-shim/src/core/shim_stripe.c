@@ -8,7 +8,7 @@
 
 #define MAX_STRIPES 8
 #define STRIPE_BLOCKS_MIN (8u << 20) /* each stripe at least two 4 MiB blocks, so that it pipelines */
-#define TLS_STRIPE_BYTES_MIN (2u << 20) /* over TLS the cores' encryption, not the pipeline, bounds a stripe */
+#define TLS_STRIPE_BYTES_MIN (1u << 20) /* over TLS the cores' encryption, not the pipeline, bounds a stripe */
 
 /* Set once a helper thread could not join the session: from then on copies use one connection. */
 static int helpers_cannot_join;

@@ -91,11 +91,11 @@ int main(void) {
     CHECK(vmc_stripe_ways(VMC_STRIPE_MIN, VMC_STRIPE_MIN) == 4, "32 MiB: %u stripes, expected 4 (8 MiB each)", vmc_stripe_ways(VMC_STRIPE_MIN, VMC_STRIPE_MIN));
     CHECK(vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN) == 4, "1 GiB with tcp_streams 4: %u", vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN));
     CHECK(vmc_stream_stripe_min() == VMC_STRIPE_MIN, "without TLS the byte stream stripes from 32 MiB");
-    snprintf(config.tls_ca, sizeof config.tls_ca, "/etc/vmcuda/appliance.pem"); /* over TLS: from 8 MiB, 2 MiB stripes */
-    CHECK(vmc_stream_stripe_min() == VMC_TLS_STRIPE_MIN, "with TLS the byte stream stripes from 8 MiB");
-    CHECK(vmc_stripe_ways(VMC_TLS_STRIPE_MIN, vmc_stream_stripe_min()) == 4, "8 MiB over TLS: %u stripes, expected 4",
+    snprintf(config.tls_ca, sizeof config.tls_ca, "/etc/vmcuda/appliance.pem"); /* over TLS: from 4 MiB, 1 MiB stripes */
+    CHECK(vmc_stream_stripe_min() == VMC_TLS_STRIPE_MIN, "with TLS the byte stream stripes from 4 MiB");
+    CHECK(vmc_stripe_ways(VMC_TLS_STRIPE_MIN, vmc_stream_stripe_min()) == 4, "4 MiB over TLS: %u stripes, expected 4",
           vmc_stripe_ways(VMC_TLS_STRIPE_MIN, vmc_stream_stripe_min()));
-    CHECK(vmc_stripe_ways(VMC_TLS_STRIPE_MIN - 1, vmc_stream_stripe_min()) == 1, "below 8 MiB over TLS is striped");
+    CHECK(vmc_stripe_ways(VMC_TLS_STRIPE_MIN - 1, vmc_stream_stripe_min()) == 1, "below 4 MiB over TLS is striped");
     config.tls_ca[0] = 0;
     /* a ring's transport may stripe from a lower size (UCX: 16 MiB), still 8 MiB a stripe at least */
     CHECK(vmc_stripe_ways(16u << 20, 16u << 20) == 2, "16 MiB from 16 MiB: %u stripes, expected 2", vmc_stripe_ways(16u << 20, 16u << 20));
