@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -15,7 +14,6 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -35,24 +33,15 @@ import org.junit.jupiter.api.TestInstance;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TlsTest {
-    private Path root;
-    private Path work;
-    private Path driverDir;
-    private Path cudaLib;
+    private StandInDriver at;
     private String expected;
 
     @BeforeAll
     void locate() throws Exception {
-        root = Path.of(System.getProperty("vmcuda.repo.root", "..")).toAbsolutePath().normalize();
-        driverDir = Path.of(System.getProperty("vmcuda.test.driver", "target/driver")).toAbsolutePath();
-        work = Path.of(System.getProperty("vmcuda.test.work", "target/e2e")).toAbsolutePath().resolve("tls");
-        cudaLib = Path.of(System.getProperty("vmcuda.cuda.home", "/usr/local/cuda"), "lib64");
-        assumeTrue(Files.isExecutable(driverDir.resolve("drv_bulk")) && Files.isRegularFile(driverDir.resolve("libfakecuda.so")),
-                "no driver test programs in " + driverDir + " (nvcc missing? the build printed the reason)");
-        expected = Files.readString(root.resolve("tests/driver/drv_bulk.expected"));
-        Files.createDirectories(work);
+        at = StandInDriver.locate("tls", "drv_bulk");
+        expected = Files.readString(at.root().resolve("tests/driver/drv_bulk.expected"));
         // the certificates are made with the openssl command, as an operator makes them (packaging does too)
-        run(root.resolve("client-shim/src/build/ensure-package.sh").toString(), "openssl", "openssl (Fedora)",
+        run(at.root().resolve("client-shim/src/build/ensure-package.sh").toString(), "openssl", "openssl (Fedora)",
                 "TlsTest's certificates", "/usr/bin/openssl");
         certificate("appliance", "IP:127.0.0.1,DNS:localhost");
         certificate("elsewhere", "DNS:elsewhere.example");
@@ -61,7 +50,7 @@ class TlsTest {
 
     private void certificate(String name, String subjectAltName) throws Exception {
         run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                "-keyout", work.resolve(name + ".key").toString(), "-out", work.resolve(name + ".pem").toString(),
+                "-keyout", at.work().resolve(name + ".key").toString(), "-out", at.work().resolve(name + ".pem").toString(),
                 "-days", "2", "-subj", "/CN=" + name, "-addext", "subjectAltName=" + subjectAltName);
     }
 
@@ -73,32 +62,30 @@ class TlsTest {
 
     /** A daemon whose workers use the stand-in driver; {@code cert} null: no TLS. */
     private DaemonProcess daemon(String cert, String log, Map<String, String> more) throws Exception {
-        Map<String, String> config = new HashMap<>(Map.of(
-                "worker.extra_env", "VMCUDA_WORKER_LIBCUDA=" + driverDir.resolve("libfakecuda.so"),
-                "worker.cuda_lib_dirs", cudaLib + ":" + driverDir));
+        Map<String, String> config = new HashMap<>(at.workerConfig());
         if (cert != null) {
-            config.put("control.tls_certificate", work.resolve(cert + ".pem").toString());
-            config.put("control.tls_key", work.resolve(cert + ".key").toString());
+            config.put("control.tls_certificate", at.work().resolve(cert + ".pem").toString());
+            config.put("control.tls_key", at.work().resolve(cert + ".key").toString());
         }
         config.putAll(more);
-        return DaemonProcess.start(root, work, config, null, log);
+        return DaemonProcess.start(at.root(), at.work(), config, null, log);
     }
 
     /** Everything over the socket: calls (no call pipe) and copies (no shared-memory ring), as from another host. */
     private Map<String, String> clientEnv(DaemonProcess d, String ca) {
         Map<String, String> env = new HashMap<>();
-        env.put("LD_LIBRARY_PATH", cudaLib.toString());
+        env.put("LD_LIBRARY_PATH", at.cudaLib().toString());
         env.put("VMCUDA_TOKEN", d.token);
         env.put("VMCUDA_TRANSPORT", "tcp");
         env.put("VMCUDA_CALLS_IN_REGION", "0");
-        if (ca != null) env.put("VMCUDA_TLS_CA", work.resolve(ca + ".pem").toString());
+        if (ca != null) env.put("VMCUDA_TLS_CA", at.work().resolve(ca + ".pem").toString());
         return env;
     }
 
     private ProgramRunner.Result drvBulk(String appliance, Map<String, String> env, String name) throws Exception {
-        List<String> cmd = List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance", appliance, "--",
-                driverDir.resolve("drv_bulk").toString());
-        return ProgramRunner.run(cmd, env, driverDir, work.resolve(name));
+        List<String> cmd = List.of(at.root().resolve("bin/vmcuda").toString(), "run", "--appliance", appliance, "--",
+                at.driverDir().resolve("drv_bulk").toString());
+        return ProgramRunner.run(cmd, env, at.driverDir(), at.work().resolve(name));
     }
 
     /** drv_bulk's first host buffer (fill(out, MAX, 1) in tests/driver/drv_bulk.c), 64 bytes of it. */
@@ -152,11 +139,11 @@ class TlsTest {
     @Test
     void threadsJoiningTheSessionEachGetTheirOwnEncryptedLink() throws Exception {
         try (DaemonProcess d = daemon("appliance", "daemon-tls-threads.log", Map.of())) {
-            List<String> cmd = List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
-                    "127.0.0.1:" + d.port, "--", driverDir.resolve("drv_threads").toString());
-            ProgramRunner.Result r = ProgramRunner.run(cmd, clientEnv(d, "appliance"), driverDir, work.resolve("drv_threads-tls"));
+            List<String> cmd = List.of(at.root().resolve("bin/vmcuda").toString(), "run", "--appliance",
+                    "127.0.0.1:" + d.port, "--", at.driverDir().resolve("drv_threads").toString());
+            ProgramRunner.Result r = ProgramRunner.run(cmd, clientEnv(d, "appliance"), at.driverDir(), at.work().resolve("drv_threads-tls"));
             String ctx = "\n" + r.describe() + "--- daemon ---\n" + d.logText();
-            assertEquals(Files.readString(root.resolve("tests/driver/drv_threads.expected")), r.stdout(), ctx);
+            assertEquals(Files.readString(at.root().resolve("tests/driver/drv_threads.expected")), r.stdout(), ctx);
             assertEquals(0, r.exitCode(), ctx);
         }
     }

@@ -3,7 +3,6 @@ package io.vmcuda.tests;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -33,26 +32,25 @@ class UcxTransportTest {
     private Path driverDir;
     private Path cudaLib;
     private String expected;
+    private Map<String, String> workerConfig;
 
     @BeforeAll
     void locate() throws Exception {
-        root = Path.of(System.getProperty("vmcuda.repo.root", "..")).toAbsolutePath().normalize();
-        driverDir = Path.of(System.getProperty("vmcuda.test.driver", "target/driver")).toAbsolutePath();
-        work = Path.of(System.getProperty("vmcuda.test.work", "target/e2e")).toAbsolutePath().resolve("ucx");
-        cudaLib = Path.of(System.getProperty("vmcuda.cuda.home", "/usr/local/cuda"), "lib64");
-        assumeTrue(Files.isExecutable(driverDir.resolve("drv_bulk")) && Files.isRegularFile(driverDir.resolve("libfakecuda.so")),
-                "no driver test programs in " + driverDir + " (nvcc missing? the build printed the reason)");
+        StandInDriver at = StandInDriver.locate("ucx", "drv_bulk");
+        root = at.root();
+        work = at.work();
+        driverDir = at.driverDir();
+        cudaLib = at.cudaLib();
+        workerConfig = at.workerConfig();
         // past this point nothing is optional: the appliance module builds the agent, the client core the transport
         assertTrue(Files.isExecutable(root.resolve("appliance/target/native/vmcuda-ucx-agent")), "vmcuda-ucx-agent not built");
         expected = Files.readString(root.resolve("tests/driver/drv_bulk.expected"));
-        Files.createDirectories(work);
     }
 
     /** A daemon whose workers use the stand-in driver and whose agents use UCX_TLS=tls. */
     private DaemonProcess daemon(String tls, String log, Map<String, String> more) throws Exception {
-        Map<String, String> config = new HashMap<>(Map.of(
-                "worker.extra_env", "VMCUDA_WORKER_LIBCUDA=" + driverDir.resolve("libfakecuda.so"),
-                "worker.cuda_lib_dirs", cudaLib + ":" + driverDir, "worker.ucx", "true"));
+        Map<String, String> config = new HashMap<>(workerConfig);
+        config.put("worker.ucx", "true");
         config.putAll(more);
         return DaemonProcess.start(root, work, config, null, log, null, Map.of("UCX_TLS", tls));
     }
