@@ -6,7 +6,8 @@
 #     lib/      the daemon jar and all its runtime dependency jars
 #     native/   libvmcuda-worker.so (the worker library, preloaded into rewritten binaries), vmcuda-worker
 #               (the plain worker, for sessions that ship no executable), vmcuda-sandbox (the worker
-#               sandbox launcher) and vmcuda-ucx-agent (a worker's UCX end point; needs the host's libucx0),
+#               sandbox launcher), vmcuda-ucx-agent (a worker's UCX end point; needs the host's libucx0) and
+#               vmcuda-xid-watch (the GPUs' XID errors, from the driver's NVML),
 #               next to the library where the daemon looks
 #     client/   the client libraries (for client VMs and `vmcuda run`): libvmcuda-client.so (the core),
 #               libcudart.so.13 (the runtime front end), libcuda.so.1 (the driver front end, + the
@@ -52,6 +53,7 @@ copy_required "$repo/appliance/target/native/libvmcuda-worker.so" "$top/native"
 copy_required "$repo/appliance/target/native/vmcuda-worker" "$top/native"
 copy_required "$repo/appliance/target/native/vmcuda-sandbox" "$top/native"
 copy_required "$repo/appliance/target/native/vmcuda-ucx-agent" "$top/native"
+copy_required "$repo/appliance/target/native/vmcuda-xid-watch" "$top/native"
 copy_required "$repo/client-shim/target/lib/libvmcuda-client.so" "$top/client"
 copy_required "$repo/client-shim/target/lib/libcudart.so.13" "$top/client"
 copy_required "$repo/client-shim/target/lib/libcuda.so.1" "$top/client"

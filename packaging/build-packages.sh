@@ -345,10 +345,11 @@ case "$1" in
         if command -v systemctl >/dev/null 2>&1; then
             systemctl disable vmcudad.service vmcuda-gpu-check.service >/dev/null 2>&1 || true
         fi
-        # The binary cache, session logs and sessions.jsonl; the generated tenant token.
+        # The binary cache, session logs and sessions.jsonl; what the first start generated (tokens, certificate).
         rm -rf /var/lib/vmcuda
         rm -f /etc/vmcuda/tenant-default.token /etc/vmcuda/admin.token /etc/vmcuda/vmcudad.d/50-generated.properties
-        rmdir /etc/vmcuda/vmcudad.d 2>/dev/null || true
+        rm -f /etc/vmcuda/tls/vmcudad.pem /etc/vmcuda/tls/vmcudad.key
+        rmdir /etc/vmcuda/vmcudad.d /etc/vmcuda/tls 2>/dev/null || true
         rmdir /etc/vmcuda 2>/dev/null || true
         # The vmcuda-worker user stays (files it owned may remain elsewhere); userdel vmcuda-worker removes it.
         ;;

@@ -78,6 +78,18 @@ typedef enum nvmlClockType_enum {
 typedef int nvmlBrandType_t;  /* nvmlBrandType_enum: NVML_BRAND_UNKNOWN = 0 ... */
 typedef int nvmlPstates_t;    /* nvmlPstates_enum: NVML_PSTATE_0 = 0 ... NVML_PSTATE_UNKNOWN = 32 */
 
+/* Events (nvmlDeviceRegisterEvents, nvmlEventSetWait_v2): the appliance's XID watcher (xid_watch.c) */
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+#define nvmlEventTypeXidCriticalError 0x0000000000000008ULL
+typedef struct nvmlEventData_st {
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData; /* the XID of an nvmlEventTypeXidCriticalError (999: unknown) */
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+_Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t as in nvml.h");
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t as in nvml.h");
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t as in nvml.h");
 _Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t as in nvml.h");

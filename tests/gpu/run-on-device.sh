@@ -543,6 +543,8 @@ say "== daemon state"
 } >"$OUT/status.txt" 2>&1
 http_get /metrics >"$OUT/metrics.txt" 2>&1
 say "GPU health in /metrics: $(grep -E '^vmcuda_gpu_(temperature_celsius|power_watts|sm_clock_hertz|ecc_uncorrected_errors)' "$OUT/metrics.txt" | sed 's/{.*}//' | paste -sd';' | tr -s ' ')"
+# XID errors: the daemon's watcher on NVML's events (none expected during a run; that it watches is what counts)
+say "XID watcher: $(grep -oE 'GPU XID errors (watched on [0-9]+ GPU\(s\)|not watched: .*)' "$OUT/daemon.log" | head -1); $(grep -E '^vmcuda_gpu_xid_(watched_gpus|errors_total)' "$OUT/metrics.txt" | sed 's/{.*}//' | paste -sd';')"
 total="$(grep -oE '"sessions_total"[[:space:]]*:[[:space:]]*[0-9]+' "$OUT/status.txt" | grep -oE '[0-9]+$')"
 expected=$((${#PROGRAMS[@]} + 8 + 1))
 say "sessions_total: ${total:-absent} (vmcuda runs made: $expected)"

@@ -9,6 +9,7 @@ import io.vmcuda.appliance.admin.StatusSource;
 import io.vmcuda.appliance.admin.StatusTable;
 import io.vmcuda.appliance.cache.BinaryCache;
 import io.vmcuda.appliance.cache.ModuleCache;
+import io.vmcuda.appliance.admin.XidWatch;
 import io.vmcuda.appliance.control.ControlServer;
 import io.vmcuda.appliance.control.ControlTls;
 import io.vmcuda.appliance.pool.Pool;
@@ -63,6 +64,8 @@ public final class Daemon implements AutoCloseable {
     private final Path stateDir;
     /** The pool of appliances this one is in (cluster.etcd), or null. */
     private final Pool pool;
+    /** The GPUs' XID errors (null on an appliance without GPUs, or without the helper). */
+    private final XidWatch xids;
     private boolean closed;
 
     private Daemon(DaemonOptions options, ApplianceConfig config, GpuInventory inventory)
@@ -149,6 +152,8 @@ public final class Daemon implements AutoCloseable {
             workerSocket = new WorkerSocketServer(socketPath, io, sessions);
             StatusSource status = new StatusSource(Version.get(), inventory, scheduler, metrics, sessions::activeSessions,
                     stateDir, pool);
+            xids = inventory.gpus().isEmpty() ? null : XidWatch.start(workerLibDir, java.util.Map.of());
+            status.watchXids(xids);
             control = new ControlServer(options.listen(), boss, io, cache, sessions, refusals, blocking,
                     config.binaryMaxBytes(), auth, config.handshakeTimeout(),
                     new io.vmcuda.appliance.auth.AuthThrottle(config.authFailuresPerMinute()), config.maxHandshakes(),
@@ -254,6 +259,7 @@ public final class Daemon implements AutoCloseable {
         control.close();
         sessions.stopAll(config.workerStopGrace());
         launcher.closeCgroups();
+        if (xids != null) xids.close();
         admin.close();
         workerSocket.close();
         notify.close();

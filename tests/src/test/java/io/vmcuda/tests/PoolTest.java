@@ -111,8 +111,12 @@ class PoolTest {
                 "scheduler.max_sessions_per_gpu", Integer.toString(SLOTS_PER_GPU),
                 // also the tenant's cap on placements in flight (aTenantsPlacementsInFlightAreCapped)
                 "tenant.e2e.max_sessions", "40");
+        // and a stand-in NVML whose first GPU reports XID 79 twice and XID 13 once (the daemon's XID watcher)
         appliances.put(name, DaemonProcess.start(root, work, config, null, name + ".log", token,
-                Map.of("PATH", smiDir + ":" + System.getenv("PATH"))));
+                Map.of("PATH", smiDir + ":" + System.getenv("PATH"),
+                        "LD_LIBRARY_PATH", root.resolve("appliance/target/native/test/fake-nvml").toString(),
+                        "FAKE_NVML_UUIDS", "GPU-" + id.substring(4) + "-0000-0000-0000-" + id + ",GPU-" + id.substring(4)
+                                + "-0000-0000-0001-" + id, "FAKE_NVML_XIDS", "79,79,13")));
     }
 
     @AfterAll
@@ -244,6 +248,13 @@ class PoolTest {
         assertTrue(health.matches("(?s).*\\nvmcuda_gpu_power_watts\\{[^}]*gpu=\"0\"[^}]*} 70\\.5\\n.*"), health);
         assertTrue(health.matches("(?s).*\\nvmcuda_gpu_sm_clock_hertz\\{[^}]*gpu=\"1\"[^}]*} 1\\.98E9\\n.*"), health);
         assertFalse(health.matches("(?s).*\\nvmcuda_gpu_power_watts\\{[^}]*gpu=\"1\".*"), "GPU 1 said [N/A]\n" + health);
+        // XID errors as NVML's events reported them, per GPU and XID
+        await("XID errors in /metrics", 15_000, () -> d.get("/metrics").body().contains("vmcuda_gpu_xid_errors_total{"));
+        String xids = d.get("/metrics").body();
+        assertTrue(xids.matches("(?s).*\\nvmcuda_gpu_xid_errors_total\\{[^}]*gpu=\"0\"[^}]*xid=\"79\"[^}]*} 2\\.0\\n.*"), xids);
+        assertTrue(xids.matches("(?s).*\\nvmcuda_gpu_xid_errors_total\\{[^}]*gpu=\"0\"[^}]*xid=\"13\"[^}]*} 1\\.0\\n.*"), xids);
+        assertTrue(xids.matches("(?s).*\\nvmcuda_gpu_xid_watched_gpus(\\{[^}]*})? 2\\.0\\n.*"), xids);
+        assertTrue(d.logText().contains("reported XID 79: the GPU has fallen off the bus"), d.logText());
     }
 
     /**

@@ -114,6 +114,22 @@ final class PrometheusMetrics {
                 + "volatile count; absent with ECC off).", gpus, (cb, g) -> src.inventory()
                 .health(g.uuid()).filter(h -> h.eccUncorrectedErrors() >= 0)
                 .ifPresent(h -> cb.call(h.eccUncorrectedErrors(), Integer.toString(g.index()), g.uuid())));
+        registerXids(src.xids(), gpus, constant);
+    }
+
+    /** XID errors per GPU and XID since the daemon started (XidWatch: NVML's events), and how many GPUs report them. */
+    private void registerXids(XidWatch xids, List<GpuInfo> gpus, Labels constant) {
+        if (xids == null) return;
+        Map<String, String> indexOf = new HashMap<>();
+        for (GpuInfo g : gpus) indexOf.put(g.uuid(), Integer.toString(g.index()));
+        CounterWithCallback.builder().name("vmcuda_gpu_xid_errors")
+                .help("XID errors the GPU's driver reported since the daemon started (NVML events), by XID.")
+                .labelNames("gpu", "uuid", "xid").constLabels(constant)
+                .callback(cb -> xids.counts().forEach((uuid, byXid) -> byXid.forEach((xid, n) ->
+                        cb.call(n, indexOf.getOrDefault(uuid, "unknown"), uuid, Long.toString(xid)))))
+                .register(registry);
+        gauge(constant, "vmcuda_gpu_xid_watched_gpus", "GPUs whose XID errors are watched (0: the driver cannot report them).",
+                xids::watched);
     }
 
     private interface GpuValue {

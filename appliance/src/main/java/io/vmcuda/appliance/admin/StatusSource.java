@@ -19,6 +19,7 @@ public final class StatusSource {
     private final java.nio.file.Path stateDir;
     private final io.vmcuda.appliance.pool.Pool pool;
     private volatile java.util.function.BooleanSupplier stopping = () -> false;
+    private volatile XidWatch xids;
 
     public StatusSource(String version, GpuInventory inventory, GpuScheduler scheduler, DaemonMetrics metrics,
                         java.util.function.Supplier<Collection<Session>> activeSessions) {
@@ -51,6 +52,15 @@ public final class StatusSource {
 
     GpuScheduler scheduler() {
         return scheduler;
+    }
+
+    /** The GPUs' XID errors for /metrics (null: not watched). Set before the admin server starts. */
+    public void watchXids(XidWatch xids) {
+        this.xids = xids;
+    }
+
+    XidWatch xids() {
+        return xids;
     }
 
     /** /readyz says "stopping" while this is true (the daemon drains its sessions). */
