@@ -29,6 +29,7 @@ command -v dpkg-deb >/dev/null || { echo "build-packages: dpkg-deb is needed (De
 
 here="$repo/packaging"
 debversion="$(printf '%s' "$version" | sed 's/-/~/g')"
+# no public mailing list yet: lintian's bogus-mail-host is overridden for this address
 maintainer="vmcuda maintainers <vmcuda@localhost>"
 stage_root="$outdir/pkg"
 rm -rf "$stage_root"
@@ -38,17 +39,62 @@ export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=
 
 need() { [ -e "$1" ] || { echo "build-packages: missing $1 (build the whole project: mvn -B package)" >&2; exit 1; }; }
 
-# Docs shipped in both packages: the operator documentation (docs/) as it is in this tree.
+# Docs shipped in both packages: the operator documentation (docs/) as it is in this tree, the machine-readable
+# copyright (DEP-5) and a changelog (a native package: one entry per build, naming its commit).
 copy_docs() { # DEST
     mkdir -p "$1"
     if compgen -G "$repo/docs/*.md" >/dev/null; then cp -p "$repo"/docs/*.md "$1/"; fi
     cat > "$1/copyright" <<'EOF'
-vmcuda: see the project's repository for its licence.
-The appliance package also contains, under /opt/vmcuda/jre, a Java runtime made with jlink from OpenJDK
-(GPLv2 with the Classpath Exception), Java libraries under /opt/vmcuda/lib (Netty, Caffeine, JCuda, jelf:
-Apache-2.0 / MIT; see their jars' META-INF), and NVIDIA's CUDA runtime library libcudart.so.13 under
-/opt/vmcuda/cuda/lib64, redistributed under the NVIDIA CUDA Toolkit EULA (/opt/vmcuda/cuda/LICENSE).
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: vmcuda
+Source: https://github.com/vmcuda/vmcuda
+
+Files: *
+Copyright: 2026 vmcuda maintainers
+License: Apache-2.0
+
+Files: opt/vmcuda/jre/*
+Copyright: Oracle and/or its affiliates, and the OpenJDK contributors
+License: GPL-2 with Classpath exception
+ A Java runtime made with jlink from OpenJDK; its licences are in /opt/vmcuda/jre/legal.
+
+Files: opt/vmcuda/lib/*
+Copyright: the authors of each library (Netty, Caffeine, JCuda, jelf, jetcd, gRPC, Jackson, Prometheus client)
+License: Apache-2.0 or MIT, as each jar's META-INF says
+
+Files: opt/vmcuda/cuda/*
+Copyright: NVIDIA Corporation
+License: NVIDIA CUDA Toolkit EULA
+ libcudart.so.13, redistributed under the NVIDIA CUDA Toolkit EULA (/opt/vmcuda/cuda/LICENSE).
+
+License: Apache-2.0
+ On Debian systems the full text of the Apache License 2.0 is in /usr/share/common-licenses/Apache-2.0.
 EOF
+    printf 'vmcuda (%s) unstable; urgency=medium\n\n  * Built from %s.\n\n -- %s  %s\n' "$debversion" \
+        "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "an unversioned tree")" "$maintainer" \
+        "$(date -u -R -d "@$SOURCE_DATE_EPOCH")" | gzip -9n > "$1/changelog.gz"
+    chmod 644 "$1/changelog.gz"
+}
+
+# lintian's overrides for what a package does on purpose, each with its reason (lintian-overrides(5))
+write_overrides() { # STAGE PACKAGE, the overrides on stdin
+    mkdir -p "$1/usr/share/lintian/overrides"
+    cat > "$1/usr/share/lintian/overrides/$2"
+    chmod 644 "$1/usr/share/lintian/overrides/$2"
+}
+
+# Strips every ELF file of a staged tree but NVIDIA's (redistributed as NVIDIA ships it), and gives shared
+# libraries and read-only files Debian's mode (0644).
+strip_and_fix_modes() { # STAGE
+    if command -v strip >/dev/null; then
+        find "$1" -type f ! -path '*/cuda/*' -print0 | while IFS= read -r -d '' f; do
+            if [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+                strip --strip-unneeded --remove-section=.comment --remove-section=.note "$f"
+            fi
+        done
+    fi
+    find "$1" -type f -name '*.so*' -exec chmod 644 {} +
+    find "$1" -type f -perm 444 -exec chmod 644 {} +
 }
 
 # Fixes modes, writes md5sums and Installed-Size, builds the .deb.
@@ -89,9 +135,7 @@ ln -s libcudart.so.13 "$cfiles/usr/lib/vmcuda/libcudart.so"
 ln -s libcuda.so.1 "$cfiles/usr/lib/vmcuda/libcuda.so"
 ln -s libnvidia-ml.so.1 "$cfiles/usr/lib/vmcuda/libnvidia-ml.so"
 install -m 755 "$doctor" "$cfiles/usr/lib/vmcuda/vmcuda-doctor"
-if command -v strip >/dev/null; then
-    strip --strip-debug "$cfiles"/usr/lib/vmcuda/lib*.so* "$cfiles/usr/lib/vmcuda/vmcuda-doctor" 2>/dev/null || true
-fi
+strip_and_fix_modes "$cfiles"
 sed "s/^VERSION=.*/VERSION=\"$version\"/" "$repo/bin/vmcuda" > "$cfiles/usr/bin/vmcuda"
 chmod 755 "$cfiles/usr/bin/vmcuda"
 install -m 644 "$here/client/client.conf" "$cfiles/etc/vmcuda/client.conf"
@@ -116,18 +160,30 @@ Section: libs
 Priority: optional
 Homepage: https://github.com/vmcuda/vmcuda
 Description: run CUDA programs of a GPU-less VM on a vmcuda appliance's GPUs
- Installs vmcuda's client libraries in /usr/lib/vmcuda (libcudart.so.13, the CUDA runtime front end;
- libcuda.so.1, the CUDA driver front end; libnvidia-ml.so.1, the NVML front end; libvmcuda-client.so,
- their core) and makes them the system's
- (/etc/ld.so.conf.d/vmcuda.conf): unmodified CUDA programs - built with the shared or the static CUDA
- runtime, using the CUDA libraries or the driver API - then run their CUDA calls on the GPUs of a
- vmcuda appliance (set it in /etc/vmcuda/client.conf). Also installs the vmcuda launcher (vmcuda run,
+ Installs vmcuda's client libraries in /usr/lib/vmcuda (libcudart.so.13, the
+ CUDA runtime front end; libcuda.so.1, the driver front end; libnvidia-ml.so.1,
+ the NVML front end; libvmcuda-client.so, their core) and makes them the
+ system's (/etc/ld.so.conf.d/vmcuda.conf): unmodified CUDA programs, built with
+ the shared or the static CUDA runtime, using the CUDA libraries or the driver
+ API, then run their CUDA calls on the GPUs of a vmcuda appliance (set it in
+ /etc/vmcuda/client.conf). Also installs the vmcuda launcher (vmcuda run,
  vmcuda doctor, vmcuda status). No Java needed.
  .
- Intended for VMs without a GPU: on a machine with NVIDIA's CUDA runtime installed system-wide the
- ld.so.conf.d entry shadows it.
+ Intended for VMs without a GPU: on a machine with NVIDIA's CUDA runtime
+ installed system-wide the ld.so.conf.d entry shadows it.
 EOF
 printf '%s\n' /etc/vmcuda/client.conf /etc/ld.so.conf.d/vmcuda.conf > "$cdeb/DEBIAN/conffiles"
+write_overrides "$cdeb" vmcuda-client <<'EOF'
+# the package's purpose: its libraries in /usr/lib/vmcuda become the system's CUDA runtime, driver and NVML
+vmcuda-client: package-modifies-ld.so-search-path [etc/ld.so.conf.d/vmcuda.conf]
+# the ldconfig trigger rebuilds the loader's cache for /usr/lib/vmcuda, which ld.so.conf.d adds (lintian knows only
+# the default directories); the postinst only reads the cache (ldconfig -p) to warn of a runtime it shadows
+vmcuda-client: package-has-unnecessary-activation-of-ldconfig-trigger
+vmcuda-client: maintscript-calls-ldconfig [postinst]
+# no public mailing list yet
+vmcuda-client: bogus-mail-host Maintainer vmcuda@localhost
+vmcuda-client: bogus-mail-host-in-debian-changelog vmcuda@localhost *
+EOF
 # the loader's cache is rebuilt by libc-bin's ldconfig trigger once dpkg is done (not from the scripts)
 echo "activate-noawait ldconfig" > "$cdeb/DEBIAN/triggers"
 cat > "$cdeb/DEBIAN/postinst" <<'EOF'
@@ -215,6 +271,7 @@ install -m 644 "$here/appliance/vmcudad.service" "$adeb/lib/systemd/system/vmcud
 install -m 644 "$here/appliance/vmcuda-gpu-check.service" "$adeb/lib/systemd/system/vmcuda-gpu-check.service"
 ln -s /opt/vmcuda/bin/vmcudad "$adeb/usr/sbin/vmcudad"
 copy_docs "$adeb/usr/share/doc/vmcuda-appliance"
+strip_and_fix_modes "$adeb/opt/vmcuda"
 # the Grafana dashboard for the appliance's /metrics (import it in Grafana; docs: appliance/CONFIG.md "Admin port")
 install -D -m 0644 "$repo/packaging/grafana/vmcuda-dashboard.json" "$adeb/usr/share/doc/vmcuda-appliance/grafana/vmcuda-dashboard.json"
 
@@ -285,16 +342,33 @@ Recommends: systemd, libucx0
 Section: misc
 Priority: optional
 Homepage: https://github.com/vmcuda/vmcuda
-Description: vmcuda appliance: runs CUDA programs of GPU-less client VMs on this machine's GPUs
- The appliance daemon vmcudad (with its own Java runtime, under /opt/vmcuda), the worker library and
- sandbox launcher, NVIDIA's CUDA runtime library for the workers, and the systemd units vmcudad.service
- (client port 0.0.0.0:7070, admin HTTP 127.0.0.1:7071, state in /var/lib/vmcuda) and
- vmcuda-gpu-check.service (explains at boot what is missing for the GPUs to be usable).
+Description: vmcuda appliance: CUDA programs of GPU-less VMs on this host's GPUs
+ The appliance daemon vmcudad (with its own Java runtime, under /opt/vmcuda),
+ the worker library and sandbox launcher, NVIDIA's CUDA runtime library for
+ the workers, and the systemd units vmcudad.service (client port 0.0.0.0:7070,
+ admin HTTP 127.0.0.1:7071, state in /var/lib/vmcuda) and
+ vmcuda-gpu-check.service (explains at boot what is missing for the GPUs).
  .
- The NVIDIA driver is not included: install the one that matches the GPUs (R580 or newer for CUDA 13).
- Until then the daemon runs and reports zero GPUs.
+ The NVIDIA driver is not included: install the one that matches the GPUs
+ (R580 or newer for CUDA 13). Until then the daemon runs and reports no GPU.
 EOF
 echo "/etc/vmcuda/vmcudad.properties" > "$adeb/DEBIAN/conffiles"
+write_overrides "$adeb" vmcuda-appliance <<'EOF'
+# a self-contained appliance: the daemon with its own jlink'd Java runtime and private jars, under /opt/vmcuda
+vmcuda-appliance: dir-or-file-in-opt
+vmcuda-appliance: jar-not-in-usr-share
+# dependency jars that carry only metadata (gRPC's context API, Guava's empty listenablefuture, JCuda's natives)
+vmcuda-appliance: codeless-jar
+# the units are enabled and (re)started as the package installs, guarded for images without systemd
+vmcuda-appliance: maintainer-script-calls-systemctl
+# it holds the tenants' and the operator's token hashes: root and the daemon only
+vmcuda-appliance: non-standard-file-perm 0640 != 0644 [etc/vmcuda/vmcudad.properties]
+# vmcudad --help and appliance/CONFIG.md (in /usr/share/doc/vmcuda-appliance) document it
+vmcuda-appliance: no-manual-page [usr/sbin/vmcudad]
+# no public mailing list yet
+vmcuda-appliance: bogus-mail-host Maintainer vmcuda@localhost
+vmcuda-appliance: bogus-mail-host-in-debian-changelog vmcuda@localhost *
+EOF
 cat > "$adeb/DEBIAN/postinst" <<'EOF'
 #!/bin/sh
 set -e

@@ -8,6 +8,7 @@
 #   4. vmcuda doctor (installed by install.sh) against a GPU-less appliance started from the bundle (as
 #      bin/vmcuda-demo starts one): reachable, session opened, 0 GPUs with the reason, exit status 1 with
 #      advice; then a wrong token and a closed port.
+#   5. lintian on both .debs: nothing but the overrides they ship (each with its reason)
 # Usage: test-packages.sh --version V --repo-root DIR --out-dir DIR [--cuda-home DIR]
 set -euo pipefail
 
@@ -270,4 +271,12 @@ expect_grep "doctor: wrong token" '^RESULT: NOT WORKING\. the appliance refused 
 expect_eq "doctor with the appliance down: exit status" "$rc_down" 1
 expect_grep "doctor: appliance down" "^RESULT: NOT WORKING\. nothing accepts connections on 127\.0\.0\.1:$PORT" "$work/doctor-down.out"
 echo "test-packages: vmcuda doctor against a GPU-less appliance, a wrong token and a stopped appliance ok"
+# ---- 5. lintian: no error or warning but the overrides each package ships with its reasons --------
+"$repo/client-shim/src/build/ensure-package.sh" lintian "lintian (Fedora: none; run on Debian)" "the packages' lintian check" /usr/bin/lintian
+for deb in "$cdeb" "$adeb"; do
+    lintian --fail-on error,warning --tag-display-limit 0 "$deb" >"$work/lintian.txt" 2>&1 ||
+        { grep -v 'running with root' "$work/lintian.txt" >&2; fail "lintian: $(basename "$deb")"; }
+    ok
+done
+
 echo "test-packages: all $checks checks passed"
