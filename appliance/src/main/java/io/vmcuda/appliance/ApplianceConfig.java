@@ -73,6 +73,7 @@ public final class ApplianceConfig {
         workerMaxProcesses();
         workerMaxOpenFiles();
         workerTmpSize();
+        workerDiskMax();
         workerUcx();
         workerCgroup();
         workerMemoryMaxBytes();
@@ -510,6 +511,18 @@ public final class ApplianceConfig {
         String v = string("worker.tmp_size");
         if (!v.matches("[0-9]{1,15}[kmgKMG]?")) {
             throw new IllegalArgumentException("config key 'worker.tmp_size' = '" + v + "' must be a size such as 512m");
+        }
+        return v;
+    }
+
+    /**
+     * {@code worker.disk_max}: the size of each session's directory, a tmpfs of its own, where everything its worker
+     * may write but /tmp lives (appliance/CONFIG.md "Session disk"); "0": the directory lies on the state disk.
+     */
+    public String workerDiskMax() {
+        String v = string("worker.disk_max");
+        if (!v.matches("[0-9]{1,15}[kmgKMG]?")) {
+            throw new IllegalArgumentException("config key 'worker.disk_max' = '" + v + "' must be a size such as 2g, or 0");
         }
         return v;
     }

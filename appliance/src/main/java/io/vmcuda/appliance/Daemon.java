@@ -23,6 +23,7 @@ import io.vmcuda.appliance.worker.WorkerLauncher;
 import io.vmcuda.appliance.auth.Authenticator;
 import io.vmcuda.appliance.worker.Sandbox;
 import io.vmcuda.appliance.worker.SessionCgroups;
+import io.vmcuda.appliance.worker.SessionDisks;
 import io.vmcuda.appliance.worker.UcxAgent;
 import io.vmcuda.appliance.worker.WorkerSocketServer;
 import io.vmcuda.scheduler.GpuInventory;
@@ -131,6 +132,7 @@ public final class Daemon implements AutoCloseable {
                 config.shmRegions(), config.workerUidPool(), stateDir);
         launcher.offerUcx(UcxAgent.resolve(config, workerLibDir));
         launcher.useCgroups(SessionCgroups.resolve(config, sandbox != null && !config.tenants().isEmpty()));
+        launcher.useDisks(SessionDisks.resolve(config, sandbox != null && !config.tenants().isEmpty(), sessionsDir));
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl"), config.sessionRecordsMaxBytes()), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);

@@ -211,6 +211,33 @@ class IsolationTest {
         }
     }
 
+    /**
+     * A tenant that fills its working directory (the session's directory, the one place besides its bounded /tmp a
+     * sandboxed worker can write) stops at worker.disk_max with ENOSPC while its session goes on; after the session
+     * nothing of what it wrote is on the state disk (the directory was a tmpfs of its own, now unmounted) and its log
+     * is kept where it was.
+     */
+    @Test
+    void aTenantFillingItsDirectoryStopsAtItsSessionDiskAndTheStateDiskNeverSeesIt() throws Exception {
+        assumeTrue(DaemonProcess.currentUid() == 0, "session disks need root (mount)");
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of("worker.disk_max", "64m"), null, "daemon-disk-fill.log")) {
+            ProgramRunner.Result vm = ProgramRunner.run(viaVmcuda(d, iso.resolve("disk_fill"), "2"), env(d), work,
+                    work.resolve("disk_fill-vmcuda"));
+            String ctx = "\n" + vm.describe() + "--- worker logs ---\n" + workerLogs(d) + "--- daemon ---\n" + d.logText();
+            assertEquals(0, vm.exitCode(), ctx);
+            assertTrue(vm.stdout().contains("done"), "the session did not go on after its disk was full" + ctx);
+            Path sessions = d.stateDir.resolve("sessions");
+            DaemonProcess.await("the session's directory unmounted", 10_000,
+                    () -> !Files.readString(Path.of("/proc/self/mountinfo")).contains(sessions + "/"));
+            String logs = workerLogs(d);
+            assertTrue(logs.matches("(?s).*fill: stopped after ([0-9]|[1-5][0-9]|6[0-4]) MiB: No space left on device.*"),
+                    "the fill was not stopped at 64 MiB\n" + logs + ctx);
+            try (Stream<Path> files = Files.walk(sessions)) {
+                assertTrue(files.noneMatch(f -> f.getFileName().toString().startsWith("fill.")), "fill files on the state disk" + ctx);
+            }
+        }
+    }
+
     /** The session cgroups of daemon {@code pid} that exist now (SessionCgroups: .../vmcuda-workers/daemon-PID/session-ID). */
     private static List<Path> sessionCgroups(long pid) throws IOException {
         try (Stream<Path> s = Files.find(Path.of("/sys/fs/cgroup"), 8, (p, a) -> a.isDirectory()

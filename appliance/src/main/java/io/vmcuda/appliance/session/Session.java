@@ -46,6 +46,8 @@ public final class Session {
     volatile Path lendDir;
     /** The session's cgroup (worker.cgroup: memory, task and CPU limits), or null. */
     volatile io.vmcuda.appliance.worker.SessionCgroup cgroup;
+    /** Its directory is a tmpfs of its own (SessionDisks), to unmount at its end. */
+    volatile boolean diskMounted;
     /** A MODULE? of this session's worker awaits its answer (one at a time). */
     final java.util.concurrent.atomic.AtomicBoolean moduleQueryPending = new java.util.concurrent.atomic.AtomicBoolean();
 

@@ -277,6 +277,7 @@ public final class SessionManager implements WorkerEvents {
             SessionModules m = modules;
             s.lendDir = m == null ? null : m.lendDir(id);
             s.cgroup = launcher.createCgroup(id);
+            s.diskMounted = launcher.mountDisk(s.dir());
             p = launcher.start(new WorkerLauncher.WorkerSpec(id, s.keyHex(),
                     binding.isEmpty() ? null : ClientVisibleDevices.workerValue(binding.gpus(), clientVisibleDevices),
                     argv0(program, binary),
@@ -528,6 +529,7 @@ public final class SessionManager implements WorkerEvents {
             if (s.cgroup != null) s.cgroup.close();
             launcher.releaseUid(s.uid(), s.dir());
             if (m != null) m.sessionEnded(s);
+            if (s.diskMounted) launcher.releaseDisk(s.dir(), s.logFile()); // after the offers are read from it
         });
         scheduler.release(s.binding());
         loadChanged.run();

@@ -35,6 +35,7 @@ public final class WorkerLauncher {
     private final Path hiddenDir;   // the daemon's state directory, out of a sandboxed worker's sight; or null
     private volatile Path ucxAgent; // vmcuda-ucx-agent when the appliance offers UCX (worker.ucx), else null
     private volatile SessionCgroups cgroups; // per-session limits (worker.cgroup), or null
+    private volatile SessionDisks disks; // each session's directory a tmpfs of its own (worker.disk_max), or null
 
     public WorkerLauncher(Path workerSocket, Path workerLibDir, List<String> cudaLibDirs, long blockSize,
                           Map<String, String> extraEnv) {
@@ -200,6 +201,25 @@ public final class WorkerLauncher {
     /** Puts each worker started from now on into a cgroup of its session's own (worker.cgroup). */
     public void useCgroups(SessionCgroups cgroups) {
         this.cgroups = cgroups;
+    }
+
+    /** Makes each session's directory from now on a tmpfs of its own (worker.disk_max; null: none). */
+    public void useDisks(SessionDisks disks) {
+        this.disks = disks;
+    }
+
+    /** Makes a new session's directory its own bounded tmpfs; false where sessions get none. */
+    public boolean mountDisk(Path dir) throws IOException {
+        SessionDisks d = disks;
+        if (d == null) return false;
+        d.mount(dir);
+        return true;
+    }
+
+    /** At a session's end: its directory's tmpfs goes, its log stays (SessionDisks.release). */
+    public void releaseDisk(Path dir, Path log) {
+        SessionDisks d = disks;
+        if (d != null) d.release(dir, log);
     }
 
     /** The cgroup for session {@code id}'s worker, made and limited; null when sessions get none. */
