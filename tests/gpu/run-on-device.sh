@@ -484,7 +484,7 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
     # the memory quota on a real GPU: a second daemon with a 256 MiB tenant cap
     QSTATE="$WORK/qstate"; mkdir -p "$QSTATE"
     QTOKEN="quota-$(date +%s%N)"
-    printf 'tenant.q.token_sha256 = %s\ntenant.q.max_memory_bytes = 268435456\nworker.memory_max = 1g\n' \
+    printf 'tenant.q.token_sha256 = %s\ntenant.q.max_memory_bytes = 268435456\nworker.memory_max = 1g\nworker.disk_max = 256m\n' \
         "$(printf %s "$QTOKEN" | sha256sum | cut -d' ' -f1)" >"$WORK/quota.conf"
     setsid "$ROOT/bin/vmcudad" --listen 127.0.0.1:17080 --admin 127.0.0.1:17081 --state-dir "$QSTATE" \
         --config "$WORK/quota.conf" --worker-lib-dir "$ROOT/native" >"$WORK/quota-daemon.log" 2>&1 </dev/null &
@@ -502,6 +502,9 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
         (cd "$WORK" && VMCUDA_TOKEN="$QTOKEN" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
             --appliance 127.0.0.1:17080 -- "$ISO/$bomb" 2 >"$ISO/$bomb.out" 2>"$ISO/$bomb.err")
     done
+    # the disk: a tenant that fills its session's directory (worker.disk_max 256m, a tmpfs of its own)
+    (cd "$WORK" && VMCUDA_TOKEN="$QTOKEN" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
+        --appliance 127.0.0.1:17080 -- "$ISO/disk_fill" 2 >"$ISO/disk_fill.out" 2>"$ISO/disk_fill.err")
     (cd "$WORK" && VMCUDA_TOKEN="$QTOKEN" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
         --appliance 127.0.0.1:17080 -- "$ISO/quota_probe" 64 64 >"$ISO/after-bombs.out" 2>"$ISO/after-bombs.err")
     (cd "$WORK" && VMCUDA_TOKEN="wrong" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ROOT/bin/vmcuda" run \
@@ -522,6 +525,9 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
             fail "isolation: $bomb was not stopped at its session's memory limit"
     done
     grep -h "nothing stopped it" "$QSTATE"/sessions/*/worker.log && fail "isolation: a memory bomb reached 4 GiB"
+    say "disk_fill: $(grep -h 'fill:' "$QSTATE"/sessions/*/worker.log | head -1); client: $(tail -1 "$ISO/disk_fill.out"); fill files left on the state disk: $(find "$QSTATE/sessions" -name 'fill.*' | wc -l)"
+    grep -qh "fill: stopped after [0-9]* MiB: No space left on device" "$QSTATE"/sessions/*/worker.log && grep -qx done "$ISO/disk_fill.out" &&
+        [ "$(find "$QSTATE/sessions" -name 'fill.*' | wc -l)" = 0 ] || fail "isolation: a session's disk was not bounded by worker.disk_max"
     say "a GPU session after the bombs: $(tr '\n' ';' <"$ISO/after-bombs.out")"
     grep -q "after freeing: cudaSuccess" "$ISO/after-bombs.out" || fail "isolation: the session after the memory bombs failed"
     say "  worker: $(grep -h 'probe: lift' "$STATE"/sessions/*/worker.log | head -1)"
