@@ -412,7 +412,8 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
             "$ROOT/bin/vmcuda" run --appliance "127.0.0.1:$PORT" -- "$@" >"$p.out" 2>"$p.err" </dev/null
     }
     gpu_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | tr -d ' '; }
-    daemon_children() { ps -e -o pid=,sid= | awk -v s="$DPID" '$2 == s && $1 != s {print $1}'; }
+    # the daemon's processes but itself and its XID watcher (vmcuda-xid-watch lives as long as the daemon)
+    daemon_children() { ps -e -o pid=,sid=,args= | awk -v s="$DPID" '$2 == s && $1 != s && $3 !~ /vmcuda-xid-watch$/ {print $1}'; }
     wait_for() { # SECONDS FILE TEXT
         local i
         for i in $(seq 1 $(($1 * 20))); do grep -q "$3" "$2" 2>/dev/null && return 0; sleep 0.05; done

@@ -17,6 +17,19 @@ __global__ void nothing() {} // a kernel: the binary is shipped and runs (its co
 
 static const size_t FILE_BYTES = 16u << 20, MAX_BYTES = 4ull << 30;
 
+/* 0, or -1 with errno: a write that fills the file system short comes back short first, then with ENOSPC */
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 __attribute__((constructor)) static void fill(void)
 {
     if (!getenv("VMCUDA_SESSION_ID"))
@@ -33,7 +46,7 @@ __attribute__((constructor)) static void fill(void)
             return;
         }
         for (size_t in_file = 0; in_file < FILE_BYTES; in_file += sizeof block) {
-            if (write(fd, block, sizeof block) != (ssize_t)sizeof block) {
+            if (write_all(fd, block, sizeof block) != 0) {
                 int why = errno;
                 close(fd);
                 /* room for the log's lines first (the log is in the same directory, now full): this file and the
