@@ -51,7 +51,9 @@ Source: https://github.com/vmcuda/vmcuda
 
 Files: *
 Copyright: 2026 vmcuda maintainers
-License: Apache-2.0
+License: vmcuda-undecided
+ The project has not chosen its licence yet: no LICENSE file in its repository grants rights beyond what the
+ law gives. This applies to vmcuda's own files, its jars in /opt/vmcuda/lib (vmcuda-*.jar) included.
 
 Files: opt/vmcuda/jre/*
 Copyright: Oracle and/or its affiliates, and the OpenJDK contributors
@@ -59,16 +61,17 @@ License: GPL-2 with Classpath exception
  A Java runtime made with jlink from OpenJDK; its licences are in /opt/vmcuda/jre/legal.
 
 Files: opt/vmcuda/lib/*
-Copyright: the authors of each library (Netty, Caffeine, JCuda, jelf, jetcd, gRPC, Jackson, Prometheus client)
-License: Apache-2.0 or MIT, as each jar's META-INF says
+Copyright: the authors of each library
+License: Apache-2.0 and MIT and BSD-3-Clause and EPL-2.0 and CDDL-1.1 or GPL-2 with Classpath exception
+ Each third-party jar carries its own licence in its META-INF: Apache-2.0 (Netty, Caffeine, Guava, gRPC, jetcd,
+ Jackson, the Prometheus client, perfmark, failsafe, jspecify, error_prone_annotations), MIT (JCuda, jelf, SLF4J),
+ BSD-3-Clause (protobuf-java), EPL-2.0 or Apache-2.0 (Vert.x), CDDL-1.1 or GPL-2 with the Classpath exception
+ (javax.annotation-api). On Debian systems the Apache and GPL texts are in /usr/share/common-licenses.
 
 Files: opt/vmcuda/cuda/*
 Copyright: NVIDIA Corporation
 License: NVIDIA CUDA Toolkit EULA
  libcudart.so.13, redistributed under the NVIDIA CUDA Toolkit EULA (/opt/vmcuda/cuda/LICENSE).
-
-License: Apache-2.0
- On Debian systems the full text of the Apache License 2.0 is in /usr/share/common-licenses/Apache-2.0.
 EOF
     printf 'vmcuda (%s) unstable; urgency=medium\n\n  * Built from %s.\n\n -- %s  %s\n' "$debversion" \
         "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "an unversioned tree")" "$maintainer" \

@@ -33,10 +33,12 @@ fail() {
 }
 in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@" </dev/null; }
 cleanup() {
-    umount "$root/proc" 2>/dev/null || true
-    rm -rf "$root"
+    umount -R "$root/proc" 2>/dev/null || true
+    # never into a file system mounted below (a /proc left by a killed run would be the host's)
+    rm -rf --one-file-system "$root"
 }
 trap cleanup EXIT
+cleanup # what a killed run left
 
 # ---- a clean Debian 12 ----
 if [ ! -s "$base" ]; then
@@ -44,11 +46,11 @@ if [ ! -s "$base" ]; then
     rm -rf "$root"
     debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >"$outdir/debootstrap.log" 2>&1 ||
         fail "debootstrap failed (see $outdir/debootstrap.log)"
-    tar -C "$root" -cf "$base" .
-    rm -rf "$root"
+    tar --numeric-owner -C "$root" -cf "$base.tmp" . && mv "$base.tmp" "$base" # whole, or not at all
+    cleanup
 fi
 mkdir -p "$root"
-tar -C "$root" -xf "$base"
+tar --numeric-owner -C "$root" -xf "$base"
 mount -t proc proc "$root/proc"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 in_root apt-get update -q >"$outdir/chroot-apt.log" 2>&1 || fail "apt-get update in the chroot (see $outdir/chroot-apt.log)"

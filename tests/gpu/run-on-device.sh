@@ -464,16 +464,19 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
 
     # another session's device memory through its address: a session holds 64 MiB of 0xA5 and prints where; a second
     # session reads that address with cudaMemcpy and with a kernel: both must fail, as between two native processes
-    vm "$ISO/holder" "$ISO/stale_pointer" hold 8 &
+    vm "$ISO/holder" "$ISO/stale_pointer" hold 20 &
     holder=$!
     wait_for 30 "$ISO/holder.out" "held at"
-    addr="$(sed -n 's/^held at \(0x[0-9a-f]*\):.*/\1/p' "$ISO/holder.out")"
+    addr="$(sed -n 's/^held at \(0x[0-9a-f]*\): cudaSuccess/\1/p' "$ISO/holder.out")"
     vm "$ISO/reader" "$ISO/stale_pointer" read "${addr:-0x0}"
     reader_rc=$?
     (cd "$WORK" && LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 60 "$ISO/stale_pointer" read "${addr:-0x0}" >"$ISO/reader-native.out" 2>&1)
+    holder_alive=0; kill -0 "$holder" 2>/dev/null && holder_alive=1 # still holding when both reads were done
     wait "$holder"
-    say "another session's memory at ${addr:-?}: vmcuda: $(tr '\n' ';' <"$ISO/reader.out") native process: $(tr '\n' ';' <"$ISO/reader-native.out")"
-    [ -n "$addr" ] && [ "$reader_rc" = 0 ] && ! grep -q LEAKED "$ISO/reader.out" && grep -q "cudaMemcpy from" "$ISO/reader.out" ||
+    holder_rc=$?
+    say "another session's memory at ${addr:-?} (holder alive during the reads: $holder_alive, exit $holder_rc): vmcuda: $(tr '\n' ';' <"$ISO/reader.out") native process: $(tr '\n' ';' <"$ISO/reader-native.out")"
+    [ -n "$addr" ] && [ "$holder_alive" = 1 ] && [ "$holder_rc" = 0 ] && [ "$reader_rc" = 0 ] && ! grep -q LEAKED "$ISO/reader.out" &&
+        grep -q "cudaMemcpy from" "$ISO/reader.out" ||
         fail "isolation: a session read another session's device memory (or the check did not run)"
 
     # a worker SIGKILLed beside another session

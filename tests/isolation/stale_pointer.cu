@@ -1,8 +1,9 @@
 // One session must not reach another's device memory, even knowing its address. `stale_pointer hold SECONDS`
 // allocates 64 MiB, fills it with 0xA5, prints the device address and keeps the session (and the memory) for
 // SECONDS; `stale_pointer read ADDRESS` (another session, on the same GPU) tries to read that address: with
-// cudaMemcpy and with a kernel. Each CUDA context has an address space of its own, so both must fail (and must not
-// return the other session's bytes): natively between processes as through vmcuda between workers.
+// cudaMemcpy and with a kernel. Each CUDA context has an address space of its own, so neither may return the other
+// session's bytes (natively between processes, as through vmcuda between workers): both fail, or at most see memory of
+// the reader's own that happens to lie at the same address.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,8 @@
  *   WATCHING <n>                      registered for XID events on n GPUs (after one UNSUPPORTED line per GPU that cannot)
  *   UNSUPPORTED <uuid> <reason>
  *   XID <uuid> <xid>
- *   ERROR <reason>                    then exit 1 (no NVML, no GPU, the wait failed)
+ *   WAITFAIL <reason>                 a wait failed (once per kind of failure); it waits again a second later
+ *   ERROR <reason>                    then exit 1 (no NVML, no GPU to watch)
  * It ends with its parent (PR_SET_PDEATHSIG), or when stdout closes. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "vmc_nvml_abi.h"
 
@@ -89,8 +91,14 @@ int main(void) {
         if (st == NVML_ERROR_TIMEOUT)
             continue;
         if (st != NVML_SUCCESS) {
-            printf("ERROR waiting for events: %s\n", error_string(st));
-            return 1;
+            /* one GPU's trouble (lost after an XID 79, say) must not end the watching of the others: say it once per
+             * kind, then wait again, a second later */
+            static nvmlReturn_t last_failure = NVML_SUCCESS;
+            if (st != last_failure && printf("WAITFAIL %s\n", error_string(st)) < 0)
+                return 0;
+            last_failure = st;
+            sleep(1);
+            continue;
         }
         if (!(e.eventType & nvmlEventTypeXidCriticalError))
             continue;

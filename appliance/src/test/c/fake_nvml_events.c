@@ -1,5 +1,6 @@
 /* A stand-in for the driver's libnvidia-ml.so.1 with two GPUs and scripted XID events, for the tests of
- * vmcuda-xid-watch (XidWatchTest): FAKE_NVML_XIDS="79,13" makes GPU 0 report XID 79, then 13, then nothing;
+ * vmcuda-xid-watch (XidWatchTest): FAKE_NVML_XIDS="79,13" makes GPU 0 report XID 79, then 13, then nothing
+ * ("lost" in the list: that wait fails with NVML_ERROR_GPU_IS_LOST);
  * FAKE_NVML_GPU1_UNSUPPORTED=1 makes GPU 1 refuse event registration, as a GPU without the feature does;
  * FAKE_NVML_UUIDS="A,B" names the two GPUs (default GPU-fake-0, GPU-fake-1). */
 #include <stdio.h>
@@ -55,6 +56,10 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *e, 
     if (!started) {
         started = 1;
         next = getenv("FAKE_NVML_XIDS");
+    }
+    if (next && strncmp(next, "lost", 4) == 0) { /* the GPU is lost: this wait fails, the next ones go on */
+        next += next[4] == ',' ? 5 : 4;
+        return NVML_ERROR_GPU_IS_LOST;
     }
     if (next && *next) {
         char *end;

@@ -260,6 +260,14 @@ public final class Daemon implements AutoCloseable {
         if (left > 0) LOG.info("ending the " + left + " session(s) still running after session.drain_s");
         control.close();
         sessions.stopAll(config.workerStopGrace());
+        // the ended sessions' last work (offers admitted, directories unmounted with their logs kept) finishes first
+        blocking.shutdown();
+        try {
+            if (!blocking.awaitTermination(10, TimeUnit.SECONDS)) LOG.warning("session clean-up still running after 10 s");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        launcher.releaseDisks(); // what could not be released so
         launcher.closeCgroups();
         if (xids != null) xids.close();
         admin.close();

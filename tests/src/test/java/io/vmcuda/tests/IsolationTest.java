@@ -238,6 +238,38 @@ class IsolationTest {
         }
     }
 
+    /**
+     * The tenant owns its session's directory while it runs: one that swaps its worker.log for a link to a file only
+     * root may read, or for a named pipe, gets neither the file's bytes into the kept log nor the daemon stuck (taking a
+     * pipe's mode opens it and waits for a writer: UidReclaim deletes links and pipes instead); the directory is
+     * unmounted and the uid freed either way.
+     */
+    @Test
+    void aTenantSwappingItsLogForALinkOrAPipeGetsNothingAndHoldsNothingUp() throws Exception {
+        assumeTrue(DaemonProcess.currentUid() == 0, "session disks need root (mount)");
+        assumeTrue(Files.isReadable(Path.of("/etc/shadow")), "no /etc/shadow to aim at");
+        String secret = Files.readAllLines(Path.of("/etc/shadow")).get(0);
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of("worker.disk_max", "64m"), null, "daemon-log-swap.log")) {
+            for (String program : List.of("log_swap", "log_swap_fifo")) {
+                ProgramRunner.Result vm = ProgramRunner.run(viaVmcuda(d, iso.resolve(program), "1"), env(d), work,
+                        work.resolve(program + "-vmcuda"));
+                assertEquals(0, vm.exitCode(), "\n" + vm.describe());
+            }
+            Path sessions = d.stateDir.resolve("sessions");
+            DaemonProcess.await("both sessions' directories unmounted", 15_000,
+                    () -> !Files.readString(Path.of("/proc/self/mountinfo")).contains(sessions + "/")
+                            && d.logText().split(" ended: log_swap", -1).length == 3);
+            String ctx = "\n--- daemon ---\n" + d.logText();
+            try (Stream<Path> files = Files.walk(sessions)) {
+                for (Path f : files.filter(Files::isRegularFile).toList()) {
+                    assertFalse(Files.readString(f).contains(secret), f + " holds /etc/shadow's first line" + ctx);
+                }
+            }
+            // the link and the pipe were taken away with the rest of what the uid owned: its uid is free for the next
+            assertFalse(d.logText().contains("stays reserved"), ctx);
+        }
+    }
+
     /** The session cgroups of daemon {@code pid} that exist now (SessionCgroups: .../vmcuda-workers/daemon-PID/session-ID). */
     private static List<Path> sessionCgroups(long pid) throws IOException {
         try (Stream<Path> s = Files.find(Path.of("/sys/fs/cgroup"), 8, (p, a) -> a.isDirectory()

@@ -71,12 +71,18 @@ public final class XidWatch implements AutoCloseable {
 
     private void read() {
         try (BufferedReader in = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-            for (String line; (line = in.readLine()) != null; ) take(line);
+            for (String line; (line = in.readLine()) != null; ) {
+                try {
+                    take(line);
+                } catch (RuntimeException e) { // a line this daemon does not understand must not end the watching
+                    LOG.fine("xid watcher line not understood: " + line);
+                }
+            }
         } catch (IOException e) {
             // the helper is gone; its exit is reported below
         }
         if (watched > 0) {
-            problem = "the watcher ended";
+            problem = "the watcher ended" + (problem == null ? "" : ": " + problem);
             watched = 0;
             LOG.warning("GPU XID errors no longer watched: " + HELPER + " ended");
         }
@@ -86,22 +92,25 @@ public final class XidWatch implements AutoCloseable {
         String[] f = line.split(" ", 3);
         switch (f[0]) {
             case "WATCHING" -> {
-                watched = Integer.parseInt(f[1]);
+                watched = Integer.parseInt(f[1].strip());
                 problem = null;
                 LOG.info("GPU XID errors watched on " + watched + " GPU(s) (NVML events)");
             }
             case "UNSUPPORTED" -> LOG.info("GPU " + f[1] + " cannot report XID errors: " + (f.length > 2 ? f[2] : "?"));
             case "XID" -> {
                 if (f.length < 3) return;
-                long xid = Long.parseLong(f[2].strip());
+                long xid = Long.parseUnsignedLong(f[2].strip());
                 counts.computeIfAbsent(f[1], u -> new ConcurrentHashMap<>()).computeIfAbsent(xid, x -> new AtomicLong())
                         .incrementAndGet();
-                LOG.warning("GPU " + f[1] + " reported XID " + xid + (KNOWN.containsKey(xid) ? ": " + KNOWN.get(xid) : ""));
+                LOG.warning("GPU " + f[1] + " reported XID " + Long.toUnsignedString(xid)
+                        + (KNOWN.containsKey(xid) ? ": " + KNOWN.get(xid) : ""));
             }
             case "ERROR" -> {
-                problem = line.substring(6);
+                problem = line.length() > 6 ? line.substring(6) : "the watcher failed";
                 LOG.info("GPU XID errors not watched: " + problem);
             }
+            case "WAITFAIL" -> LOG.warning("waiting for XID events failed (" + (f.length > 1 ? line.substring(9) : "?")
+                    + "); the watcher tries again");
             default -> LOG.fine("xid watcher said: " + line);
         }
     }

@@ -105,7 +105,7 @@ public final class Session {
     }
 
     public Path logFile() {
-        return dir.resolve("worker.log");
+        return dir.resolve(io.vmcuda.appliance.worker.WorkerLauncher.WORKER_LOG);
     }
 
     public Instant started() {

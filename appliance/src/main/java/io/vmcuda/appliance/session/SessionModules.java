@@ -86,34 +86,35 @@ final class SessionModules {
         }
     }
 
-    /** After the session's worker and processes are gone: collect its offers, remove its loans. */
+    /**
+     * After the session's worker and processes are gone, on the daemon's blocking executor: collect its offers (before
+     * the session's directory, a tmpfs of its own, goes), remove its loans.
+     */
     void sessionEnded(Session s) {
-        blocking.execute(() -> {
-            Path offers = s.dir().resolve(OFFERS);
-            int admitted = 0;
-            if (Files.isDirectory(offers, LinkOption.NOFOLLOW_LINKS)) {
-                List<Path> files;
-                try (Stream<Path> list = Files.list(offers)) {
-                    files = list.toList();
-                } catch (IOException e) {
-                    files = List.of();
-                }
-                for (Path f : files) {
-                    String name = f.getFileName().toString();
-                    if (!name.matches("[0-9a-f]{64}") || !Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS)) continue;
-                    try {
-                        String refused = cache.admit(name, Files.size(f), s.tenant().name(), f);
-                        if (refused == null) admitted++;
-                        else LOG.info("session " + s.id() + ": module image " + name + " not cached: " + refused);
-                    } catch (IOException e) {
-                        LOG.info("session " + s.id() + ": module image " + name + " not cached: " + e.getMessage());
-                    }
-                }
-                io.vmcuda.appliance.cache.BinaryCache.deleteTree(offers);
+        Path offers = s.dir().resolve(OFFERS);
+        int admitted = 0;
+        if (Files.isDirectory(offers, LinkOption.NOFOLLOW_LINKS)) {
+            List<Path> files;
+            try (Stream<Path> list = Files.list(offers)) {
+                files = list.toList();
+            } catch (IOException e) {
+                files = List.of();
             }
-            if (s.lendDir() != null) io.vmcuda.appliance.cache.BinaryCache.deleteTree(s.lendDir());
-            if (admitted > 0) LOG.info("session " + s.id() + ": " + admitted + " module image(s) cached for tenant "
-                    + s.tenant().name());
-        });
+            for (Path f : files) {
+                String name = f.getFileName().toString();
+                if (!name.matches("[0-9a-f]{64}") || !Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS)) continue;
+                try {
+                    String refused = cache.admit(name, Files.size(f), s.tenant().name(), f);
+                    if (refused == null) admitted++;
+                    else LOG.info("session " + s.id() + ": module image " + name + " not cached: " + refused);
+                } catch (IOException e) {
+                    LOG.info("session " + s.id() + ": module image " + name + " not cached: " + e.getMessage());
+                }
+            }
+            io.vmcuda.appliance.cache.BinaryCache.deleteTree(offers);
+        }
+        if (s.lendDir() != null) io.vmcuda.appliance.cache.BinaryCache.deleteTree(s.lendDir());
+        if (admitted > 0) LOG.info("session " + s.id() + ": " + admitted + " module image(s) cached for tenant "
+                + s.tenant().name());
     }
 }

@@ -3,9 +3,13 @@ package io.vmcuda.appliance.worker;
 import io.vmcuda.appliance.ApplianceConfig;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -22,7 +26,10 @@ import java.util.logging.Logger;
 public final class SessionDisks {
     private static final Logger LOG = Logger.getLogger(SessionDisks.class.getName());
     private static final String SOURCE = "vmcuda-session";
+    /** How much of a session's log is kept when its directory goes (its end: the reason it stopped). */
+    static final long LOG_KEPT_BYTES = 16L << 20;
     private final String size;
+    private final java.util.Set<Path> mounted = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private SessionDisks(String size) {
         this.size = size;
@@ -60,29 +67,68 @@ public final class SessionDisks {
 
     /** Makes {@code dir} (a new session's directory) a tmpfs of worker.disk_max. */
     public void mount(Path dir) throws IOException {
+        mountTmpfs(dir);
+        mounted.add(dir);
+    }
+
+    private void mountTmpfs(Path dir) throws IOException {
         Files.createDirectories(dir);
         run("mount", "-t", "tmpfs", "-o", "size=" + size + ",mode=0755,nosuid,nodev", SOURCE, dir.toString());
     }
 
     /**
-     * At the session's end, with nothing of it running: unmounts {@code dir}, keeping {@code log} (a file in it) on
-     * the disk below, where it was.
+     * At the session's end, with nothing of it running: unmounts {@code dir}, keeping the last {@link #LOG_KEPT_BYTES}
+     * of {@code log} (a file in it) on the disk below, where it was. The session's uid owned the directory: the log is
+     * read only if it still is a regular file (never through a link it may have put there), and the unmount happens
+     * whatever the copy met.
      */
     public void release(Path dir, Path log) {
+        if (!mounted.remove(dir)) return;
         Path kept = dir.resolveSibling(dir.getFileName() + ".log.tmp");
         try {
-            if (Files.isRegularFile(log)) Files.copy(log, kept, StandardCopyOption.REPLACE_EXISTING);
-            run("umount", "-l", dir.toString());
-            if (Files.exists(kept)) Files.move(kept, log, StandardCopyOption.REPLACE_EXISTING);
+            keepTail(log, kept);
         } catch (IOException e) {
-            LOG.warning("session directory " + dir + ": " + e.getMessage());
+            LOG.warning("session directory " + dir + ": its log is not kept: " + e.getMessage());
+        } finally {
+            try {
+                run("umount", "-l", dir.toString());
+                if (Files.exists(kept, LinkOption.NOFOLLOW_LINKS)) Files.move(kept, log, StandardCopyOption.REPLACE_EXISTING);
+            } catch (IOException e) {
+                LOG.warning("session directory " + dir + ": " + e.getMessage());
+            }
+        }
+    }
+
+    /** At the daemon's stop: what sessions still hold (their end could not run) is released now. */
+    public void releaseAll(java.util.function.Function<Path, Path> logOf) {
+        for (Path dir : List.copyOf(mounted)) release(dir, logOf.apply(dir));
+    }
+
+    /** Nothing of the session runs any more: what it left at {@code log} cannot change between the check and the open. */
+    private static void keepTail(Path log, Path kept) throws IOException {
+        Files.deleteIfExists(kept);
+        BasicFileAttributes a;
+        try {
+            a = Files.readAttributes(log, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        } catch (java.nio.file.NoSuchFileException e) {
+            return; // no log: nothing to keep
+        }
+        if (!a.isRegularFile()) throw new IOException(log + " is not a regular file any more (a link, a pipe...)");
+        try (FileChannel in = FileChannel.open(log, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS);
+             FileChannel out = FileChannel.open(kept, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            long size = in.size();
+            for (long at = Math.max(0, size - LOG_KEPT_BYTES); at < size; ) {
+                long n = in.transferTo(at, size - at, out);
+                if (n <= 0) break;
+                at += n;
+            }
         }
     }
 
     /** Mounts and unmounts one, as every session will (a container may refuse mounts): null, or why not. */
     private String probe(Path dir) {
         try {
-            mount(dir);
+            mountTmpfs(dir);
             run("umount", dir.toString());
             Files.deleteIfExists(dir);
             return null;
@@ -94,7 +140,7 @@ public final class SessionDisks {
     /** The tmpfs mounts of sessions below {@code sessionsDir} that a daemon which died left behind. */
     private void sweep(Path sessionsDir) {
         try {
-            for (Path p : mountsBelow(Files.readString(Path.of("/proc/self/mountinfo")), sessionsDir)) {
+            for (Path p : mountsBelow(Files.readString(Path.of("/proc/self/mountinfo")), sessionsDir.toRealPath())) {
                 run("umount", "-l", p.toString());
                 LOG.info("unmounted " + p + ", a session directory a previous daemon left");
             }
@@ -106,15 +152,30 @@ public final class SessionDisks {
     /** Mount points of this daemon's session tmpfs below {@code dir} in /proc/self/mountinfo's text. */
     static List<Path> mountsBelow(String mountinfo, Path dir) {
         List<Path> out = new ArrayList<>();
-        String prefix = dir.toAbsolutePath().normalize() + "/";
+        String prefix = dir + "/";
         for (String line : mountinfo.split("\n")) {
             String[] f = line.split(" ");
             int dash = java.util.Arrays.asList(f).indexOf("-");
             if (f.length < 5 || dash < 0 || dash + 2 >= f.length) continue;
-            String point = f[4].replace("\\040", " ");
+            String point = unescape(f[4]);
             if (point.startsWith(prefix) && f[dash + 1].equals("tmpfs") && f[dash + 2].equals(SOURCE)) out.add(Path.of(point));
         }
         return out;
+    }
+
+    /** mountinfo's octal escapes (space, tab, newline, backslash) back to their characters. */
+    private static String unescape(String field) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < field.length(); i++) {
+            char c = field.charAt(i);
+            if (c == '\\' && i + 3 < field.length() && field.substring(i + 1, i + 4).matches("[0-7]{3}")) {
+                b.append((char) Integer.parseInt(field.substring(i + 1, i + 4), 8));
+                i += 3;
+            } else {
+                b.append(c);
+            }
+        }
+        return b.toString();
     }
 
     private static void run(String... cmd) throws IOException {

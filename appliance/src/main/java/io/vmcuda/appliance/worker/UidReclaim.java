@@ -21,7 +21,7 @@ import java.util.Set;
  * <ul>
  * <li>its session directory becomes root's: the top first (so no other uid can enter it by path), then every
  * entry, through directory descriptors and without following a link (a tree the tenant built may hold links
- * to anywhere), with group and other write and set-id bits removed;</li>
+ * to anywhere), with group and other write and set-id bits removed; links, pipes and sockets are deleted;</li>
  * <li>whatever the uid left at the top of /dev/shm is deleted, so that the uid's next session finds nothing
  * of this one there.</li>
  * </ul>
@@ -61,14 +61,20 @@ final class UidReclaim {
             Path name = entry.getFileName();
             PosixFileAttributeView v = dir.getFileAttributeView(name, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
             PosixFileAttributes a = v.readAttributes();
+            if (a.isSymbolicLink() || a.isOther()) {
+                // links, pipes and sockets the tenant made go: changing a link's owner is refused here, and taking a
+                // pipe's mode opens it, which waits for a writer that never comes
+                dir.deleteFile(name);
+                continue;
+            }
             if (a.isDirectory() && depth < MAX_DEPTH) {
                 try (SecureDirectoryStream<Path> sub = dir.newDirectoryStream(name, LinkOption.NOFOLLOW_LINKS)) {
                     walk(sub, depth + 1);
                 }
             }
-            v.setOwner(root); // of a link: the link itself
+            v.setOwner(root);
             v.setGroup(rootGroup);
-            if (!a.isSymbolicLink()) v.setPermissions(withoutSharing(a.permissions()));
+            v.setPermissions(withoutSharing(a.permissions()));
         }
     }
 

@@ -22,6 +22,8 @@ public final class WorkerLauncher {
     public static final String PLAIN_WORKER = "vmcuda-worker";
     /** The session directory's folder of the libraries only the client had, last on the worker's LD_LIBRARY_PATH. */
     static final String CLIENT_LIBRARIES = "client-libraries";
+    /** The worker's log, in its session's directory. */
+    public static final String WORKER_LOG = "worker.log";
 
     private final Path workerSocket;
     private final Path workerLibDir;
@@ -103,9 +105,13 @@ public final class WorkerLauncher {
                     Map.of());
         }
 
-        /** Where the worker finds the libraries only its client had (linked there by {@link #start}), or null. */
+        /**
+         * Where the worker finds the libraries only its client had (linked there by {@link #start}), or null: in what
+         * the daemon lends the session (root's, read-only to the worker, on the module cache's file system: hard
+         * links), else in the session's directory (copies where that is a tmpfs of its own).
+         */
         Path libraryDir() {
-            return libraries.isEmpty() ? null : workDir.resolve(CLIENT_LIBRARIES);
+            return libraries.isEmpty() ? null : (lendDir != null ? lendDir : workDir).resolve(CLIENT_LIBRARIES);
         }
 
         List<Path> cgroupDirs() {
@@ -180,6 +186,7 @@ public final class WorkerLauncher {
         Path dir = spec.libraryDir();
         if (dir == null) return;
         Files.createDirectories(dir);
+        Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
         for (Map.Entry<String, Path> lib : spec.libraries().entrySet()) {
             Path link = dir.resolve(lib.getKey());
             if (!link.getParent().equals(dir)) throw new IOException("library name " + lib.getKey() + " is not a file name");
@@ -187,6 +194,8 @@ public final class WorkerLauncher {
                 Files.createLink(link, lib.getValue());
             } catch (IOException | UnsupportedOperationException e) {
                 Files.copy(lib.getValue(), link);
+                // readable by the session's uid whatever the daemon's umask (the unit's UMask=0027)
+                Files.setPosixFilePermissions(link, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
             }
         }
     }
@@ -214,6 +223,12 @@ public final class WorkerLauncher {
         if (d == null) return false;
         d.mount(dir);
         return true;
+    }
+
+    /** At the daemon's stop: every session directory still mounted goes, its log kept. */
+    public void releaseDisks() {
+        SessionDisks d = disks;
+        if (d != null) d.releaseAll(dir -> dir.resolve(WORKER_LOG));
     }
 
     /** At a session's end: its directory's tmpfs goes, its log stays (SessionDisks.release). */

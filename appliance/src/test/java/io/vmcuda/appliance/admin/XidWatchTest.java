@@ -29,10 +29,10 @@ class XidWatchTest {
     }
 
     @Test
-    void xidErrorsAreCountedPerGpuAndXid() throws Exception {
+    void xidErrorsAreCountedPerGpuAndXidAndAFailedWaitDoesNotEndTheWatching() throws Exception {
         assertTrue(Files.isRegularFile(FAKE_NVML.resolve("libnvidia-ml.so.1")), "the stand-in NVML was not built");
         try (XidWatch w = XidWatch.start(NATIVE, Map.of("LD_LIBRARY_PATH", FAKE_NVML.toString(),
-                "FAKE_NVML_XIDS", "79,13,79", "FAKE_NVML_GPU1_UNSUPPORTED", "1"))) {
+                "FAKE_NVML_XIDS", "79,lost,13,79", "FAKE_NVML_GPU1_UNSUPPORTED", "1"))) {
             assertNotNull(w);
             await("three XIDs counted", () -> w.counts().getOrDefault("GPU-fake-0", Map.of()).values().stream()
                     .mapToLong(Long::longValue).sum() == 3);
