@@ -82,7 +82,7 @@ public record CgroupMounts(Path unified, Map<String, Path> v1) {
             List<String> f = List.of(line.trim().split(" "));
             int dash = f.indexOf("-");
             if (dash < 6 || f.size() < dash + 4) return null;
-            return new Mount(unescape(f.get(3)), unescape(f.get(4)), f.get(dash + 1), f.get(dash + 3));
+            return new Mount(MountInfo.unescape(f.get(3)), MountInfo.unescape(f.get(4)), f.get(dash + 1), f.get(dash + 3));
         }
 
         /** The directory of cgroup {@code path} in this mount; null when the mount shows another part of the tree. */
@@ -93,19 +93,5 @@ public record CgroupMounts(Path unified, Map<String, Path> v1) {
             return null;
         }
 
-        /** mountinfo writes space, tab, newline and backslash as \040 \011 \012 \134. */
-        private static String unescape(String s) {
-            StringBuilder b = new StringBuilder();
-            for (int i = 0; i < s.length(); i++) {
-                char c = s.charAt(i);
-                if (c == '\\' && i + 3 < s.length() && s.substring(i + 1, i + 4).matches("[0-7]{3}")) {
-                    b.append((char) Integer.parseInt(s.substring(i + 1, i + 4), 8));
-                    i += 3;
-                } else {
-                    b.append(c);
-                }
-            }
-            return b.toString();
-        }
     }
 }

@@ -157,25 +157,10 @@ public final class SessionDisks {
             String[] f = line.split(" ");
             int dash = java.util.Arrays.asList(f).indexOf("-");
             if (f.length < 5 || dash < 0 || dash + 2 >= f.length) continue;
-            String point = unescape(f[4]);
+            String point = MountInfo.unescape(f[4]);
             if (point.startsWith(prefix) && f[dash + 1].equals("tmpfs") && f[dash + 2].equals(SOURCE)) out.add(Path.of(point));
         }
         return out;
-    }
-
-    /** mountinfo's octal escapes (space, tab, newline, backslash) back to their characters. */
-    private static String unescape(String field) {
-        StringBuilder b = new StringBuilder();
-        for (int i = 0; i < field.length(); i++) {
-            char c = field.charAt(i);
-            if (c == '\\' && i + 3 < field.length() && field.substring(i + 1, i + 4).matches("[0-7]{3}")) {
-                b.append((char) Integer.parseInt(field.substring(i + 1, i + 4), 8));
-                i += 3;
-            } else {
-                b.append(c);
-            }
-        }
-        return b.toString();
     }
 
     private static void run(String... cmd) throws IOException {
