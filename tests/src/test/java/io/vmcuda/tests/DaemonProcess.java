@@ -140,6 +140,26 @@ final class DaemonProcess implements AutoCloseable {
         process.destroy();
         if (!process.waitFor(15, TimeUnit.SECONDS)) process.destroyForcibly().waitFor();
         children.forEach(ProcessHandle::destroyForcibly);
+        unmountSessionDisks();
+    }
+
+    /**
+     * A daemon that was killed (PoolTest kills one) could not unmount its sessions' tmpfs directories
+     * (worker.disk_max); as root, the test does, so that target/ stays removable. A daemon of the same state
+     * directory would sweep them at its start; under systemd they go with the unit's mount namespace.
+     */
+    private void unmountSessionDisks() {
+        try {
+            String prefix = stateDir.toRealPath().resolve("sessions") + "/";
+            for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
+                String[] f = line.split(" ");
+                if (f.length > 4 && f[4].startsWith(prefix) && line.contains(" - tmpfs vmcuda-session ")) {
+                    new ProcessBuilder("umount", "-l", f[4]).inheritIO().start().waitFor();
+                }
+            }
+        } catch (IOException | InterruptedException e) {
+            // best effort: a test's clean-up
+        }
     }
 
     /** Polls {@code cond} until it holds; fails the test with {@code what} when it has not within the timeout. */

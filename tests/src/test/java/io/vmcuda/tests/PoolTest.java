@@ -183,6 +183,7 @@ class PoolTest {
         long killed = System.nanoTime();
         a.process.descendants().forEach(ProcessHandle::destroyForcibly); // the appliance VM dies: workers too
         a.process.destroyForcibly().waitFor();
+        a.close(); // what the dead daemon left mounted goes (DaemonProcess.unmountSessionDisks)
         onA.send();
         await("the client of the dead appliance reports its loss", 30_000,
                 () -> onA.stderr().contains("lost the appliance session"));
