@@ -229,6 +229,8 @@ class IsolationTest {
             Path sessions = d.stateDir.resolve("sessions");
             DaemonProcess.await("the session's directory unmounted", 10_000,
                     () -> !Files.readString(Path.of("/proc/self/mountinfo")).contains(sessions + "/"));
+            // the log is put back on the disk just after the unmount
+            DaemonProcess.await("the session's log kept", 10_000, () -> workerLogs(d).contains("fill: stopped"));
             String logs = workerLogs(d);
             assertTrue(logs.matches("(?s).*fill: stopped after ([0-9]|[1-5][0-9]|6[0-4]) MiB: No space left on device.*"),
                     "the fill was not stopped at 64 MiB\n" + logs + ctx);
