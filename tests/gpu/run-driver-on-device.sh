@@ -227,15 +227,10 @@ if want frameworks; then
         compare "framework_$fw" python3 "$REPO/tests/gpu/framework_smoke.py" "$fw"
     done
     # the same over TCP inside TLS (PROTOCOL.md "Encryption"), against a daemon with a certificate made here
-    TLS_PORT=17195 TLS_CERT="$WORK/tls/vmcudad.pem"
-    mkdir -p "$WORK/tls" "$WORK/tlsstate"
-    if openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=vmcuda-gpu-run \
-            -addext subjectAltName=IP:127.0.0.1 -keyout "$WORK/tls/vmcudad.key" -out "$TLS_CERT" 2>"$WORK/tls/openssl.err"; then
-        printf 'control.tls_certificate = %s\ncontrol.tls_key = %s\n' "$TLS_CERT" "$WORK/tls/vmcudad.key" >"$WORK/tls.conf"
-        setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:$TLS_PORT" --admin 127.0.0.1:17196 --state-dir "$WORK/tlsstate" \
-            --config "$WORK/tls.conf" --worker-lib-dir "$ROOT/native" >"$WORK/tls-daemon.log" 2>&1 </dev/null &
-        TLS_PID=$!
-        for _ in $(seq 1 300); do grep -q "listening on" "$WORK/tls-daemon.log" 2>/dev/null && break; sleep 0.2; done
+    TLS_PORT=17195
+    # shellcheck source=tls-daemon.sh
+    . "$REPO/tests/gpu/tls-daemon.sh"
+    if start_tls_daemon "$TLS_PORT" 17196; then
         mkdir -p "$WORK/tls-run"
         for fw in torch cupy; do
             run_prog tls "$WORK/tls-run" "framework_$fw" python3 "$REPO/tests/gpu/framework_smoke.py" "$fw"
@@ -243,7 +238,7 @@ if want frameworks; then
         done
         kill -TERM -- "-$TLS_PID" 2>/dev/null; sleep 1; kill -KILL -- "-$TLS_PID" 2>/dev/null
     else
-        fail "tls: openssl could not make a certificate: $(tail -1 "$WORK/tls/openssl.err" 2>/dev/null)"
+        fail "tls: $TLS_PROBLEM"
     fi
 fi
 

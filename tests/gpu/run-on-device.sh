@@ -255,19 +255,13 @@ rm -f "$REGION"
 # programs over TCP inside TLS; it stays up for the benchmarks' tls column --------------------------------
 say ""
 say "== native vs vmcuda over TCP with TLS (control.tls_certificate; client tls_ca)"
-TLS_PORT=17095 TLS_CERT="$WORK/tls/vmcudad.pem" TLS_PID=""
-mkdir -p "$WORK/tls" "$WORK/tlsrun" "$WORK/tlsstate"
-if ! command -v openssl >/dev/null; then
-    fail "tls: no openssl command here to make a certificate"
-elif ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=vmcuda-gpu-run \
-        -addext subjectAltName=IP:127.0.0.1 -keyout "$WORK/tls/vmcudad.key" -out "$TLS_CERT" 2>"$WORK/tls/openssl.err"; then
-    fail "tls: openssl could not make a certificate: $(tail -1 "$WORK/tls/openssl.err")"
+TLS_PORT=17095 TLS_PID=""
+mkdir -p "$WORK/tlsrun"
+# shellcheck source=tls-daemon.sh
+. "$REPO/tests/gpu/tls-daemon.sh"
+if ! start_tls_daemon "$TLS_PORT" 17096; then
+    fail "tls: $TLS_PROBLEM"
 else
-    printf 'control.tls_certificate = %s\ncontrol.tls_key = %s\n' "$TLS_CERT" "$WORK/tls/vmcudad.key" >"$WORK/tls.conf"
-    setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:$TLS_PORT" --admin 127.0.0.1:17096 --state-dir "$WORK/tlsstate" \
-        --config "$WORK/tls.conf" --worker-lib-dir "$ROOT/native" >"$WORK/tls-daemon.log" 2>&1 </dev/null &
-    TLS_PID=$!
-    for _ in $(seq 1 300); do grep -q "listening on" "$WORK/tls-daemon.log" 2>/dev/null && break; sleep 0.2; done
     say "tls: $(grep -o 'client connections use TLS.*' "$WORK/tls-daemon.log" | head -1)"
     for p in "${PROGRAMS[@]}"; do
         case "$(basename "$p")" in

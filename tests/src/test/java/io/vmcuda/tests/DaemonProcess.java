@@ -150,16 +150,21 @@ final class DaemonProcess implements AutoCloseable {
      */
     private void unmountSessionDisks() {
         try {
-            String prefix = stateDir.toRealPath().resolve("sessions") + "/";
-            for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
-                String[] f = line.split(" ");
-                if (f.length > 4 && f[4].startsWith(prefix) && line.contains(" - tmpfs vmcuda-session ")) {
-                    new ProcessBuilder("umount", "-l", f[4]).inheritIO().start().waitFor();
-                }
-            }
+            for (String mount : sessionDiskMounts()) new ProcessBuilder("umount", "-l", mount).inheritIO().start().waitFor();
         } catch (IOException | InterruptedException e) {
             // best effort: a test's clean-up
         }
+    }
+
+    /** The sessions' tmpfs directories (worker.disk_max) of this daemon that are mounted now. */
+    List<String> sessionDiskMounts() throws IOException {
+        String prefix = stateDir.toRealPath().resolve("sessions") + "/";
+        List<String> out = new java.util.ArrayList<>();
+        for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
+            String[] f = line.split(" ");
+            if (f.length > 4 && f[4].startsWith(prefix) && line.contains(" - tmpfs vmcuda-session ")) out.add(f[4]);
+        }
+        return out;
     }
 
     /** Polls {@code cond} until it holds; fails the test with {@code what} when it has not within the timeout. */
