@@ -31,6 +31,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -520,26 +521,36 @@ public final class SessionManager implements WorkerEvents {
             s.connectionSlots.clear();
         }
         slots.forEach(ConnectionSlot::release);
-        // the worker is PID 1 of its PID namespace (and dies with its launcher): with it gone, nothing of the
-        // session runs as its uid. Giving the directory back walks a tree the tenant made: off the event loop.
         SessionModules m = modules;
         if (overMemory != null) metrics.memoryLimitKill();
-        blocking.execute(() -> {
-            // first what still runs of the session goes (with its cgroup), then what its uid owned
-            if (s.cgroup != null) s.cgroup.close();
-            launcher.releaseUid(s.uid(), s.dir());
-            if (m != null) m.sessionEnded(s);
-            if (s.diskMounted) launcher.releaseDisk(s.dir(), s.logFile()); // after the offers are read from it
-        });
         scheduler.release(s.binding());
         loadChanged.run();
         releaseTenantSlot(s.tenant());
         metrics.sessionEnded(s); // first: a scrape in between must not see the bytes counters go back
         active.remove(s.id());
-        records.append(s);
-        LOG.info("session " + s.id() + " " + s.state().name().toLowerCase() + ": " + s.program() + " worker exit status "
-                + status + ", " + s.calls() + " calls, " + s.bytesH2d() + " B to the GPU, " + s.bytesD2h()
-                + " B back" + (s.abortReason() == null ? "" : " (" + s.abortReason() + ")"));
+        // The worker is PID 1 of its PID namespace (and dies with its launcher): with it gone, nothing of the
+        // session runs as its uid. Giving the directory back walks a tree the tenant made: off the event loop. The
+        // record comes last: an operator who sees the session ended finds its log back on the state disk.
+        Runnable cleanUp = () -> {
+            try {
+                // first what still runs of the session goes (with its cgroup), then what its uid owned
+                if (s.cgroup != null) s.cgroup.close();
+                launcher.releaseUid(s.uid(), s.dir());
+                if (m != null) m.sessionEnded(s);
+                if (s.diskMounted) launcher.releaseDisk(s.dir(), s.logFile()); // after the offers are read from it
+            } finally {
+                records.append(s);
+                LOG.info("session " + s.id() + " " + s.state().name().toLowerCase() + ": " + s.program()
+                        + " worker exit status " + status + ", " + s.calls() + " calls, " + s.bytesH2d()
+                        + " B to the GPU, " + s.bytesD2h() + " B back"
+                        + (s.abortReason() == null ? "" : " (" + s.abortReason() + ")"));
+            }
+        };
+        try {
+            blocking.execute(cleanUp);
+        } catch (RejectedExecutionException stopping) {
+            cleanUp.run(); // the daemon is past its clean-up pool's end: do it here rather than not at all
+        }
     }
 
     private String startFailure(Session s) {
