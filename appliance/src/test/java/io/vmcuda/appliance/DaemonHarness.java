@@ -7,6 +7,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 
@@ -17,6 +18,7 @@ final class DaemonHarness implements AutoCloseable {
     static final String ADMIN_TOKEN = "harness-operator-token-0123456789abcdef";
 
     final Daemon daemon;
+    private final Path stateDir;
 
     DaemonHarness(Path stateDir, Path workerLibDir, GpuInventory inventory, Map<String, String> config)
             throws IOException, InterruptedException {
@@ -26,6 +28,7 @@ final class DaemonHarness implements AutoCloseable {
     /** @param listenHost the control port's address ("0.0.0.0" needs a tenant in {@code config}) */
     DaemonHarness(Path stateDir, Path workerLibDir, GpuInventory inventory, Map<String, String> config, String listenHost)
             throws IOException, InterruptedException {
+        this.stateDir = stateDir;
         InetSocketAddress any = new InetSocketAddress("127.0.0.1", 0);
         InetSocketAddress listen = new InetSocketAddress(listenHost, 0);
         // the fixtures' fake workers run unsandboxed unless a test asks for the sandbox
@@ -55,6 +58,16 @@ final class DaemonHarness implements AutoCloseable {
     /** Polls until {@code condition} holds; the test's own timeout bounds the wait. */
     static void await(java.util.concurrent.Callable<Boolean> condition) throws Exception {
         while (!condition.call()) Thread.sleep(20);
+    }
+
+    /**
+     * The session records (sessions.jsonl) once {@code condition} holds for them: a session's record is written
+     * after its clean-up, a little after it stopped counting as active. The test's own timeout bounds the wait.
+     */
+    String awaitRecords(java.util.function.Predicate<String> condition) throws Exception {
+        Path f = stateDir.resolve("sessions.jsonl");
+        await(() -> Files.exists(f) && condition.test(Files.readString(f)));
+        return Files.readString(f);
     }
 
     /** GET with the operator token. */

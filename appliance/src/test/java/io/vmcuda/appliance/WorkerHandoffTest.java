@@ -168,7 +168,7 @@ class WorkerHandoffTest {
             }
             assertTrue(d.body("/status").contains("\"sessions\":0"), "GPU slot freed");
 
-            List<String> records = Files.readAllLines(state.resolve("sessions.jsonl"));
+            List<String> records = d.awaitRecords(rs -> !rs.isEmpty()).lines().toList();
             assertEquals(1, records.size());
             String rec = records.get(0);
             assertTrue(rec.contains("\"id\":" + id), rec);
@@ -194,7 +194,8 @@ class WorkerHandoffTest {
             assertEquals(0, ready.gpuCount());
             assertEquals("appliance has no usable GPU: " + TestInventory.NO_GPU_REASON, ready.message());
             c.close();
-            d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
+            // the record comes once the session's directory is cleaned up and its log is back on the state disk
+            d.awaitRecords(rs -> rs.contains("\"no-gpu-app\""));
             String log = Files.readString(state.resolve("sessions").resolve(Long.toString(ready.sessionId()))
                     .resolve("worker.log"));
             assertTrue(log.contains("CUDA_VISIBLE_DEVICES=(unset)"), log);
@@ -216,7 +217,7 @@ class WorkerHandoffTest {
                     r.message());
             assertTrue(r.message().endsWith("fake worker: crashing on purpose"), r.message());
             d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
-            String rec = Files.readString(state.resolve("sessions.jsonl"));
+            String rec = d.awaitRecords(rs -> !rs.isEmpty());
             assertTrue(rec.contains("\"state\":\"aborted\"") && rec.contains("\"exit_status\":3"), rec);
         }
     }
@@ -235,7 +236,7 @@ class WorkerHandoffTest {
             assertTrue(r.message().startsWith("worker failed to start; see "), r.message());
             assertTrue(r.message().endsWith("fake worker: staying silent on purpose"), r.message());
             d.awaitBody("/metrics", m -> m.contains("vmcuda_sessions_active 0.0\n"));
-            String rec = Files.readString(state.resolve("sessions.jsonl"));
+            String rec = d.awaitRecords(rs -> !rs.isEmpty());
             assertTrue(rec.contains("\"state\":\"aborted\"") && rec.contains("did not connect within 1 s"), rec);
         }
     }

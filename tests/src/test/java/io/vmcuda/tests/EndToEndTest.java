@@ -151,7 +151,9 @@ class EndToEndTest {
 
         // A worker was really forked for each session: its log and its record exist.
         Path records = daemon.stateDir.resolve("sessions.jsonl");
-        assertTrue(Files.isRegularFile(records), records + " missing" + context);
+        // a record is written after its session's clean-up, a little after the session counts as ended
+        DaemonProcess.await(expected + " session records", 10_000, () -> Files.isRegularFile(records)
+                && Files.readString(records).lines().filter(l -> !l.isBlank()).count() >= expected);
         String jsonl = Files.readString(records);
         long lines = jsonl.lines().filter(l -> !l.isBlank()).count();
         assertTrue(lines >= expected, records + " has " + lines + " records, expected >= " + expected + "\n" + jsonl);
