@@ -1,5 +1,6 @@
 /* The appliance session (PROTOCOL.md "Session setup"): the first CUDA call of the process opens it,
  * every other thread that calls CUDA joins it with a connection of its own. */
+#include "shim_exit.h"
 #include "shim_session.h"
 #include "shim_libraries.h"
 #include "shim_shm.h"
@@ -751,6 +752,8 @@ static void bind_to_thread(struct vmc_conn *c) {
     pthread_setspecific(conn_key, c);
 }
 
+int vmc_thread_has_conn(void) { return thread_conn && !thread_conn->broken; }
+
 struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
     if (thread_conn && !thread_conn->broken)
         return thread_conn;
@@ -797,6 +800,7 @@ struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
                             : "driver front end (libcuda.so.1): modules go to the appliance by content");
                 pthread_mutex_unlock(&session_lock);
                 bind_to_thread(c);
+                vmc_exit_report_arm();
                 return c;
             }
             if (unplaced)

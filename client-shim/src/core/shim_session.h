@@ -33,6 +33,9 @@ struct vmc_conn {
  * Returns NULL and sets *err to the error the CUDA call must return when there is none. */
 struct vmc_conn *vmc_thread_conn(cudaError_t *err);
 
+/* 1 when the calling thread has a working connection of its own (vmc_thread_conn would not open one). */
+int vmc_thread_has_conn(void);
+
 /* The connection broke mid-call: print one line, and make every later call fail as CUDA does
  * when its device is lost. Returns that error. */
 cudaError_t vmc_session_lost(struct vmc_conn *c, const char *why);

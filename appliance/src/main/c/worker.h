@@ -141,6 +141,8 @@ int vmc_w_daemon_linked(void); /* started by vmcudad (not a test harness): the d
 #define VMC_W_MODULE_OFFER_DIR "module-offers" /* images uploaded here; the daemon caches them when the session ends */
 void vmc_w_daemon_start_threads(void);     /* JOIN listener + stats reporter */
 void vmc_w_daemon_bye(int status);
+/* The client program's exit status (vmc_ProgramExit), for the session's record: an EXIT line to the daemon. */
+void vmc_w_daemon_program_exit(unsigned status);
 void vmc_w_count_call(uint64_t nanos); /* one call served, in this many ns (STATS: count and histogram) */
 void vmc_w_count_h2d(uint64_t bytes);
 void vmc_w_count_d2h(uint64_t bytes);

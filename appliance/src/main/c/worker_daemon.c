@@ -302,6 +302,14 @@ void vmc_w_daemon_start_threads(void) {
     vmc_w_idle_start();
 }
 
+void vmc_w_daemon_program_exit(unsigned status) {
+    if (daemon_fd < 0)
+        return;
+    char line[32];
+    snprintf(line, sizeof line, "EXIT %u\n", status);
+    send_line(line);
+}
+
 void vmc_w_daemon_bye(int status) {
     if (daemon_fd < 0)
         return;

@@ -13,6 +13,7 @@
 #include "vmc_api.h"
 #include "vmc_tls.h"
 #include "vmc_drv_api.h"
+#include "vmc_internal.h"
 #include "worker.h"
 #include "worker_driver.h"
 
@@ -222,6 +223,18 @@ static enum vmc_w_result context_check(struct vmc_wcall *wc) {
     return VMC_W_DONE;
 }
 
+/* The client program's exit status: only the client knows it (its worker may well exit 0 after a program that
+ * failed). Sent once, asynchronously, as the program exits. */
+static enum vmc_w_result program_exit(struct vmc_wcall *wc) {
+    struct vmc_program_exit_args a;
+    vmc_get_program_exit_args(&wc->in, &a);
+    if (!vmc_w_args_ok(wc) || !wc->async || a.status > 255)
+        return VMC_W_BAD_ARGS;
+    vmc_w_log("the program exited with status %u", a.status);
+    vmc_w_daemon_program_exit(a.status);
+    return VMC_W_DONE;
+}
+
 static enum vmc_w_result dispatch_call(struct vmc_wcall *wc);
 
 /* isolation hooks (worker_quota.c, worker_idle.c): the memory quota, and activity for idle release */
@@ -248,6 +261,7 @@ static enum vmc_w_result dispatch_call(struct vmc_wcall *wc) {
     case VMC_API_vmc_LaunchKernel: return vmc_w_launch_kernel(wc);
     case VMC_API_vmc_LaunchKernelEx: return vmc_w_launch_kernel_ex(wc);
     case VMC_API_vmc_ContextCheck: return context_check(wc);
+    case VMC_API_vmc_ProgramExit: return program_exit(wc);
     case VMC_API_vmc_ShmAttach: return vmc_w_shm_attach(wc);
     case VMC_API_vmc_ShmAttachRegion: return vmc_w_shm_attach_region(wc);
     case VMC_API_vmc_PipeAttach: return vmc_w_pipe_attach(wc);

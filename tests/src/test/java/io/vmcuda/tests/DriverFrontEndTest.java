@@ -304,6 +304,38 @@ class DriverFrontEndTest {
         return b.toString();
     }
 
+    /**
+     * The program's own exit status reaches the session's record and the daemon's log (its worker exits 0 either
+     * way): 3 as 3, 0 as 0, and a program killed by a signal as "not reported" (null).
+     */
+    @Test
+    void theProgramsExitStatusIsRecordedNotOnlyTheWorkers() throws Exception {
+        Map<String, String> config = standInConfig();
+        assumeTrue(Files.isExecutable(driverDir.resolve("drv_exit")), "drv_exit not built");
+        try (DaemonProcess d = DaemonProcess.start(root, work, config, null, "daemon-exit-status.log")) {
+            String[] endings = {"3", "0", "kill"};
+            int[] expectedCodes = {3, 0, 128 + 9};
+            StringBuilder ctx = new StringBuilder();
+            for (int i = 0; i < endings.length; i++) {
+                ProgramRunner.Result r = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run",
+                        "--appliance", "127.0.0.1:" + d.port, "--", driverDir.resolve("drv_exit").toString(), endings[i]),
+                        env(d, "tcp"), driverDir, work.resolve("drv_exit-" + endings[i]));
+                ctx.append(r.describe());
+                assertEquals("drv_exit: used the GPU, ending with " + endings[i] + "\n", r.stdout(), ctx.toString());
+                assertEquals(expectedCodes[i], r.exitCode(), ctx.toString());
+            }
+            DaemonProcess.await("three drv_exit records", 10_000,
+                    () -> records(d).lines().filter(l -> l.contains("\"program\":\"drv_exit\"")).count() == 3);
+            List<String> recs = records(d).lines().filter(l -> l.contains("\"program\":\"drv_exit\"")).toList();
+            String all = String.join("\n", recs) + "\n" + ctx + "--- daemon ---\n" + d.logText();
+            assertTrue(recs.get(0).contains("\"exit_status\":0,\"program_exit_status\":3"), all);
+            assertTrue(recs.get(1).contains("\"exit_status\":0,\"program_exit_status\":0"), all);
+            assertTrue(recs.get(2).contains("\"program_exit_status\":null"), all);
+            assertTrue(d.logText().contains("drv_exit exited with status 3; worker exit status 0"), all);
+            assertTrue(d.logText().contains("drv_exit (no exit status reported: killed, or _exit())"), all);
+        }
+    }
+
     private static String records(DaemonProcess d) throws Exception {
         Path p = d.stateDir.resolve("sessions.jsonl");
         return Files.exists(p) ? Files.readString(p) : "";

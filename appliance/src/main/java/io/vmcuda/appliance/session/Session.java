@@ -58,6 +58,7 @@ public final class Session {
     private volatile CallLatency callLatency = CallLatency.NONE;
     private volatile Integer exitStatus;
     private volatile Integer byeStatus;
+    private volatile Integer programExitStatus;
     private volatile int connectionsHandedOver;
 
     Session(long id, byte[] key, String program, String sha256, GpuBinding binding, Path dir, SetupTimings timings,
@@ -154,6 +155,18 @@ public final class Session {
 
     public Integer byeStatus() {
         return byeStatus;
+    }
+
+    /**
+     * The client program's exit status as its client reported it (vmc_ProgramExit); null when none came: the
+     * program was killed, ended in _exit(), or its client is older. Not the worker's {@link #exitStatus()}.
+     */
+    public Integer programExitStatus() {
+        return programExitStatus;
+    }
+
+    void programExited(int status) {
+        programExitStatus = status;
     }
 
     /** Client connections whose descriptor the worker now holds and the daemon has let go of. */

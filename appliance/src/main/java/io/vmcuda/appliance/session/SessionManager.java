@@ -402,6 +402,12 @@ public final class SessionManager implements WorkerEvents {
     }
 
     @Override
+    public void programExit(long sessionId, int status) {
+        Session s = active.get(sessionId);
+        if (s != null) s.programExited(status);
+    }
+
+    @Override
     public void workerBye(long sessionId, int exitStatus) {
         Session s = active.get(sessionId);
         if (s != null) s.bye(exitStatus);
@@ -541,7 +547,9 @@ public final class SessionManager implements WorkerEvents {
             } finally {
                 records.append(s);
                 LOG.info("session " + s.id() + " " + s.state().name().toLowerCase() + ": " + s.program()
-                        + " worker exit status " + status + ", " + s.calls() + " calls, " + s.bytesH2d()
+                        + (s.programExitStatus() == null ? " (no exit status reported: killed, or _exit())"
+                                : " exited with status " + s.programExitStatus())
+                        + "; worker exit status " + status + ", " + s.calls() + " calls, " + s.bytesH2d()
                         + " B to the GPU, " + s.bytesD2h() + " B back"
                         + (s.abortReason() == null ? "" : " (" + s.abortReason() + ")"));
             }

@@ -66,6 +66,9 @@ public final class SessionRecordLog {
                 .name("exit_status");
         if (s.exitStatus() == null) w.nullValue();
         else w.value(s.exitStatus());
+        w.name("program_exit_status");
+        if (s.programExitStatus() == null) w.nullValue();
+        else w.value(s.programExitStatus());
         w.field("bytes_h2d", s.bytesH2d()).field("bytes_d2h", s.bytesD2h()).field("calls", s.calls());
         SessionJson.setup(w, s.timings());
         if (s.abortReason() != null) w.field("reason", s.abortReason());

@@ -20,6 +20,9 @@ public interface WorkerEvents {
     /** A {@code BYE <exit_status>} line. */
     void workerBye(long sessionId, int exitStatus);
 
+    /** An {@code EXIT <status>} line: the client program's exit status (0-255), which its client reported. */
+    default void programExit(long sessionId, int status) {}
+
     /** An {@code ABORT <reason>} line: the session ends abnormally (client lost mid-call, idle release...). */
     default void workerAbort(long sessionId, String reason) {}
 

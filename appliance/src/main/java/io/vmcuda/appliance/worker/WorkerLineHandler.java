@@ -49,6 +49,12 @@ final class WorkerLineHandler extends SimpleChannelInboundHandler<String> {
                 events.workerModuleQuery(sessionId, f[1], size, ctx.channel());
                 return;
             }
+        } else if (f.length == 2 && f[0].equals("EXIT")) {
+            Long status = parseLong(f[1]);
+            if (status != null && status >= 0 && status <= 255) {
+                events.programExit(sessionId, status.intValue());
+                return;
+            }
         } else if (f.length == 2 && f[0].equals("BYE")) {
             Long status = parseLong(f[1]);
             if (status != null) {
