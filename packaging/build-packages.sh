@@ -143,6 +143,10 @@ sed "s/^VERSION=.*/VERSION=\"$version\"/" "$repo/bin/vmcuda" > "$cfiles/usr/bin/
 chmod 755 "$cfiles/usr/bin/vmcuda"
 install -m 644 "$here/client/client.conf" "$cfiles/etc/vmcuda/client.conf"
 install -m 644 "$here/client/ld.so.conf" "$cfiles/etc/ld.so.conf.d/vmcuda.conf"
+# containers as clients: podman run --device vmcuda.io/client=all (CDI, read by podman, containerd and CRI-O)
+mkdir -p "$cfiles/etc/cdi"
+"$repo/bin/vmcuda" cdi --lib-dir /usr/lib/vmcuda --config-dir /etc/vmcuda --output "$cfiles/etc/cdi/vmcuda.yaml"
+chmod 644 "$cfiles/etc/cdi/vmcuda.yaml"
 sed "s/@VERSION@/$version/" "$here/client/vmcuda.1" | gzip -9n > "$cfiles/usr/share/man/man1/vmcuda.1.gz"
 chmod 644 "$cfiles/usr/share/man/man1/vmcuda.1.gz"
 copy_docs "$cfiles/usr/share/doc/vmcuda-client"
@@ -175,7 +179,7 @@ Description: run CUDA programs of a GPU-less VM on a vmcuda appliance's GPUs
  Intended for VMs without a GPU: on a machine with NVIDIA's CUDA runtime
  installed system-wide the ld.so.conf.d entry shadows it.
 EOF
-printf '%s\n' /etc/vmcuda/client.conf /etc/ld.so.conf.d/vmcuda.conf > "$cdeb/DEBIAN/conffiles"
+printf '%s\n' /etc/vmcuda/client.conf /etc/ld.so.conf.d/vmcuda.conf /etc/cdi/vmcuda.yaml > "$cdeb/DEBIAN/conffiles"
 write_overrides "$cdeb" vmcuda-client <<'EOF'
 # the package's purpose: its libraries in /usr/lib/vmcuda become the system's CUDA runtime, driver and NVML
 vmcuda-client: package-modifies-ld.so-search-path [etc/ld.so.conf.d/vmcuda.conf]
@@ -287,6 +291,7 @@ props="$adeb/etc/vmcuda/vmcudad.properties"
     cat <<'EOF'
 # vmcudad configuration (/etc/vmcuda/vmcudad.properties), read at start by vmcudad.service:
 #   vmcudad --listen 0.0.0.0:7070 --admin 127.0.0.1:7071 --state-dir /var/lib/vmcuda --config THIS_FILE
+# (the two addresses: VMCUDAD_LISTEN and VMCUDAD_ADMIN in /etc/default/vmcudad, when that file exists)
 # Java properties syntax: KEY = VALUE. An unknown key or a bad value stops the daemon at start-up with a
 # message naming the key (journalctl -u vmcudad). After a change of tenants (tenant.*) or log.level:
 # systemctl reload vmcudad (running sessions go on); of anything else: systemctl restart vmcudad (running

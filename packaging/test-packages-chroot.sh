@@ -82,6 +82,8 @@ in_root /opt/vmcuda/libexec/vmcudad-prestart /etc/vmcuda/vmcudad.properties >>"$
 for f in vmcudad.d/50-generated.properties tenant-default.token admin.token tls/vmcudad.pem tls/vmcudad.key; do
     [ -s "$root/etc/vmcuda/$f" ] || fail "the first start made no /etc/vmcuda/$f"; ok
 done
+modes="$(stat -c %a "$root/etc/vmcuda/tls" "$root/etc/vmcuda/tls/vmcudad.pem" "$root/etc/vmcuda/tls/vmcudad.key" | paste -sd' ')"
+[ "$modes" = "755 644 600" ] || fail "TLS directory, certificate and key have modes $modes, not 755 644 600"; ok
 in_root dpkg --verify vmcuda-appliance | grep -q vmcudad.properties && fail "the first start changed the conffile"; ok
 echo "log.level = debug" >>"$root/etc/vmcuda/vmcudad.properties"
 echo "appliance = 10.0.0.1:7070" >>"$root/etc/vmcuda/client.conf"

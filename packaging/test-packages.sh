@@ -55,7 +55,7 @@ dpkg-deb -c "$cdeb" | awk '{ o = $2; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, "")
 for p in './usr/lib/vmcuda/libcudart.so.13' './usr/lib/vmcuda/libcudart.so -> libcudart.so.13' \
          './usr/lib/vmcuda/libcuda.so.1' './usr/lib/vmcuda/libcuda.so -> libcuda.so.1' './usr/lib/vmcuda/libvmcuda-client.so' \
          './usr/lib/vmcuda/libnvidia-ml.so.1' './usr/lib/vmcuda/libnvidia-ml.so -> libnvidia-ml.so.1' \
-         './usr/lib/vmcuda/vmcuda-doctor' './etc/ld.so.conf.d/vmcuda.conf' './etc/vmcuda/client.conf' \
+         './usr/lib/vmcuda/vmcuda-doctor' './etc/ld.so.conf.d/vmcuda.conf' './etc/vmcuda/client.conf' './etc/cdi/vmcuda.yaml' \
          './usr/bin/vmcuda' './usr/share/man/man1/vmcuda.1.gz' './usr/share/doc/vmcuda-client/copyright'; do
     grep -Fqx "root/root $p" "$work/client.list" || fail "client file list lacks $p"
     ok
@@ -66,6 +66,7 @@ dpkg-deb -I "$cdeb" conffiles > "$work/client.conffiles"
 expect_grep "client conffiles" '^/etc/vmcuda/client\.conf$' "$work/client.conffiles"
 # a user who removed the loader entry (a machine with NVIDIA's own runtime) must not get it back on upgrade
 expect_grep "client conffiles" '^/etc/ld\.so\.conf\.d/vmcuda\.conf$' "$work/client.conffiles"
+expect_grep "client conffiles" '^/etc/cdi/vmcuda\.yaml$' "$work/client.conffiles"
 dpkg-deb -I "$cdeb" triggers > "$work/client.triggers"
 expect_grep "client rebuilds the loader's cache by trigger" '^activate-noawait ldconfig$' "$work/client.triggers"
 dpkg-deb -I "$cdeb" postinst > "$work/client.postinst"
@@ -81,6 +82,8 @@ for k in '#appliance = ' '#token =' 'block_size = 4194304' 'gpus = 1'; do
     expect_grep "client.conf key" "^$k" "$conf"
 done
 expect_grep "ld.so.conf entry" '^/usr/lib/vmcuda$' "$work/client-deb/etc/ld.so.conf.d/vmcuda.conf"
+expect_grep "CDI spec binds the driver front end" 'hostPath: "/usr/lib/vmcuda/libcuda\.so\.1", containerPath: "/usr/lib/x86_64-linux-gnu/libcuda\.so\.1"' "$work/client-deb/etc/cdi/vmcuda.yaml"
+expect_grep "CDI spec kind" '^kind: vmcuda\.io/client$' "$work/client-deb/etc/cdi/vmcuda.yaml"
 zcat "$work/client-deb/usr/share/man/man1/vmcuda.1.gz" > "$work/vmcuda.1"
 expect_grep "man page names doctor" '^\.B vmcuda doctor' "$work/vmcuda.1"
 expect_eq "shim soname" "$(readelf -d "$work/client-deb/usr/lib/vmcuda/libcudart.so.13" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')" libcudart.so.13
@@ -120,7 +123,9 @@ expect_grep "postinst enables the units" 'systemctl enable vmcudad\.service vmcu
 mkdir -p "$work/appliance-deb"
 dpkg-deb -x "$adeb" "$work/appliance-deb"
 unit="$work/appliance-deb/lib/systemd/system/vmcudad.service"
-expect_grep "unit ExecStart" '^ExecStart=/opt/vmcuda/bin/vmcudad --listen 0\.0\.0\.0:7070 --admin 127\.0\.0\.1:7071 --state-dir /var/lib/vmcuda --config /etc/vmcuda/vmcudad\.properties$' "$unit"
+expect_grep "unit ExecStart" '^ExecStart=/opt/vmcuda/bin/vmcudad --listen \$\{VMCUDAD_LISTEN\} --admin \$\{VMCUDAD_ADMIN\} --state-dir /var/lib/vmcuda --config /etc/vmcuda/vmcudad\.properties$' "$unit"
+expect_grep "unit default ports" '^Environment=VMCUDAD_LISTEN=0\.0\.0\.0:7070 VMCUDAD_ADMIN=127\.0\.0\.1:7071$' "$unit"
+expect_grep "unit ports from /etc/default/vmcudad" '^EnvironmentFile=-/etc/default/vmcudad$' "$unit"
 expect_grep "unit Restart" '^Restart=on-failure$' "$unit"
 expect_grep "unit KillMode" '^KillMode=mixed$' "$unit"
 expect_grep "unit readiness" '^Type=notify$' "$unit"

@@ -14,7 +14,9 @@
 # Nothing is mounted and no loop device is used, so this runs wherever debootstrap can run (root).
 #
 # The root file system is a minimal Debian 12 from debootstrap (kernel, systemd, systemd-networkd with DHCP,
-# a serial console getty) with vmcuda-appliance_VERSION_amd64.deb installed. The NVIDIA driver is not
+# a serial console getty, cloud-init for the first boot, OpenSSH, VMware Tools) with
+# vmcuda-appliance_VERSION_amd64.deb installed. It has no password and no SSH host key of its own: each VM gets
+# them at its first boot (cloud-init.cfg, vmcuda-firstboot). The NVIDIA driver is not
 # included: vmcuda-gpu-check.service explains on the console how to install it.
 #
 # Usage: build-ova.sh --version V --out-dir DIR [--appliance-deb FILE] [--disk-gib N] [--mirror URL]
@@ -99,8 +101,11 @@ in_chroot() { LC_ALL=C DEBIAN_FRONTEND=noninteractive PATH=/usr/sbin:/usr/bin:/s
 
 # ---------------------------------------------------------------------------------------------
 # The package set: kernel, systemd (init, networkd, resolved), what an operator needs on the console to
-# install the NVIDIA driver (apt over https, wget, an editor) and fsck for the FAT /boot.
-packages="linux-image-amd64,systemd-sysv,systemd-resolved,dbus,udev,kmod,initramfs-tools,dosfstools,e2fsprogs,iproute2,iputils-ping,ca-certificates,wget,nano,less,procps"
+# install the NVIDIA driver (apt over https, wget, an editor, sudo) and fsck for the FAT /boot; cloud-init for
+# the first boot (a NoCloud seed or the OVF environment), OpenSSH, and VMware Tools (through which ESXi hands
+# over the OVF properties and shuts the VM down cleanly). python3-cffi-backend is named because debootstrap does
+# not resolve the virtual package python3-cryptography (for cloud-init) depends on.
+packages="linux-image-amd64,systemd-sysv,systemd-resolved,dbus,udev,kmod,initramfs-tools,dosfstools,e2fsprogs,iproute2,iputils-ping,ca-certificates,wget,nano,less,procps,sudo,cloud-init,python3-cffi-backend,openssh-server,open-vm-tools"
 key="$(echo "bookworm $mirror $packages" | sha256sum | cut -c1-16)"
 if [ -f "$base_tar" ] && [ "$(cat "$base_tar.key" 2>/dev/null)" = "$key" ]; then
     step "debootstrap: reusing $base_tar (delete it to fetch fresh packages)"
@@ -167,16 +172,6 @@ EOF
 # Kernel messages and a login prompt on both the VGA console (tty1) and the first serial port.
 mkdir -p "$rootfs/etc/systemd/system/getty.target.wants"
 ln -sf /lib/systemd/system/serial-getty@.service "$rootfs/etc/systemd/system/getty.target.wants/serial-getty@ttyS0.service"
-# The admin HTTP (read-only status and metrics) is reachable from the appliance's network in the image,
-# so the operator (and packaging/test-ova-boot.sh) can read /status without a shell on the appliance.
-mkdir -p "$rootfs/etc/systemd/system/vmcudad.service.d"
-cat > "$rootfs/etc/systemd/system/vmcudad.service.d/10-ova-admin.conf" <<'EOF'
-# OVA image: the admin HTTP (GET /status, /metrics; read-only) listens on all interfaces.
-# Delete this file (and `systemctl daemon-reload; systemctl restart vmcudad`) to keep it on 127.0.0.1.
-[Service]
-ExecStart=
-ExecStart=/opt/vmcuda/bin/vmcudad --listen 0.0.0.0:7070 --admin 0.0.0.0:7071 --state-dir /var/lib/vmcuda --config /etc/vmcuda/vmcudad.properties
-EOF
 # /boot is FAT (so EFI firmware and SYSLINUX can read it): no symlinks there. These hooks keep
 # /boot/vmlinuz and /boot/initrd.img (the names both boot loaders use) current after kernel upgrades.
 mkdir -p "$rootfs/etc/kernel/postinst.d" "$rootfs/etc/initramfs/post-update.d"
@@ -212,16 +207,31 @@ if ! in_chroot dpkg -i /tmp/vmcuda-appliance.deb > "$work/dpkg-appliance.log" 2>
 fi
 sed 's/^/             dpkg| /' "$work/dpkg-appliance.log" | tail -n 5
 rm -f "$rootfs/tmp/vmcuda-appliance.deb"
-# The console login: root / vmcuda, to be changed at the first login (documented in docs/appliance-esxi.md).
-echo 'root:vmcuda' | in_chroot chpasswd
-in_chroot chage -d 0 root
+# First boot (docs/appliance-esxi.md "First boot"): cloud-init reads a NoCloud seed or the OVF environment for the
+# network, host name, the login user's SSH keys and vmcuda's settings (tenant tokens in /etc/vmcuda/vmcudad.d/,
+# ports in /etc/default/vmcudad), all written before vmcudad starts (cloud-init.service runs before sysinit.target).
+# No fixed password: root stays locked; the login user vmcuda-admin is made here, locked, and gets its keys or
+# password from the seed, else a one-time console password from vmcuda-firstboot.
+install -m 0644 "$here/cloud-init.cfg" "$rootfs/etc/cloud/cloud.cfg.d/99-vmcuda.cfg"
+install -m 0644 "$here/ds-identify.cfg" "$rootfs/etc/cloud/ds-identify.cfg"
+in_chroot useradd --create-home --shell /bin/bash --groups adm,sudo,systemd-journal \
+    --comment "vmcuda appliance operator" vmcuda-admin || die "cannot add the user vmcuda-admin to the image"
+in_chroot passwd --lock root >/dev/null
+install -m 0755 "$here/vmcuda-firstboot" "$rootfs/usr/local/sbin/vmcuda-firstboot"
+install -m 0644 "$here/vmcuda-firstboot.service" "$rootfs/etc/systemd/system/vmcuda-firstboot.service"
+in_chroot systemctl enable vmcuda-firstboot.service >/dev/null 2>&1 || die "cannot enable vmcuda-firstboot in the image"
+# Every deployed VM makes its own SSH host keys (cloud-init does; ssh-keygen -A if it did not run).
+rm -f "$rootfs"/etc/ssh/ssh_host_*
+mkdir -p "$rootfs/etc/systemd/system/ssh.service.d"
+printf '[Service]\nExecStartPre=/usr/bin/ssh-keygen -A\n' > "$rootfs/etc/systemd/system/ssh.service.d/10-vmcuda-host-keys.conf"
 in_chroot update-initramfs -u -k all > "$work/initramfs.log" 2>&1 || { cat "$work/initramfs.log" >&2; die "update-initramfs failed"; }
 in_chroot apt-get clean
 cleanup
 # Each deployed VM gets its own machine id (and DHCP client id) at first boot.
 : > "$rootfs/etc/machine-id"
 rm -f "$rootfs/var/lib/dbus/machine-id"
-rm -rf "$rootfs/var/lib/apt/lists/"* "$rootfs/var/cache/apt/"*.bin "$rootfs/tmp/"* "$rootfs/var/log/"*.log
+rm -rf "$rootfs/var/lib/apt/lists/"* "$rootfs/var/cache/apt/"*.bin "$rootfs/tmp/"* "$rootfs/var/log/"*.log \
+    "$rootfs/var/lib/cloud/"*
 kver="$(cd "$rootfs/boot" && ls vmlinuz-* | sed 's/^vmlinuz-//' | sort -V | tail -n 1)"
 [ -n "$kver" ] || die "no kernel in the image's /boot"
 info "kernel $kver, root UUID $root_uuid, boot UUID $boot_uuid"
