@@ -79,14 +79,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- Java runtime --------------------------------------------------------------------------
-# Base modules: logging, Unsafe for Netty (jdk.unsupported), java.sql for Kryo, EC crypto for
-# TLS. jdeps adds whatever the classes really reference, so a new dependency cannot silently
-# break the bundle. jdeps is run on the extracted classes, not the jars: several jars are
+# Base modules: logging, Unsafe for Netty (jdk.unsupported), EC crypto for TLS (loaded as a
+# provider, which jdeps cannot see). jdeps adds whatever the classes really reference (java.sql
+# for Jackson's date types among them), so a new dependency cannot silently break the bundle. jdeps is run on the extracted classes, not the jars: several jars are
 # named modules that `require` optional modules we do not ship (jdeps would refuse them).
 jlink="$java_home/bin/jlink"
 jdeps="$java_home/bin/jdeps"
 [ -x "$jlink" ] || { echo "build-bundle: no jlink at $jlink (Maven must run on a full JDK)" >&2; exit 1; }
-modules="java.base,java.logging,jdk.unsupported,java.sql,jdk.crypto.ec"
+modules="java.base,java.logging,jdk.unsupported,jdk.crypto.ec"
 if [ ${#jars[@]} -gt 0 ] && [ -x "$jdeps" ] && command -v unzip >/dev/null; then
     classes="$outdir/jdeps-classes"
     rm -rf "$classes" && mkdir -p "$classes"

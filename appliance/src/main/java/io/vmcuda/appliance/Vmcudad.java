@@ -80,8 +80,12 @@ public final class Vmcudad {
         try {
             config = ApplianceConfig.load(options.configFile());
         } catch (IllegalArgumentException | java.io.IOException e) {
-            // one line: a service restarting on a bad config repeats it in the journal
-            System.err.println("vmcudad: " + (options.configFile() == null ? "" : options.configFile() + ": ") + e.getMessage());
+            // one line: a service restarting on a bad config repeats it in the journal. The JDK's file errors say
+            // only the path ("NoSuchFileException: /x"): name what went wrong
+            String why = e instanceof java.nio.file.NoSuchFileException ? "cannot read the configuration: no such file"
+                    : e instanceof java.nio.file.AccessDeniedException ? "cannot read the configuration: permission denied"
+                    : e.getMessage();
+            System.err.println("vmcudad: " + (options.configFile() == null ? "" : options.configFile() + ": ") + why);
             System.exit(2);
             return;
         }
