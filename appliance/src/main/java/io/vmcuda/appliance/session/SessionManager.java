@@ -547,7 +547,7 @@ public final class SessionManager implements WorkerEvents {
             } finally {
                 records.append(s);
                 LOG.info("session " + s.id() + " " + s.state().name().toLowerCase() + ": " + s.program()
-                        + (s.programExitStatus() == null ? " (no exit status reported: killed, or _exit())"
+                        + (s.programExitStatus() == null ? " (no exit status reported: killed, _exit(), or its exiting thread made no CUDA call)"
                                 : " exited with status " + s.programExitStatus())
                         + "; worker exit status " + status + ", " + s.calls() + " calls, " + s.bytesH2d()
                         + " B to the GPU, " + s.bytesD2h() + " B back"
