@@ -91,21 +91,25 @@ mkdir -p "$(dirname "$spec")"
 say "CDI spec $spec (vmcuda.io/client=$device):"
 sed 's/^/    /' "$spec"
 
-# drv_api in a container of the image: in_container NAME [PODMAN OPTIONS...], output in $work/NAME.out and .err
+# drv_api in a container of the image: in_container NAME [PODMAN OPTIONS...], output in $work/NAME.out and .err,
+# its exit status in $rc
 in_container() {
     local name="$1"; shift
-    "${podman_cmd[@]}" run "${run_opts[@]}" "$@" -v "$driver:/t:ro" -w /t "$image" /t/drv_api > "$work/$name.out" 2> "$work/$name.err"
+    rc=0
+    "${podman_cmd[@]}" run "${run_opts[@]}" "$@" -v "$driver:/t:ro" -w /t "$image" /t/drv_api \
+        > "$work/$name.out" 2> "$work/$name.err" || rc=$?
 }
-set +e
+# expect_failure NAME PATTERN WHAT: the run NAME failed and its stderr says PATTERN
+expect_failure() {
+    [ "$rc" != 0 ] && grep -qi "$2" "$work/$1.err" || fail "$3 (exit $rc): $(head -c 300 "$work/$1.err")"
+}
+
 in_container bare
-rc_bare=$?
+expect_failure bare 'libcuda.so.1' "without the CDI device drv_api did not fail for want of libcuda.so.1"
+say "1. without --device: exit $rc, $(grep -o 'libcuda.so.1[^:]*: [^:]*' "$work/bare.err" | head -n 1)"
+
 in_container cdi --device "vmcuda.io/client=$device"
-rc_cdi=$?
-set -e
-[ "$rc_bare" != 0 ] && grep -q 'libcuda.so.1' "$work/bare.err" ||
-    fail "without the CDI device drv_api did not fail for want of libcuda.so.1 (exit $rc_bare): $(head -c 300 "$work/bare.err")"
-say "1. without --device: exit $rc_bare, $(grep -o 'libcuda.so.1[^:]*: [^:]*' "$work/bare.err" | head -n 1)"
-[ "$rc_cdi" = 0 ] || { cat "$work/cdi.err" >&2; fail "drv_api in the container exited $rc_cdi"; }
+[ "$rc" = 0 ] || { cat "$work/cdi.err" >&2; fail "drv_api in the container exited $rc"; }
 diff "$repo/tests/driver/drv_api.expected" "$work/cdi.out" > "$work/cdi.diff" ||
     { cat "$work/cdi.diff" >&2; fail "drv_api's output in the container differs from tests/driver/drv_api.expected"; }
 for _ in $(seq 1 50); do grep -q '"program":"drv_api"' "$work/state/sessions.jsonl" 2>/dev/null && break; sleep 0.2; done
@@ -113,11 +117,7 @@ record="$(grep '"program":"drv_api"' "$work/state/sessions.jsonl" | head -n 1)" 
 say "2. with --device vmcuda.io/client=$device: exit 0, $(wc -l < "$work/cdi.out") lines identical to drv_api.expected; session $(grep -o '"state":"[a-z]*"' <<<"$record"), tenant $(grep -o '"tenant":"[a-z]*"' <<<"$record"), $(grep -o '"calls":[0-9]*' <<<"$record")"
 
 sed -i "s/^token = .*/token = wrong/" "$work/etc-vmcuda/client.conf"
-set +e
 in_container wrong --device "vmcuda.io/client=$device"
-rc_wrong=$?
-set -e
-[ "$rc_wrong" != 0 ] && grep -qi 'token' "$work/wrong.err" ||
-    fail "a wrong token in the container was not refused clearly (exit $rc_wrong): $(head -c 300 "$work/wrong.err")"
-say "3. wrong token: exit $rc_wrong, $(grep -i -m1 'token' "$work/wrong.err")"
+expect_failure wrong 'token' "a wrong token in the container was not refused clearly"
+say "3. wrong token: exit $rc, $(grep -i -m1 'token' "$work/wrong.err")"
 say "PASS"
