@@ -207,7 +207,7 @@ if ! in_chroot dpkg -i /tmp/vmcuda-appliance.deb > "$work/dpkg-appliance.log" 2>
 fi
 sed 's/^/             dpkg| /' "$work/dpkg-appliance.log" | tail -n 5
 rm -f "$rootfs/tmp/vmcuda-appliance.deb"
-# First boot (docs/appliance-esxi.md "First boot"): cloud-init reads a NoCloud seed or the OVF environment for the
+# First boot (docs/appliance-esxi.md step 1, "first-boot settings"): cloud-init reads a NoCloud seed or the OVF environment for the
 # network, host name, the login user's SSH keys and vmcuda's settings (tenant tokens in /etc/vmcuda/vmcudad.d/,
 # ports in /etc/default/vmcudad), all written before vmcudad starts (cloud-init.service runs before sysinit.target).
 # No fixed password: root stays locked; the login user vmcuda-admin is made here, locked, and gets its keys or

@@ -159,7 +159,7 @@ public final class Session {
 
     /**
      * The client program's exit status as its client reported it (vmc_ProgramExit); null when none came: the
-     * program was killed, ended in _exit(), or its client is older. Not the worker's {@link #exitStatus()}.
+     * program was killed, ended in _exit(), its exiting thread never made a CUDA call, or its client is older. Not the worker's {@link #exitStatus()}.
      */
     public Integer programExitStatus() {
         return programExitStatus;
