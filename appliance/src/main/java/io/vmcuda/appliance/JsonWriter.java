@@ -1,81 +1,85 @@
 package io.vmcuda.appliance;
 
-import java.util.ArrayDeque;
-import java.util.Deque;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
 
 /**
- * A minimal streaming JSON writer for /status and sessions.jsonl (a JSON library would be a large
- * dependency for two small documents). Handles commas and string escaping; the caller nests correctly.
+ * One small JSON document (/status, a sessions.jsonl record), written in order through Jackson's streaming
+ * generator: separators, escaping and the nesting checks are Jackson's. This class only gives the documents a
+ * fluent form that reads like what they contain, and writes a non-finite number as null.
  */
 public final class JsonWriter {
-    private final StringBuilder out = new StringBuilder(256);
-    /** Per open container: has it had an element yet? */
-    private final Deque<Boolean> hasElement = new ArrayDeque<>();
-    private boolean afterName;
+    private static final JsonFactory FACTORY = new JsonFactory();
+
+    private final StringWriter out = new StringWriter(256);
+    private final JsonGenerator g;
+
+    public JsonWriter() {
+        try {
+            g = FACTORY.createGenerator(out);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private interface Step {
+        void run() throws IOException;
+    }
+
+    /** A StringWriter does not fail; a misnested document does (Jackson's JsonGenerationException). */
+    private JsonWriter step(Step s) {
+        try {
+            s.run();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return this;
+    }
 
     public JsonWriter beginObject() {
-        separate();
-        out.append('{');
-        hasElement.push(false);
-        return this;
+        return step(g::writeStartObject);
     }
 
     public JsonWriter endObject() {
-        hasElement.pop();
-        out.append('}');
-        return this;
+        return step(g::writeEndObject);
     }
 
     public JsonWriter beginArray() {
-        separate();
-        out.append('[');
-        hasElement.push(false);
-        return this;
+        return step(g::writeStartArray);
     }
 
     public JsonWriter endArray() {
-        hasElement.pop();
-        out.append(']');
-        return this;
+        return step(g::writeEndArray);
     }
 
     public JsonWriter name(String name) {
-        separate();
-        quote(name);
-        out.append(':');
-        afterName = true;
-        return this;
+        return step(() -> g.writeFieldName(name));
     }
 
     public JsonWriter value(String s) {
-        separate();
-        if (s == null) out.append("null");
-        else quote(s);
-        return this;
+        return step(() -> g.writeString(s)); // null writes null
     }
 
     public JsonWriter value(long n) {
-        separate();
-        out.append(n);
-        return this;
+        return step(() -> g.writeNumber(n));
     }
 
     public JsonWriter value(double d) {
-        separate();
-        out.append(Double.isFinite(d) ? Double.toString(d) : "null");
-        return this;
+        return step(() -> {
+            if (Double.isFinite(d)) g.writeNumber(d);
+            else g.writeNull();
+        });
     }
 
     public JsonWriter value(boolean b) {
-        separate();
-        out.append(b);
-        return this;
+        return step(() -> g.writeBoolean(b));
     }
 
     public JsonWriter nullValue() {
-        separate();
-        out.append("null");
-        return this;
+        return step(g::writeNull);
     }
 
     public JsonWriter field(String name, String v) {
@@ -88,36 +92,7 @@ public final class JsonWriter {
 
     @Override
     public String toString() {
+        step(g::flush);
         return out.toString();
-    }
-
-    private void separate() {
-        if (afterName) {
-            afterName = false;
-            return;
-        }
-        if (!hasElement.isEmpty()) {
-            if (hasElement.peek()) out.append(',');
-            hasElement.pop();
-            hasElement.push(true);
-        }
-    }
-
-    private void quote(String s) {
-        out.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"': out.append("\\\""); break;
-                case '\\': out.append("\\\\"); break;
-                case '\n': out.append("\\n"); break;
-                case '\r': out.append("\\r"); break;
-                case '\t': out.append("\\t"); break;
-                default:
-                    if (c < 0x20) out.append(String.format("\\u%04x", (int) c));
-                    else out.append(c);
-            }
-        }
-        out.append('"');
     }
 }
