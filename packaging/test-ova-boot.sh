@@ -7,7 +7,7 @@
 #   and `vmcuda doctor` from this machine opening a session over TLS with the seeded tenant token.
 # With --ovf-env the same settings come as the OVF environment of a vApp deployment instead (an ISO labelled
 # "OVF ENV" holding ovf-env.xml, the transport ESXi and vCloud also offer; cloud-init's OVF datasource): host
-# name, SSH key and user-data as the OVA's ProductSection properties, the address by DHCP.
+# name, SSH key, user-data and network-config as the OVA's ProductSection properties.
 # With --no-seed it checks the other first boot: no key or password given, so the console shows a one-time
 # password (vmcuda-firstboot) and no fixed password exists.
 # Not part of `mvn verify` (it needs the OVA, built with `mvn -B -Pova -DskipTests package`, and takes
@@ -124,12 +124,8 @@ write_files:
     content: |
       VMCUDAD_ADMIN=0.0.0.0:7071
 EOF
-fi
-if [ "$seed" = nocloud ]; then
-    guest_ip=10.0.2.20   # the seed's static address: reaching it proves the network-config was applied
-    printf 'instance-id: vmcuda-boot-test-%s\nlocal-hostname: %s\n' "$(date +%s)" "$hostname_seeded" > "$work/seed/meta-data"
-    { printf '#cloud-config\nhostname: %s\nssh_authorized_keys:\n  - %s\n' "$hostname_seeded" "$(cat "$work/id_ed25519.pub")"
-      cat "$work/seed/vmcuda-files"; } > "$work/seed/user-data"
+    # a static address (reaching it proves the network configuration was applied), the same in both routes
+    guest_ip=10.0.2.20
     cat > "$work/seed/network-config" <<EOF
 version: 2
 ethernets:
@@ -142,6 +138,11 @@ ethernets:
     nameservers:
       addresses: [10.0.2.3]
 EOF
+fi
+if [ "$seed" = nocloud ]; then
+    printf 'instance-id: vmcuda-boot-test-%s\nlocal-hostname: %s\n' "$(date +%s)" "$hostname_seeded" > "$work/seed/meta-data"
+    { printf '#cloud-config\nhostname: %s\nssh_authorized_keys:\n  - %s\n' "$hostname_seeded" "$(cat "$work/id_ed25519.pub")"
+      cat "$work/seed/vmcuda-files"; } > "$work/seed/user-data"
     # NoCloud reads a FAT or ISO 9660 file system labelled CIDATA; FAT needs no root and no ISO tool. The
     # firmware boots the appliance disk (bootindex 0), not this one.
     mkfs.fat -C -n CIDATA "$work/seed.img" 2048 >/dev/null
@@ -149,6 +150,17 @@ EOF
     seed_drive=(-drive "if=none,id=seed,file=$work/seed.img,format=raw" -device ide-hd,drive=seed,bus=ide.1)
     say "NoCloud seed: static address $guest_ip, host name $hostname_seeded, an SSH key, tenant 'boottest', $seed_words"
 elif [ "$seed" = ovf ]; then
+    # the keys below must be the ones the OVA declares, and in a ProductSection without ovf:class (a class would
+    # prefix them in the environment, where cloud-init looks for the bare names)
+    python3 - "$ovf" <<'PYEOF' || fail "the OVF descriptor does not declare the first-boot properties cloud-init reads"
+import sys, xml.etree.ElementTree as ET
+OVF = "{http://schemas.dmtf.org/ovf/envelope/1}"
+keys = {p.get(OVF + "key") for ps in ET.parse(sys.argv[1]).getroot().iter(OVF + "ProductSection")
+        if not ps.get(OVF + "class") for p in ps.iter(OVF + "Property")}
+missing = {"hostname", "public-keys", "password", "user-data", "network-config", "instance-id"} - keys
+if missing:
+    sys.exit("missing (or under an ovf:class): " + ", ".join(sorted(missing)))
+PYEOF
     hostname_seeded=vmcuda-ovf-test
     mkiso=""
     if command -v xorriso >/dev/null; then mkiso="xorriso -as mkisofs"; elif command -v genisoimage >/dev/null; then mkiso=genisoimage; fi
@@ -166,12 +178,13 @@ elif [ "$seed" = ovf ]; then
     <Property oe:key="hostname" oe:value="$hostname_seeded"/>
     <Property oe:key="public-keys" oe:value="$(cat "$work/id_ed25519.pub")"/>
     <Property oe:key="user-data" oe:value="$(base64 -w0 "$work/seed/user-data")"/>
+    <Property oe:key="network-config" oe:value="$({ echo "network:"; sed 's/^/  /' "$work/seed/network-config"; } | base64 -w0)"/>
   </PropertySection>
 </Environment>
 EOF
     $mkiso -quiet -V "OVF ENV" -o "$work/ovf-env.iso" "$work/ovf-env" 2>/dev/null || $mkiso -V "OVF ENV" -o "$work/ovf-env.iso" "$work/ovf-env"
     seed_drive=(-drive "if=none,id=ovfenv,file=$work/ovf-env.iso,format=raw,media=cdrom,readonly=on" -device ide-cd,drive=ovfenv,bus=ide.1)
-    say "OVF environment (ISO transport): host name $hostname_seeded, an SSH key (public-keys), user-data with tenant 'boottest', $seed_words; address by DHCP"
+    say "OVF environment (ISO transport): host name $hostname_seeded, an SSH key (public-keys), user-data with tenant 'boottest', $seed_words, network-config with the static address $guest_ip"
 fi
 
 accel=(-accel tcg,thread=multi -cpu max)
@@ -243,7 +256,7 @@ fi
 
 healthz() { curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/healthz" > "$work/healthz.txt" 2>/dev/null; }
 wait_for "answer from vmcudad's admin port at $guest_ip" healthz
-say "GET /healthz at $guest_ip ($([ "$seed" = nocloud ] && echo "the seed's static address" || echo DHCP); admin port opened by the first-boot settings): $(head -c 100 "$work/healthz.txt")"
+say "GET /healthz at $guest_ip (the static address of the first-boot settings, which also opened the admin port): $(head -c 100 "$work/healthz.txt")"
 
 code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$admin_port/status" || true)"
 [ "$code" = 401 ] || fail "GET /status without a token answered HTTP $code, not 401"
@@ -261,11 +274,9 @@ name="$(guest hostname)"
 [ "$name" = "$hostname_seeded" ] || fail "host name is '$name', not the seed's $hostname_seeded"
 root_pw="$(guest sudo -n passwd -S root | cut -d' ' -f2)"
 [ "$root_pw" = L ] || fail "root's password is not locked (passwd -S: $root_pw)"
-if [ "$seed" = nocloud ]; then
-    guest "ip -4 -o addr show client0" | grep -q "inet $guest_ip/24" || fail "client0 does not have the seed's $guest_ip/24"
-fi
+guest "ip -4 -o addr show client0" | grep -q "inet $guest_ip/24" || fail "client0 does not have the seed's $guest_ip/24"
 if guest sudo -n test -e /etc/vmcuda/tenant-default.token; then fail "vmcudad-prestart made tenant 'default' though the seed gave one"; fi
-say "SSH with the seeded key as vmcuda-admin: host name $name, root locked, $([ "$seed" = nocloud ] && echo "client0 $guest_ip/24, ")no generated tenant"
+say "SSH with the seeded key as vmcuda-admin: host name $name, root locked, client0 $guest_ip/24, no generated tenant"
 set +e
 pw_out="$(ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile="$work/known_hosts" -o ConnectTimeout=10 \
     -o PreferredAuthentications=password,keyboard-interactive -o PubkeyAuthentication=no -p "$ssh_port" vmcuda-admin@127.0.0.1 true 2>&1)"

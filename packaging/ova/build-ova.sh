@@ -223,7 +223,9 @@ in_chroot systemctl enable vmcuda-firstboot.service >/dev/null 2>&1 || die "cann
 # Every deployed VM makes its own SSH host keys (cloud-init does; ssh-keygen -A if it did not run).
 rm -f "$rootfs"/etc/ssh/ssh_host_*
 mkdir -p "$rootfs/etc/systemd/system/ssh.service.d"
-printf '[Service]\nExecStartPre=/usr/bin/ssh-keygen -A\n' > "$rootfs/etc/systemd/system/ssh.service.d/10-vmcuda-host-keys.conf"
+# (ExecStartPre= empties Debian's list, whose `sshd -t` would fail first without keys, then puts it back after)
+printf '[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen -A\nExecStartPre=/usr/sbin/sshd -t\n' \
+    > "$rootfs/etc/systemd/system/ssh.service.d/10-vmcuda-host-keys.conf"
 in_chroot update-initramfs -u -k all > "$work/initramfs.log" 2>&1 || { cat "$work/initramfs.log" >&2; die "update-initramfs failed"; }
 in_chroot apt-get clean
 cleanup

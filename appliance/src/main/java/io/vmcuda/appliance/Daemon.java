@@ -267,6 +267,7 @@ public final class Daemon implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        sessions.recordUnfinished(); // whose clean-up did not finish: their records before the JVM goes
         launcher.releaseDisks(); // what could not be released so
         launcher.closeCgroups();
         if (xids != null) xids.close();

@@ -90,9 +90,10 @@ public final class JsonWriter {
         return name(name).value(v);
     }
 
+    /** The document; the generator is closed (its buffers go back to Jackson), so nothing more can be written. */
     @Override
     public String toString() {
-        step(g::flush);
+        step(g::close);
         return out.toString();
     }
 }

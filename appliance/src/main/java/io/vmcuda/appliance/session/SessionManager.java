@@ -54,6 +54,8 @@ public final class SessionManager implements WorkerEvents {
     private final WorkerLauncher launcher;
     private final Path sessionsDir;
     private final SessionRecordLog records;
+    /** Ended sessions whose record waits for their clean-up (finish); the daemon's stop writes what is left. */
+    private final Set<Session> unrecorded = ConcurrentHashMap.newKeySet();
     private final DaemonMetrics metrics;
     private final Refusals refusals;
     private final ScheduledExecutorService timer;
@@ -537,6 +539,7 @@ public final class SessionManager implements WorkerEvents {
         // The worker is PID 1 of its PID namespace (and dies with its launcher): with it gone, nothing of the
         // session runs as its uid. Giving the directory back walks a tree the tenant made: off the event loop. The
         // record comes last: an operator who sees the session ended finds its log back on the state disk.
+        unrecorded.add(s);
         Runnable cleanUp = () -> {
             try {
                 // first what still runs of the session goes (with its cgroup), then what its uid owned
@@ -545,13 +548,7 @@ public final class SessionManager implements WorkerEvents {
                 if (m != null) m.sessionEnded(s);
                 if (s.diskMounted) launcher.releaseDisk(s.dir(), s.logFile()); // after the offers are read from it
             } finally {
-                records.append(s);
-                LOG.info("session " + s.id() + " " + s.state().name().toLowerCase() + ": " + s.program()
-                        + (s.programExitStatus() == null ? " (no exit status reported: killed, _exit(), or its exiting thread made no CUDA call)"
-                                : " exited with status " + s.programExitStatus())
-                        + "; worker exit status " + status + ", " + s.calls() + " calls, " + s.bytesH2d()
-                        + " B to the GPU, " + s.bytesD2h() + " B back"
-                        + (s.abortReason() == null ? "" : " (" + s.abortReason() + ")"));
+                record(s, "");
             }
         };
         try {
@@ -559,6 +556,26 @@ public final class SessionManager implements WorkerEvents {
         } catch (RejectedExecutionException stopping) {
             cleanUp.run(); // the daemon is past its clean-up pool's end: do it here rather than not at all
         }
+    }
+
+    /** Writes the session's record and its "ended" log line, once (the clean-up, or the daemon's stop). */
+    private void record(Session s, String note) {
+        if (!unrecorded.remove(s)) return;
+        records.append(s);
+        LOG.info("session " + s.id() + " " + s.state().name().toLowerCase() + ": " + s.program()
+                + (s.programExitStatus() == null ? " (no exit status reported: killed, _exit(), or its exiting thread made no CUDA call)"
+                        : " exited with status " + s.programExitStatus())
+                + "; worker exit status " + s.exitStatus() + ", " + s.calls() + " calls, " + s.bytesH2d()
+                + " B to the GPU, " + s.bytesD2h() + " B back"
+                + (s.abortReason() == null ? "" : " (" + s.abortReason() + ")") + note);
+    }
+
+    /**
+     * At the daemon's stop, after its clean-up pool had its time: the sessions whose clean-up is still running get
+     * their record now, so that none is lost with the JVM.
+     */
+    public void recordUnfinished() {
+        for (Session s : List.copyOf(unrecorded)) record(s, "; recorded at the daemon's stop, its clean-up unfinished");
     }
 
     private String startFailure(Session s) {
