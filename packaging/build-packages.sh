@@ -278,6 +278,8 @@ install -m 644 "$here/appliance/vmcudad.service" "$adeb/lib/systemd/system/vmcud
 install -m 644 "$here/appliance/vmcuda-gpu-check.service" "$adeb/lib/systemd/system/vmcuda-gpu-check.service"
 ln -s /opt/vmcuda/bin/vmcudad "$adeb/usr/sbin/vmcudad"
 copy_docs "$adeb/usr/share/doc/vmcuda-appliance"
+# the daemon's reference (every key, the sandbox, tenants), which vmcudad --help and configuration.md point to
+install -m 644 "$repo/appliance/CONFIG.md" "$adeb/usr/share/doc/vmcuda-appliance/CONFIG.md"
 strip_and_fix_modes "$adeb/opt/vmcuda"
 # the Grafana dashboard for the appliance's /metrics (import it in Grafana; docs: appliance/CONFIG.md "Admin port")
 install -D -m 0644 "$repo/packaging/grafana/vmcuda-dashboard.json" "$adeb/usr/share/doc/vmcuda-appliance/grafana/vmcuda-dashboard.json"

@@ -103,7 +103,8 @@ for p in ./opt/vmcuda/bin/vmcudad ./opt/vmcuda/jre/bin/java ./opt/vmcuda/native/
          ./opt/vmcuda/client/libvmcuda-client.so ./opt/vmcuda/client/vmcuda-doctor \
          ./opt/vmcuda/libexec/vmcuda-gpu-check ./opt/vmcuda/libexec/vmcudad-prestart \
          ./lib/systemd/system/vmcudad.service ./lib/systemd/system/vmcuda-gpu-check.service \
-         ./etc/vmcuda/vmcudad.properties ./var/lib/vmcuda/ './usr/sbin/vmcudad -> /opt/vmcuda/bin/vmcudad'; do
+         ./etc/vmcuda/vmcudad.properties ./var/lib/vmcuda/ './usr/sbin/vmcudad -> /opt/vmcuda/bin/vmcudad' \
+         ./usr/share/doc/vmcuda-appliance/CONFIG.md; do
     grep -Fqx "root/root $p" "$work/appliance.list" || fail "appliance file list lacks $p"
     ok
 done

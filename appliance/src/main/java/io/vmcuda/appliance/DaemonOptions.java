@@ -25,22 +25,23 @@ public record DaemonOptions(InetSocketAddress listen, InetSocketAddress admin, P
             "               [--etcd http://HOST:2379[,...]]",
             "       vmcudad --hash-token [TOKEN] | --new-token | --version | --help",
             "       vmcudad cache seed [--state-dir DIR] [--config FILE] FILE...   (CUDA libraries' module images,",
-            "                    public in the module cache: appliance/CONFIG.md \"Module cache\")",
+            "                    public in the module cache: CONFIG.md \"Module cache\")",
             "  --listen          client port (default 127.0.0.1:7070)",
             "  --admin           HTTP status/metrics port (default 127.0.0.1:7071)",
             "  --state-dir       binary cache, session logs, worker socket (default ./vmcuda-state)",
-            "  --config          properties file; keys in appliance/CONFIG.md",
+            "  --config          properties file; every key in CONFIG.md",
             "  --worker-lib-dir  directory of libvmcuda-worker.so (default: $VMCUDA_WORKER_LIB_DIR,",
             "                    worker.lib_dir, appliance/target/native in a checkout, <bundle>/native)",
             "  --insecure        allow a non-loopback --listen without tenant tokens (anyone who can reach",
             "                    the port may run code on the GPUs)",
             "  --log-level       error, warn, info (default) or debug; the properties key log.level likewise",
             "  --etcd            join the pool of appliances on this etcd (the properties key cluster.etcd",
-            "                    likewise; appliance/CONFIG.md \"Pool of appliances\")",
+            "                    likewise; CONFIG.md \"Pool of appliances\")",
             "  --hash-token      print the tenant.NAME.token_sha256 value of TOKEN (or of the line on stdin)",
             "  --new-token       print a new random token and its tenant.NAME.token_sha256 line",
             "Running sessions end when the daemon stops: on SIGTERM it stops accepting, sends its workers",
-            "SIGTERM, and SIGKILL to those still alive after worker.stop_grace_s.");
+            "SIGTERM, and SIGKILL to those still alive after worker.stop_grace_s.",
+            "CONFIG.md: /usr/share/doc/vmcuda-appliance/CONFIG.md (package), appliance/CONFIG.md (source).");
 
     public static DaemonOptions defaults() {
         return new DaemonOptions(hostPort("127.0.0.1:7070"), hostPort("127.0.0.1:7071"), Path.of("vmcuda-state"),
