@@ -39,7 +39,8 @@ spec=/var/run/cdi/vmcuda-test-$$.yaml
 device="test-$$"
 daemon=""
 finish() {
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+    # (a failing last command of an && list would end this trap under set -e before the clean-up below)
+    if [ -n "$daemon" ]; then kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null || true; fi
     rm -f "$spec"
     if $keep; then echo "test-container-cdi: work files kept in $work"; else rm -rf "$work"; fi
 }

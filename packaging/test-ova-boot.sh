@@ -65,7 +65,8 @@ say() { printf '[boot %4ds] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 work="$(mktemp -d /tmp/vmcuda-ova-boot.XXXXXX)"
 qemu_pid=""
 finish() {
-    [ -n "$qemu_pid" ] && kill "$qemu_pid" 2>/dev/null && wait "$qemu_pid" 2>/dev/null
+    # (a failing last command of an && list would end this trap under set -e before the clean-up below)
+    if [ -n "$qemu_pid" ]; then kill "$qemu_pid" 2>/dev/null; wait "$qemu_pid" 2>/dev/null || true; fi
     if $keep; then echo "test-ova-boot: work files kept in $work"; else rm -rf "$work"; fi
 }
 trap finish EXIT
