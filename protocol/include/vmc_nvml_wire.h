@@ -50,6 +50,8 @@ struct vmc_nvml_answer {
 };
 
 _Static_assert(sizeof(struct vmc_nvml_answer) == 376, "vmc_nvml_answer changed: both ends must agree");
+/* the name cuda-driver.spec's layouts give it (a layout field's type is one word) */
+typedef struct vmc_nvml_answer vmc_nvml_answer_t;
 
 /* NVML's text form of a GPU UUID ("GPU-" and the 16 bytes of CUuuid as 8-4-4-4-12 hex digits). Both ends
  * write it, the worker to find its GPU in its own NVML and the client to answer nvmlDeviceGetUUID, and the

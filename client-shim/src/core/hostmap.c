@@ -14,6 +14,7 @@
 #include "shim_call.h"
 #include "shim_shm.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 #include "vmc_wire.h"
 
 struct mapping {
@@ -61,7 +62,7 @@ static void detach(uintptr_t base) {
     struct vmc_call c;
     if (vmc_call_begin(&c, VMC_DRV_vmc_drv_HostMapDetach, 0) != cudaSuccess)
         return;
-    vmc_arg_u64(&c, base);
+    vmc_put_client_address(vmc_call_args(&c), &(struct vmc_client_address){.address = base});
     (void)vmc_call_finish(&c); /* a worker that is gone has let go of it anyway */
 }
 
@@ -104,11 +105,12 @@ static cudaError_t attach(const char *path, uintptr_t base, size_t bytes, uint64
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_DRV_vmc_drv_HostMapAttach, 0);
     if (st == cudaSuccess) {
-        vmc_arg_str(&c, path);
-        vmc_arg_u64(&c, bytes);
-        vmc_arg_u64(&c, (uint64_t)base);
+        vmc_put_hostmap_attach_args(vmc_call_args(&c), &(struct vmc_hostmap_attach_args){
+            .path_bytes = (uint32_t)strlen(path), .path = path, .size = bytes, .client_address = (uint64_t)base});
         st = vmc_call_finish(&c);
-        *device = vmc_ret_u64(&c);
+        struct vmc_device_address r;
+        vmc_get_device_address(&c.reply, &r);
+        *device = r.address;
         if (st == cudaSuccess && !vmc_call_reply_ok(&c)) {
             detach(base); /* the worker did map and register it: it must let go, or its pinned pages leak */
             st = cudaErrorUnknown;
@@ -334,12 +336,9 @@ cudaError_t vmc_hostmap_copy(uint64_t device, const void *host, size_t count, ui
     cudaError_t st = vmc_call_begin_ex(&c, VMC_DRV_vmc_drv_MappedCopy, async, !(mode & COPY_DRIVER));
     if (st != cudaSuccess)
         return st;
-    vmc_arg_u64(&c, device);
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)host);
-    vmc_arg_u64(&c, count);
-    vmc_arg_u64(&c, stream);
-    vmc_arg_u8(&c, (uint8_t)mode);
-    vmc_arg_u8(&c, (uint8_t)(to_device != 0));
+    vmc_put_mapped_copy_args(vmc_call_args(&c), &(struct vmc_mapped_copy_args){
+        .device = device, .client_address = (uint64_t)(uintptr_t)host, .count = count, .stream = stream, .mode = (uint8_t)mode,
+        .to_device = to_device != 0});
     return vmc_call_finish(&c);
 }
 

@@ -75,11 +75,10 @@ static void *callback_thread(void *arg) {
         st = vmc_call_finish(&c);
         if (st != cudaSuccess)
             return NULL; /* the session is over (or the worker refused the channel) */
-        uint64_t token = 0, id = 0;
-        uint32_t status = 0;
-        vmc_ret_pointee(&c, &token, sizeof token);
-        vmc_ret_pointee(&c, &id, sizeof id);
-        vmc_ret_pointee(&c, &status, sizeof status);
+        struct vmc_host_callback_due due;
+        vmc_get_host_callback_due(&c.reply, &due);
+        uint64_t token = due.token, id = due.id;
+        uint32_t status = due.status;
         pthread_mutex_lock(&lock);
         struct entry *e = take(id);
         pthread_mutex_unlock(&lock);

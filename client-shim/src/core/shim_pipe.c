@@ -10,6 +10,7 @@
 #include "shim_session.h"
 #include "shim_shm.h"
 #include "vmc_api.h"
+#include "vmc_internal.h"
 
 /* Each direction's ring. A call frame is at most a few hundred bytes and an upload that is not bulk
  * (below VMC_SHM_MIN_BYTES, which the DMA ring carries) at most 256 KiB: 1 MiB holds several in flight. */
@@ -32,8 +33,8 @@ void vmc_pipe_attach(struct vmc_conn *conn) {
     cudaError_t st = vmc_pipe_format(base, size, PIPE_CAPACITY) == 0 ? vmc_call_begin_ex(&c, VMC_API_vmc_PipeAttach, 0, 0)
                                                                      : cudaErrorInvalidValue;
     if (st == cudaSuccess) {
-        vmc_arg_str(&c, path);
-        vmc_arg_u64(&c, size);
+        vmc_put_pipe_file_args(vmc_call_args(&c),
+                               &(struct vmc_pipe_file_args){.path_bytes = (uint32_t)strlen(path), .path = path, .size = size});
         st = vmc_call_finish(&c);
     }
     unlink(path);

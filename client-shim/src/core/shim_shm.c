@@ -205,10 +205,8 @@ static struct vmc_ring *attach_file(void) {
     struct vmc_call c;
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_ShmAttach, 0);
     if (st == cudaSuccess) {
-        vmc_arg_str(&c, path);
-        vmc_arg_u64(&c, size);
-        vmc_arg_u32(&c, SLOTS);
-        vmc_arg_u64(&c, slot_size);
+        vmc_put_ring_file_args(vmc_call_args(&c), &(struct vmc_ring_file_args){
+            .path_bytes = (uint32_t)strlen(path), .path = path, .size = size, .slots = SLOTS, .slot_size = slot_size});
         st = vmc_call_finish(&c);
     }
     unlink(path);

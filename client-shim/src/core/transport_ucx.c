@@ -325,23 +325,22 @@ struct vmc_ring *vmc_ucx_attach(void) {
         return NULL;
     vmc_put_ucx_attach_args(vmc_call_args(&c), &(struct vmc_ucx_attach_args){.slots = SLOTS, .slot_size = vmc_block_size()});
     st = vmc_call_finish(&c);
+    struct vmc_ucx_attach_reply r;
+    vmc_get_ucx_attach_reply(&c.reply, &r);
     char why[240];
     if (st != cudaSuccess) {
-        size_t n = c.replied && c.reply.len > c.reply.pos ? c.reply.len - c.reply.pos : 0;
-        if (n)
-            snprintf(why, sizeof why, "the appliance says: %.*s", (int)(n < 200 ? n : 200), (const char *)c.reply.data + c.reply.pos);
+        if (vmc_call_reply_ok(&c) && r.why_bytes)
+            snprintf(why, sizeof why, "the appliance says: %.*s", (int)(r.why_bytes < 200 ? r.why_bytes : 200), (const char *)r.why);
         else
             snprintf(why, sizeof why, "the appliance gave this connection no UCX ring (%s)",
                      vmc_error_text(st) ? vmc_error_text(st)->name : VMC_UNKNOWN_ERROR_NAME);
         say_not_used(why);
         return NULL;
     }
-    uint64_t base = vmc_in_u64(&c.reply);
-    uint32_t rkey_len = vmc_in_u32(&c.reply), address_len = vmc_in_u32(&c.reply);
-    const uint8_t *rkey = vmc_in_view(&c.reply, rkey_len), *address = vmc_in_view(&c.reply, address_len);
-    uint32_t segments_len = vmc_in_u32(&c.reply);
-    const uint8_t *segments = vmc_in_view(&c.reply, segments_len);
-    if (c.reply.bad || !rkey || !address || !rkey_len || !address_len || segments_len >= 32) {
+    uint64_t base = r.remote_base;
+    uint32_t rkey_len = r.rkey_bytes, address_len = r.address_bytes, segments_len = r.segments_bytes;
+    const uint8_t *rkey = r.rkey, *address = r.address, *segments = r.segments;
+    if (!vmc_call_reply_ok(&c) || !rkey || !address || !rkey_len || !address_len || segments_len >= 32) {
         say_not_used("the appliance's answer to the UCX attach is malformed");
         return NULL;
     }

@@ -8,6 +8,7 @@
 #include "drv.h"
 #include "drv_call.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
 
 struct capture_arrays {
@@ -26,17 +27,17 @@ static CUresult capture_info(uint32_t id, CUstream stream, int per_thread, CUstr
     CUresult st = vmc_drv_call_begin(&c, id, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
-    vmc_arg_u8(&c, (uint8_t)per_thread);
+    vmc_put_capture_info_args(vmc_call_args(&c), &(struct vmc_capture_info_args){
+        .stream = (uint64_t)(uintptr_t)stream, .per_thread = (uint8_t)per_thread});
     st = (CUresult)vmc_call_finish(&c);
     if (st != CUDA_SUCCESS)
         return st;
-    CUstreamCaptureStatus status = (CUstreamCaptureStatus)vmc_ret_u32(&c);
-    uint64_t capture_id = 0, graph = 0;
-    vmc_ret_pointee(&c, &capture_id, sizeof capture_id);
-    vmc_ret_pointee(&c, &graph, sizeof graph);
-    uint32_t n = vmc_ret_u32(&c);
-    if (n > VMC_MAX_CAPTURE_DEPENDENCIES)
+    struct vmc_capture_info_reply r;
+    vmc_get_capture_info_reply(&c.reply, &r);
+    CUstreamCaptureStatus status = (CUstreamCaptureStatus)r.status;
+    uint64_t capture_id = r.id, graph = r.graph;
+    uint32_t n = r.n;
+    if (n > VMC_MAX_CAPTURE_DEPENDENCIES || !vmc_call_reply_ok(&c))
         return CUDA_ERROR_UNKNOWN;
     if (n > arrays.cap) {
         CUgraphNode *nodes = realloc(arrays.nodes, n * sizeof *nodes);
@@ -49,15 +50,9 @@ static CUresult capture_info(uint32_t id, CUstream stream, int per_thread, CUstr
             return CUDA_ERROR_OUT_OF_MEMORY;
         arrays.cap = n;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t node = 0;
-        vmc_ret_pointee(&c, &node, sizeof node);
-        arrays.nodes[i] = (CUgraphNode)(uintptr_t)node;
-    }
     for (uint32_t i = 0; i < n; i++)
-        vmc_ret_pointee(&c, &arrays.edges[i], sizeof arrays.edges[i]);
-    if (!vmc_call_reply_ok(&c))
-        return CUDA_ERROR_UNKNOWN;
+        arrays.nodes[i] = (CUgraphNode)(uintptr_t)vmc_capture_info_reply_nodes_at(&r, i);
+    memcpy(arrays.edges, r.edges, n * sizeof arrays.edges[0]);
     /* as the driver: a caller that cannot take edge data (the older ABIs, or no edgeData_out) while some
      * edge is not a plain one gets CUDA_ERROR_LOSSY_QUERY */
     static const CUgraphEdgeData plain;

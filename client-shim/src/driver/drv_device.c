@@ -11,6 +11,7 @@
 
 #include "drv_call.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 
 static struct vmc_drv_snapshot snapshot;
 static pthread_once_t snapshot_once = PTHREAD_ONCE_INIT;
@@ -27,33 +28,30 @@ static void load(void) {
         snapshot.init_status = st; /* no session: every device query fails as cuInit does */
         return;
     }
-    snapshot.driver_version = (int)vmc_ret_u32(&c);
-    snapshot.init_status = (CUresult)vmc_ret_u32(&c);
-    uint32_t n = vmc_ret_u32(&c), n_attrs = vmc_ret_u32(&c);
-    if (n > VMC_DRV_MAX_DEVICES)
-        n = VMC_DRV_MAX_DEVICES;
+    static struct vmc_snapshot_device wire[VMC_DRV_MAX_DEVICES]; /* once per process (pthread_once): off the stack */
+    struct vmc_snapshot_reply r = {.devices = wire, .devices_room = VMC_DRV_MAX_DEVICES};
+    vmc_get_snapshot_reply(&c.reply, &r);
+    uint32_t n = vmc_call_reply_ok(&c) ? r.n_devices : 0;
+    snapshot.driver_version = (int)r.driver_version;
+    snapshot.init_status = (CUresult)r.init_status;
     for (uint32_t d = 0; d < n; d++) {
         struct vmc_drv_device *dev = &snapshot.devices[d];
-        vmc_ret_pointee(&c, dev->name, sizeof dev->name);
+        const struct vmc_snapshot_device *w = &wire[d];
+        memcpy(dev->name, w->name, sizeof dev->name);
         dev->name[sizeof dev->name - 1] = 0;
-        vmc_ret_pointee(&c, &dev->uuid, sizeof dev->uuid);
-        vmc_ret_pointee(&c, dev->luid, sizeof dev->luid);
-        dev->luid_mask = vmc_ret_u32(&c);
-        dev->luid_status = (CUresult)vmc_ret_u32(&c);
-        vmc_ret_pointee(&c, &dev->total_mem, sizeof dev->total_mem);
-        vmc_ret_pointee(&c, dev->pci_bus_id, sizeof dev->pci_bus_id);
+        memcpy(&dev->uuid, w->uuid, sizeof dev->uuid);
+        memcpy(dev->luid, w->luid, sizeof dev->luid);
+        dev->luid_mask = w->luid_mask;
+        dev->luid_status = (CUresult)w->luid_status;
+        dev->total_mem = w->total_memory;
+        memcpy(dev->pci_bus_id, w->pci_bus_id, sizeof dev->pci_bus_id);
         dev->pci_bus_id[sizeof dev->pci_bus_id - 1] = 0;
-        for (uint32_t a = 0; a < n_attrs; a++) {
-            CUresult as = (CUresult)vmc_ret_u32(&c);
-            int value = (int)vmc_ret_u32(&c);
-            if (a < CU_DEVICE_ATTRIBUTE_MAX) {
-                dev->attr_status[a] = as;
-                dev->attr[a] = value;
-            }
+        for (uint32_t a = 0; a < CU_DEVICE_ATTRIBUTE_MAX; a++) {
+            /* attributes the appliance's driver does not know (an older one) */
+            dev->attr_status[a] = a < w->n_attributes ? (CUresult)vmc_snapshot_device_attribute_status_at(w, a)
+                                                      : CUDA_ERROR_INVALID_VALUE;
+            dev->attr[a] = a < w->n_attributes ? (int)vmc_snapshot_device_attribute_value_at(w, a) : 0;
         }
-        /* attributes the appliance's driver does not know (an older one) */
-        for (uint32_t a = n_attrs; a < CU_DEVICE_ATTRIBUTE_MAX; a++)
-            dev->attr_status[a] = CUDA_ERROR_INVALID_VALUE;
     }
     if (!vmc_call_reply_ok(&c)) {
         fprintf(stderr, "vmcuda: the appliance's description of its GPUs was malformed; reporting none\n");

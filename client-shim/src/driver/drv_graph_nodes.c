@@ -14,6 +14,7 @@
 #include "drv_call.h"
 #include "drv_launch.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
 
 static int told_type, told_host_copy;
@@ -55,22 +56,24 @@ static CUresult prepare(const CUgraphNodeParams *p, struct prepared *out) {
 }
 
 /* The node's type, then a kernel's handle, context, dimensions and argument bytes, or any other type's
- * parameter union as it is. */
-static void send_params(struct vmc_call *c, const struct prepared *n) {
+ * parameter union as it is (graph_node in cuda-driver.spec). */
+static struct vmc_graph_node wire_node(const struct prepared *n) {
     const CUgraphNodeParams *p = n->p;
-    vmc_arg_u32(c, (uint32_t)p->type);
+    struct vmc_graph_node w = {.type = (uint32_t)p->type};
     if (p->type != CU_GRAPH_NODE_TYPE_KERNEL) {
-        vmc_arg(c, p->reserved1, sizeof p->reserved1);
-        return;
+        _Static_assert(sizeof w.raw == sizeof p->reserved1, "graph_node.raw is CUgraphNodeParams.reserved1");
+        memcpy(w.raw, p->reserved1, sizeof w.raw);
+        return w;
     }
     const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->kernel;
-    vmc_arg_u64(c, (uint64_t)(uintptr_t)n->f);
-    vmc_arg_u8(c, (uint8_t)n->kind);
-    vmc_arg_u64(c, (uint64_t)(uintptr_t)k->ctx);
+    w.function = (uint64_t)(uintptr_t)n->f;
+    w.kind = (uint8_t)n->kind;
+    w.context = (uint64_t)(uintptr_t)k->ctx;
     uint32_t dims[7] = {k->gridDimX, k->gridDimY, k->gridDimZ, k->blockDimX, k->blockDimY, k->blockDimZ, k->sharedMemBytes};
-    vmc_arg(c, dims, sizeof dims);
-    vmc_arg_u32(c, (uint32_t)n->size);
-    vmc_arg(c, n->args, n->size);
+    memcpy(w.dims, dims, sizeof dims);
+    w.params_bytes = (uint32_t)n->size;
+    w.params = n->args;
+    return w;
 }
 
 /* Parameters are checked and laid out before the call starts, so a refusal sends nothing. */
@@ -88,23 +91,20 @@ static CUresult add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraph
             free(node_params.args);
         return st;
     }
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)hGraph);
-    vmc_arg_u32(&c, (uint32_t)n);
-    for (size_t i = 0; i < n; i++)
-        vmc_arg_u64(&c, (uint64_t)(uintptr_t)dependencies[i]);
-    vmc_arg_u8(&c, edges != NULL);
-    if (edges)
-        vmc_arg(&c, edges, n * sizeof *edges);
-    send_params(&c, &node_params);
+    _Static_assert(sizeof(CUgraphNode) == sizeof(uint64_t), "handles travel as 64-bit numbers");
+    vmc_put_graph_add_node_args(vmc_call_args(&c), &(struct vmc_graph_add_node_args){
+        .graph = (uint64_t)(uintptr_t)hGraph, .n_dependencies = (uint32_t)n, .dependencies = dependencies,
+        .n_edges = edges ? (uint32_t)n : 0, .edges = edges, .node = wire_node(&node_params)});
     st = (CUresult)vmc_call_finish(&c);
     if (node_params.owned)
         free(node_params.args);
     if (st != CUDA_SUCCESS)
         return st;
-    uint64_t node = vmc_ret_u64(&c);
+    struct vmc_graph_node_handle r;
+    vmc_get_graph_node_handle(&c.reply, &r);
     if (!vmc_call_reply_ok(&c))
         return CUDA_ERROR_UNKNOWN;
-    *phGraphNode = (CUgraphNode)(uintptr_t)node;
+    *phGraphNode = (CUgraphNode)(uintptr_t)r.node;
     return CUDA_SUCCESS;
 }
 
@@ -118,10 +118,9 @@ static CUresult set_params(CUgraphExec exec, CUgraphNode node, const CUgraphNode
     if (st == CUDA_SUCCESS)
         st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_GraphSetNodeParams, 0);
     if (st == CUDA_SUCCESS) {
-        vmc_arg_u8(&c, (uint8_t)(on_exec != 0));
-        vmc_arg_u64(&c, (uint64_t)(uintptr_t)exec);
-        vmc_arg_u64(&c, (uint64_t)(uintptr_t)node);
-        send_params(&c, &n);
+        vmc_put_graph_set_node_params_args(vmc_call_args(&c), &(struct vmc_graph_set_node_params_args){
+            .on_exec = on_exec != 0, .exec = (uint64_t)(uintptr_t)exec, .node_handle = (uint64_t)(uintptr_t)node,
+            .node = wire_node(&n)});
         st = (CUresult)vmc_call_finish(&c);
     }
     if (n.owned)

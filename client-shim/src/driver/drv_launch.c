@@ -13,6 +13,7 @@
 #include "drv_device.h"
 #include "drv_launch.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
 
 CUresult vmc_forward_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name);
@@ -197,21 +198,20 @@ static CUresult name_of(const char **name, const void *handle, unsigned kind) {
     CUresult st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_FunctionName, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)handle);
-    vmc_arg_u8(&c, (uint8_t)kind);
+    vmc_put_function_args(vmc_call_args(&c),
+                          &(struct vmc_function_args){.handle = (uint64_t)(uintptr_t)handle, .kind = (uint8_t)kind});
     st = (CUresult)vmc_call_finish(&c);
     if (st != CUDA_SUCCESS)
         return st;
-    uint32_t n = vmc_ret_u32(&c);
-    char *s = n < (1u << 16) ? malloc((size_t)n + 1) : NULL;
+    struct vmc_function_name_reply r;
+    vmc_get_function_name_reply(&c.reply, &r);
+    if (!vmc_call_reply_ok(&c) || r.name_bytes >= (1u << 16))
+        return CUDA_ERROR_UNKNOWN;
+    char *s = malloc((size_t)r.name_bytes + 1);
     if (!s)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    vmc_ret_pointee(&c, s, n);
-    s[n] = 0;
-    if (!vmc_call_reply_ok(&c)) {
-        free(s);
-        return CUDA_ERROR_UNKNOWN;
-    }
+    memcpy(s, r.name, r.name_bytes);
+    s[r.name_bytes] = 0;
     /* the driver's string lives as long as the module; ours as long as the process */
     vmc_drv_cache_put(&names, (uint64_t)(uintptr_t)handle, kind, 0, (uint64_t)(uintptr_t)s);
     *name = s;
@@ -251,13 +251,14 @@ static CUresult fetch_layout(const void *f, unsigned kind) {
     CUresult st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_ParamLayout, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)f);
-    vmc_arg_u8(&c, (uint8_t)kind);
+    vmc_put_function_args(vmc_call_args(&c), &(struct vmc_function_args){.handle = (uint64_t)(uintptr_t)f, .kind = (uint8_t)kind});
     st = (CUresult)vmc_call_finish(&c);
     if (st != CUDA_SUCCESS)
         return st;
-    uint32_t n = vmc_ret_u32(&c);
-    if (n > VMC_MAX_PARAMS)
+    struct vmc_param_layout_reply r;
+    vmc_get_param_layout_reply(&c.reply, &r);
+    uint32_t n = r.n;
+    if (n > VMC_MAX_PARAMS || !vmc_call_reply_ok(&c))
         return CUDA_ERROR_UNKNOWN;
     struct layout *l = malloc(sizeof *l + 2 * (size_t)n * sizeof(uint32_t));
     if (!l)
@@ -266,13 +267,13 @@ static CUresult fetch_layout(const void *f, unsigned kind) {
     l->extent = 0;
     uint32_t *sizes = l->offset + n;
     for (uint32_t i = 0; i < n; i++) {
-        l->offset[i] = vmc_ret_u32(&c);
-        sizes[i] = vmc_ret_u32(&c);
+        l->offset[i] = vmc_param_layout_reply_offsets_at(&r, i);
+        sizes[i] = vmc_param_layout_reply_sizes_at(&r, i);
         if (l->offset[i] + (uint64_t)sizes[i] > l->extent)
             l->extent = l->offset[i] + sizes[i];
     }
-    uint64_t max_threads = vmc_ret_u32(&c), max_shared = vmc_ret_u32(&c);
-    if (!vmc_call_reply_ok(&c) || l->extent > 64 * 1024) {
+    uint64_t max_threads = r.max_threads_per_block, max_shared = r.max_dynamic_shared;
+    if (l->extent > 64 * 1024) {
         free(l);
         return CUDA_ERROR_UNKNOWN;
     }
@@ -407,15 +408,9 @@ CUresult vmc_drv_kernel_arguments(const void *f, void **kernelParams, void **ext
 }
 
 /* The grid part of a launch configuration, as the worker reads it (read_grid in worker_driver.c). */
-static void arg_grid(struct vmc_call *c, const struct grid *g, CUstream stream) {
-    vmc_arg_u32(c, g->gx);
-    vmc_arg_u32(c, g->gy);
-    vmc_arg_u32(c, g->gz);
-    vmc_arg_u32(c, g->bx);
-    vmc_arg_u32(c, g->by);
-    vmc_arg_u32(c, g->bz);
-    vmc_arg_u32(c, g->shared);
-    vmc_arg_u64(c, (uint64_t)(uintptr_t)stream);
+static struct vmc_launch_grid wire_grid(const struct grid *g, CUstream stream) {
+    return (struct vmc_launch_grid){.grid = {g->gx, g->gy, g->gz}, .block = {g->bx, g->by, g->bz}, .shared_mem = g->shared,
+                                    .stream = (uint64_t)(uintptr_t)stream};
 }
 
 static CUresult launch(const void *f, const struct grid *g, CUstream stream, void **kernelParams, void **extra,
@@ -437,14 +432,9 @@ static CUresult launch(const void *f, const struct grid *g, CUstream stream, voi
     struct vmc_call c;
     st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_Launch, 1);
     if (st == CUDA_SUCCESS) {
-        vmc_arg_u64(&c, (uint64_t)(uintptr_t)f);
-        vmc_arg_u8(&c, (uint8_t)kind);
-        arg_grid(&c, g, stream);
-        vmc_arg_u8(&c, (uint8_t)flags);
-        vmc_arg_u32(&c, n_attrs);
-        vmc_arg(&c, attrs, n_attrs * sizeof *attrs);
-        vmc_arg_u32(&c, (uint32_t)size);
-        vmc_arg(&c, buf, size);
+        vmc_put_drv_launch_args(vmc_call_args(&c), &(struct vmc_drv_launch_args){
+            .function = (uint64_t)(uintptr_t)f, .kind = (uint8_t)kind, .grid = wire_grid(g, stream), .flags = (uint8_t)flags,
+            .n_attrs = n_attrs, .attrs = attrs, .params_bytes = (uint32_t)size, .params = buf});
         st = (CUresult)vmc_call_finish(&c);
     }
     if (owned)
@@ -529,17 +519,17 @@ static CUresult cluster_occupancy(uint32_t id, int *value, CUfunction func, cons
     CUresult st = vmc_drv_call_begin(&c, id, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)func);
-    arg_grid(&c, &g, config->hStream);
-    vmc_arg_u32(&c, config->numAttrs);
-    vmc_arg(&c, config->attrs, config->numAttrs * sizeof *config->attrs);
+    vmc_put_cluster_occupancy_args(vmc_call_args(&c), &(struct vmc_cluster_occupancy_args){
+        .function = (uint64_t)(uintptr_t)func, .grid = wire_grid(&g, config->hStream), .n_attrs = config->numAttrs,
+        .attrs = config->attrs});
     st = (CUresult)vmc_call_finish(&c);
     if (st != CUDA_SUCCESS)
         return st;
-    int v = (int)vmc_ret_u32(&c);
+    struct vmc_int_value r;
+    vmc_get_int_value(&c.reply, &r);
     if (!vmc_call_reply_ok(&c))
         return CUDA_ERROR_UNKNOWN;
-    *value = v;
+    *value = (int)r.value;
     return CUDA_SUCCESS;
 }
 

@@ -16,6 +16,7 @@
 #include "shim_shm.h"
 #include "shim_registry.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
 
 CUresult vmc_forward_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
@@ -235,15 +236,16 @@ static CUmemorytype resolve_unified(CUmemorytype type, CUdeviceptr p) {
 }
 
 /* Both sides on the appliance: the descriptor itself travels (its host fields are never read there). */
-static CUresult on_appliance(unsigned dims, const void *desc, size_t desc_size, CUstream stream, unsigned mode) {
+/* desc: the caller's CUDA_MEMCPY3D when dims is 3, else its CUDA_MEMCPY2D */
+static CUresult on_appliance(unsigned dims, const void *desc, CUstream stream, unsigned mode) {
     struct vmc_call c;
     CUresult st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_MemcpyOnAppliance, (mode & COPY_ASYNC) != 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg_u8(&c, (uint8_t)dims);
-    vmc_arg_u8(&c, (uint8_t)mode);
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)stream);
-    vmc_arg(&c, desc, desc_size);
+    int three_d = dims == 3;
+    vmc_put_on_appliance_copy_args(vmc_call_args(&c), &(struct vmc_on_appliance_copy_args){
+        .dims = (uint8_t)dims, .mode = (uint8_t)mode, .stream = (uint64_t)(uintptr_t)stream, .n_2d = !three_d,
+        .copy_2d = three_d ? NULL : desc, .n_3d = three_d, .copy_3d = three_d ? desc : NULL});
     return (CUresult)vmc_call_finish(&c);
 }
 
@@ -271,7 +273,7 @@ static CUresult box(const struct side *host, const struct side *dev, int to_devi
 }
 
 static CUresult copy_boxes(struct side *src, struct side *dst, size_t w, size_t h, size_t d, unsigned dims,
-                           const void *desc, size_t desc_size, CUstream stream, unsigned mode) {
+                           const void *desc, CUstream stream, unsigned mode) {
     if (src->type == CU_MEMORYTYPE_HOST && dst->type == CU_MEMORYTYPE_HOST) {
         for (size_t k = 0; k < d; k++)
             for (size_t r = 0; r < h; r++)
@@ -283,7 +285,7 @@ static CUresult copy_boxes(struct side *src, struct side *dst, size_t w, size_t 
         return box(src, dst, 1, w, h, d, stream, mode);
     if (dst->type == CU_MEMORYTYPE_HOST)
         return box(dst, src, 0, w, h, d, stream, mode);
-    return on_appliance(dims, desc, desc_size, stream, mode);
+    return on_appliance(dims, desc, stream, mode);
 }
 
 /* One side of a 2-D/3-D copy as the driver means it: a unified address becomes host memory of this process
@@ -306,7 +308,7 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, unsigned mode, 
     q.dstHost = (void *)dst;
     struct side s = {q.srcMemoryType, q.srcHost, q.srcDevice, q.srcArray, q.srcXInBytes, q.srcY, 0, q.srcPitch, q.Height};
     struct side t = {q.dstMemoryType, q.dstHost, q.dstDevice, q.dstArray, q.dstXInBytes, q.dstY, 0, q.dstPitch, q.Height};
-    return copy_boxes(&s, &t, q.WidthInBytes, q.Height, 1, dims, &q, sizeof q, stream, mode);
+    return copy_boxes(&s, &t, q.WidthInBytes, q.Height, 1, dims, &q, stream, mode);
 }
 
 static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream stream, unsigned mode) {
@@ -324,7 +326,7 @@ static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream stream, unsigned mode) 
                      q.srcHeight};
     struct side t = {q.dstMemoryType, q.dstHost, q.dstDevice, q.dstArray, q.dstXInBytes, q.dstY, q.dstZ, q.dstPitch,
                      q.dstHeight};
-    return copy_boxes(&s, &t, q.WidthInBytes, q.Height, q.Depth, 3, &q, sizeof q, stream, mode);
+    return copy_boxes(&s, &t, q.WidthInBytes, q.Height, q.Depth, 3, &q, stream, mode);
 }
 
 __attribute__((visibility("default"))) CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) { return copy_2d(pCopy, 0, 0, 2); }
@@ -600,18 +602,18 @@ __attribute__((visibility("default"))) CUresult cuPointerGetAttributes(unsigned 
     CUresult st = vmc_drv_call_begin(&c, VMC_DRV_cuPointerGetAttributes, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg_u32(&c, numAttributes);
-    for (unsigned i = 0; i < numAttributes; i++)
-        vmc_arg_u32(&c, (uint32_t)attributes[i]);
-    vmc_arg_u64(&c, ptr);
+    _Static_assert(sizeof(CUpointer_attribute) == sizeof(uint32_t), "attributes travel as 32-bit numbers");
+    vmc_put_pointer_attributes_args(vmc_call_args(&c), &(struct vmc_pointer_attributes_args){
+        .n = numAttributes, .attributes = attributes, .pointer = ptr});
     st = (CUresult)vmc_call_finish(&c);
     if (st != CUDA_SUCCESS)
         return st;
-    for (unsigned i = 0; i < numAttributes; i++) {
-        unsigned char value[VMC_POINTER_ATTR_BYTES];
-        vmc_ret_pointee(&c, value, sizeof value);
+    struct vmc_pointer_attributes_reply r;
+    vmc_get_pointer_attributes_reply(&c.reply, &r);
+    if (!vmc_call_reply_ok(&c) || r.values_bytes != numAttributes * VMC_POINTER_ATTR_BYTES)
+        return CUDA_ERROR_UNKNOWN;
+    for (unsigned i = 0; i < numAttributes; i++)
         if (data[i] && attribute_size(attributes[i]))
-            memcpy(data[i], value, attribute_size(attributes[i]));
-    }
-    return vmc_call_reply_ok(&c) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+            memcpy(data[i], (const unsigned char *)r.values + i * VMC_POINTER_ATTR_BYTES, attribute_size(attributes[i]));
+    return CUDA_SUCCESS;
 }

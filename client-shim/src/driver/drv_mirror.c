@@ -22,6 +22,7 @@
 #include "drv_call.h"
 #include "shim_call.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
 
 struct mirror {
@@ -94,12 +95,13 @@ static CUresult worker_alloc(size_t size, unsigned flags, uint64_t *device) {
     CUresult st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_MirrorAlloc, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg_u64(&c, size);
-    vmc_arg_u32(&c, flags);
+    vmc_put_mirror_alloc_args(vmc_call_args(&c), &(struct vmc_mirror_alloc_args){.size = size, .flags = flags});
     st = (CUresult)vmc_call_finish(&c);
     if (st != CUDA_SUCCESS)
         return st;
-    *device = vmc_ret_u64(&c);
+    struct vmc_device_address r;
+    vmc_get_device_address(&c.reply, &r);
+    *device = r.address;
     return vmc_call_reply_ok(&c) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
 }
 
@@ -107,7 +109,7 @@ static void worker_free(uint64_t device) {
     struct vmc_call c;
     if (vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_MirrorFree, 0) != CUDA_SUCCESS)
         return;
-    vmc_arg_u64(&c, device);
+    vmc_put_device_address(vmc_call_args(&c), &(struct vmc_device_address){.address = device});
     (void)vmc_call_finish(&c); /* a worker that is gone has let go of it anyway */
 }
 

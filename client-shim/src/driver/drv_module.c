@@ -17,6 +17,7 @@
 #include "drv_call.h"
 #include "drv_image_hash.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
 
 #define FATBIN_MAGIC 0xba55ed50u
@@ -121,18 +122,19 @@ static CUresult ask_or_send(const struct image *img, const uint8_t sha[32]) {
     CUresult st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_ImageQuery, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg(&c, sha, 32);
-    vmc_arg_u64(&c, img->size);
+    struct vmc_image_args a = {.size = img->size};
+    memcpy(a.sha256, sha, sizeof a.sha256);
+    vmc_put_image_args(vmc_call_args(&c), &a);
     st = (CUresult)vmc_call_finish(&c);
     if (st != CUDA_SUCCESS)
         return st;
-    int have = vmc_ret_u32(&c) != 0;
-    if (!have) {
+    struct vmc_image_held held;
+    vmc_get_image_held(&c.reply, &held);
+    if (!held.held) {
         st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_ImageUpload, 0);
         if (st != CUDA_SUCCESS)
             return st;
-        vmc_arg(&c, sha, 32);
-        vmc_arg_u64(&c, img->size);
+        vmc_put_image_args(vmc_call_args(&c), &a);
         st = (CUresult)vmc_call_finish_upload(&c, img->bytes, img->size);
         if (st != CUDA_SUCCESS)
             return st;
@@ -194,27 +196,23 @@ static CUresult read_jit_options(unsigned n, CUjit_option *options, void **value
 
 /* Writes the worker's answers back where the driver would: log texts into the caller's buffers, and the
  * values the driver returns in place (log sizes used, wall time). */
-static void write_back(struct vmc_call *c, const struct jit *j) {
-    for (unsigned i = 0; i < j->n; i++) {
-        uint64_t v = vmc_ret_u64(c);
+/* What the driver wrote back: the values of some options (wall time, the logs' sizes) and the logs' text. */
+static void write_back(const struct vmc_module_load_reply *r, const struct jit *j) {
+    for (unsigned i = 0; i < j->n && i < r->n_values; i++) {
         CUjit_option o = j->options[i];
         if (o == CU_JIT_WALL_TIME || o == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES || o == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-            j->values[i] = (void *)(uintptr_t)v;
+            j->values[i] = (void *)(uintptr_t)vmc_module_load_reply_values_at(r, i);
     }
     for (int which = 0; which < 2; which++) {
-        uint32_t n = vmc_ret_u32(c);
+        uint32_t n = which == 0 ? r->info_log_bytes : r->error_log_bytes;
+        const char *text = which == 0 ? r->info_log : r->error_log;
         char *dst = which == 0 ? j->info_log : j->error_log;
         size_t cap = which == 0 ? j->info_size : j->error_size;
-        char *text = n <= VMC_MAX_JIT_LOG ? malloc((size_t)n + 1) : NULL;
-        if (!text)
-            return;
-        vmc_ret_pointee(c, text, n);
         if (dst && cap) {
             size_t m = n < cap - 1 ? n : cap - 1;
             memcpy(dst, text, m);
             dst[m] = 0;
         }
-        free(text);
     }
 }
 
@@ -229,27 +227,31 @@ static CUresult load(enum vmc_drv_load_how how, const struct image *img, const s
     st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_ModuleLoad, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg_u8(&c, (uint8_t)how);
-    vmc_arg_u8(&c, img->wrapper_version);
-    vmc_arg(&c, sha, 32);
     unsigned n = j ? j->n : 0;
-    vmc_arg_u32(&c, n);
+    uint32_t options[VMC_MAX_JIT_OPTIONS];
+    uint64_t values[VMC_MAX_JIT_OPTIONS];
     for (unsigned i = 0; i < n; i++) {
         CUjit_option o = j->options[i];
-        vmc_arg_u32(&c, (uint32_t)o);
+        options[i] = (uint32_t)o;
         /* a log buffer travels as its size: the worker has its own */
         uint64_t v = vmc_jit_option_is_log(o) ? (o == CU_JIT_INFO_LOG_BUFFER ? j->info_size : j->error_size)
                                           : (uint64_t)(uintptr_t)j->values[i];
         if (vmc_jit_option_is_log(o) || o == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES || o == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
             v = v < VMC_MAX_JIT_LOG ? v : VMC_MAX_JIT_LOG;
-        vmc_arg_u64(&c, v);
+        values[i] = v;
     }
+    struct vmc_module_load_args a = {
+        .how = (uint8_t)how, .wrapper_version = img->wrapper_version, .n_options = n, .options = options, .values = values};
+    memcpy(a.sha256, sha, sizeof a.sha256);
+    vmc_put_module_load_args(vmc_call_args(&c), &a);
     st = (CUresult)vmc_call_finish(&c);
-    if (!vmc_call_reply_ok(&c))
-        return st;
-    *handle = vmc_ret_u64(&c);
+    struct vmc_module_load_reply r;
+    vmc_get_module_load_reply(&c.reply, &r);
+    if (!vmc_call_reply_ok(&c) || r.info_log_bytes > VMC_MAX_JIT_LOG || r.error_log_bytes > VMC_MAX_JIT_LOG)
+        return st == CUDA_SUCCESS ? CUDA_ERROR_UNKNOWN : st;
+    *handle = r.handle;
     if (j)
-        write_back(&c, j);
+        write_back(&r, j);
     return st;
 }
 
@@ -389,15 +391,16 @@ __attribute__((visibility("default"))) CUresult cuModuleEnumerateFunctions(CUfun
     CUresult st = vmc_drv_call_begin(&c, VMC_DRV_cuModuleEnumerateFunctions, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg_u32(&c, numFunctions);
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)mod);
+    vmc_put_enumerate_functions_args(vmc_call_args(&c),
+                                     &(struct vmc_enumerate_functions_args){.n = numFunctions, .module = (uint64_t)(uintptr_t)mod});
     st = (CUresult)vmc_call_finish(&c);
     if (st != CUDA_SUCCESS)
         return st;
-    for (unsigned i = 0; i < numFunctions; i++) {
-        uint64_t f = 0;
-        vmc_ret_pointee(&c, &f, sizeof f);
-        functions[i] = (CUfunction)(uintptr_t)f;
-    }
-    return vmc_call_reply_ok(&c) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+    struct vmc_enumerate_functions_reply r;
+    vmc_get_enumerate_functions_reply(&c.reply, &r);
+    if (!vmc_call_reply_ok(&c) || r.n != numFunctions)
+        return CUDA_ERROR_UNKNOWN;
+    for (unsigned i = 0; i < numFunctions; i++)
+        functions[i] = (CUfunction)(uintptr_t)vmc_enumerate_functions_reply_functions_at(&r, i);
+    return CUDA_SUCCESS;
 }

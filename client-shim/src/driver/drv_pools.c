@@ -8,6 +8,7 @@
 #include "drv.h"
 #include "drv_call.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 
 /* The size of an attribute's value: 0 for one this build does not know. */
 static size_t value_size(CUmemPool_attribute attr) {
@@ -35,11 +36,12 @@ static CUresult pool_attribute(uint32_t id, CUmemoryPool pool, CUmemPool_attribu
     CUresult st = vmc_drv_call_begin(&c, id, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)pool);
-    vmc_arg_u32(&c, (uint32_t)attr);
-    vmc_arg_u64(&c, v);
+    vmc_put_pool_attribute_args(vmc_call_args(&c), &(struct vmc_pool_attribute_args){
+        .pool = (uint64_t)(uintptr_t)pool, .attribute = (uint32_t)attr, .value = v});
     st = (CUresult)vmc_call_finish(&c);
-    v = vmc_ret_u64(&c);
+    struct vmc_pool_attribute_value r;
+    vmc_get_pool_attribute_value(&c.reply, &r);
+    v = r.value;
     if (st == CUDA_SUCCESS && !set)
         memcpy(value, &v, n);
     return st;

@@ -15,6 +15,7 @@
 #include "drv_call.h"
 #include "drv_tables.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 
 #define SLOTS 17
 static int told[SLOTS];
@@ -37,13 +38,10 @@ static CUresult set_non_portable_size(CUfunction f, int enable) {
 }
 
 /* A byte array of NVIDIA's answer, in memory of this process that slot 13 (or free) releases. */
-static unsigned char *take_array(struct vmc_call *c) {
-    uint32_t n = vmc_ret_u32(c);
-    if (n > VMC_MAX_CALL_PAYLOAD / 2)
-        return NULL;
+static unsigned char *take_array(const void *bytes, uint32_t n) {
     unsigned char *a = malloc(n ? n : 1);
     if (a)
-        vmc_ret_pointee(c, a, n);
+        memcpy(a, bytes, n);
     return a;
 }
 
@@ -57,11 +55,15 @@ static CUresult tpc_mapping(unsigned char **vgpc, unsigned char **mtpc) {
     st = (CUresult)vmc_call_finish(&c);
     if (st != CUDA_SUCCESS)
         return st;
-    unsigned char *v = take_array(&c), *m = take_array(&c);
-    if (!v || !m || !vmc_call_reply_ok(&c)) {
+    struct vmc_tpc_mapping_reply r;
+    vmc_get_tpc_mapping_reply(&c.reply, &r);
+    if (!vmc_call_reply_ok(&c))
+        return CUDA_ERROR_UNKNOWN;
+    unsigned char *v = take_array(r.vgpc, r.n_vgpc), *m = take_array(r.mtpc, r.n_mtpc);
+    if (!v || !m) {
         free(v);
         free(m);
-        return CUDA_ERROR_UNKNOWN;
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *vgpc = v;
     *mtpc = m;

@@ -6,6 +6,7 @@
  * that the driver's contract sizes by it, and a bad rank gets the driver's CUDA_ERROR_INVALID_VALUE. */
 #include "drv_call.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 
 #define MAX_RANK 5
 
@@ -14,26 +15,22 @@ static int shape_ok(const CUtensorMap *map, cuuint32_t rank, cuuint32_t min_rank
     return map && rank >= min_rank && rank <= MAX_RANK && dims && (rank == 1 || strides) && element_strides;
 }
 
-static void send_shape(struct vmc_call *c, CUtensorMapDataType type, cuuint32_t rank, void *address,
-                       const cuuint64_t *dims, const cuuint64_t *strides) {
-    vmc_arg_u32(c, (uint32_t)type);
-    vmc_arg_u32(c, rank);
-    vmc_arg_u64(c, (uint64_t)(uintptr_t)address);
-    vmc_arg(c, dims, rank * sizeof(cuuint64_t));
-    if (rank > 1)
-        vmc_arg(c, strides, (rank - 1) * sizeof(cuuint64_t));
+static struct vmc_tensor_shape wire_shape(CUtensorMapDataType type, cuuint32_t rank, void *address, const cuuint64_t *dims,
+                                          const cuuint64_t *strides) {
+    return (struct vmc_tensor_shape){.data_type = (uint32_t)type, .rank = rank, .address = (uint64_t)(uintptr_t)address,
+                                     .n_dims = rank, .dims = dims, .n_strides = rank - 1, .strides = strides};
 }
 
-/* Sends the rest, waits, and takes the descriptor (left as it was after an error). */
+/* Waits and takes the descriptor (left as it was after an error). */
 static CUresult finish_map(struct vmc_call *c, CUtensorMap *map) {
     CUresult st = (CUresult)vmc_call_finish(c);
     if (st != CUDA_SUCCESS)
         return st;
-    CUtensorMap answer;
-    vmc_ret_pointee(c, &answer, sizeof answer);
+    struct vmc_tensor_map r;
+    vmc_get_tensor_map(&c->reply, &r);
     if (!vmc_call_reply_ok(c))
         return CUDA_ERROR_UNKNOWN;
-    *map = answer;
+    *map = r.map;
     return CUDA_SUCCESS;
 }
 
@@ -48,13 +45,10 @@ __attribute__((visibility("default"))) CUresult cuTensorMapEncodeTiled(
     CUresult st = vmc_drv_call_begin(&c, VMC_DRV_cuTensorMapEncodeTiled, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    send_shape(&c, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides);
-    vmc_arg(&c, boxDim, tensorRank * sizeof(cuuint32_t));
-    vmc_arg(&c, elementStrides, tensorRank * sizeof(cuuint32_t));
-    vmc_arg_u32(&c, (uint32_t)interleave);
-    vmc_arg_u32(&c, (uint32_t)swizzle);
-    vmc_arg_u32(&c, (uint32_t)l2Promotion);
-    vmc_arg_u32(&c, (uint32_t)oobFill);
+    vmc_put_tensor_map_tiled_args(vmc_call_args(&c), &(struct vmc_tensor_map_tiled_args){
+        .shape = wire_shape(tensorDataType, tensorRank, globalAddress, globalDim, globalStrides), .n_box = tensorRank,
+        .box = boxDim, .n_element_strides = tensorRank, .element_strides = elementStrides, .interleave = (uint32_t)interleave,
+        .swizzle = (uint32_t)swizzle, .l2_promotion = (uint32_t)l2Promotion, .oob_fill = (uint32_t)oobFill});
     return finish_map(&c, tensorMap);
 }
 
@@ -69,17 +63,10 @@ static CUresult encode_im2col(uint32_t id, CUtensorMap *map, CUtensorMapDataType
     CUresult st = vmc_drv_call_begin(&c, id, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    send_shape(&c, type, rank, address, dims, strides);
-    vmc_arg(&c, lower, corners * sizeof(int));
-    vmc_arg(&c, upper, corners * sizeof(int));
-    vmc_arg_u32(&c, channels);
-    vmc_arg_u32(&c, pixels);
-    vmc_arg(&c, element_strides, rank * sizeof(cuuint32_t));
-    vmc_arg_u32(&c, interleave);
-    vmc_arg_u32(&c, mode);
-    vmc_arg_u32(&c, swizzle);
-    vmc_arg_u32(&c, l2);
-    vmc_arg_u32(&c, oob);
+    vmc_put_tensor_map_im2col_args(vmc_call_args(&c), &(struct vmc_tensor_map_im2col_args){
+        .shape = wire_shape(type, rank, address, dims, strides), .n_corner = (uint32_t)corners, .lower = lower,
+        .upper = upper, .channels = channels, .pixels = pixels, .n_element_strides = rank, .element_strides = element_strides,
+        .interleave = interleave, .mode = mode, .swizzle = swizzle, .l2_promotion = l2, .oob_fill = oob});
     return finish_map(&c, map);
 }
 
@@ -113,7 +100,7 @@ __attribute__((visibility("default"))) CUresult cuTensorMapReplaceAddress(CUtens
     CUresult st = vmc_drv_call_begin(&c, VMC_DRV_cuTensorMapReplaceAddress, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    vmc_arg(&c, tensorMap, sizeof *tensorMap);
-    vmc_arg_u64(&c, (uint64_t)(uintptr_t)globalAddress);
+    vmc_put_tensor_map_replace_args(vmc_call_args(&c), &(struct vmc_tensor_map_replace_args){
+        .map = *tensorMap, .address = (uint64_t)(uintptr_t)globalAddress});
     return finish_map(&c, tensorMap);
 }

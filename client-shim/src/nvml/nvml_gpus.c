@@ -9,6 +9,7 @@
 #include "shim_call.h"
 #include "shim_session.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 
 static struct vmc_nvml_gpu gpus[VMC_NVML_MAX_GPUS];
 static int gpu_count;
@@ -117,15 +118,16 @@ CUresult vmc_nvml_read_gpus(void) {
 
 nvmlReturn_t vmc_nvml_query(int ordinal, struct vmc_nvml_answer *answer) {
     struct vmc_call c;
-    int32_t device = ordinal;
     if (vmc_call_begin_ex(&c, VMC_DRV_vmc_drv_NvmlQuery, 0, 0) != cudaSuccess)
         return NVML_ERROR_GPU_IS_LOST;
-    vmc_arg(&c, &device, sizeof device);
+    vmc_put_nvml_query_args(vmc_call_args(&c), &(struct vmc_nvml_query_args){.ordinal = (uint32_t)(int32_t)ordinal});
     CUresult st = (CUresult)vmc_call_finish(&c);
     if (st == CUDA_SUCCESS) {
-        vmc_ret_pointee(&c, answer, sizeof *answer);
+        struct vmc_nvml_query_reply r;
+        vmc_get_nvml_query_reply(&c.reply, &r);
         if (!vmc_call_reply_ok(&c))
             return NVML_ERROR_UNKNOWN;
+        *answer = r.answer;
         /* the worker runs the tenant's code: its strings are terminated here, not trusted to be */
         answer->driver_version[sizeof answer->driver_version - 1] = 0;
         answer->nvml_version[sizeof answer->nvml_version - 1] = 0;

@@ -13,6 +13,7 @@
 #include "shim_registry.h"
 #include "shim_session.h"
 #include "vmc_api.h"
+#include "vmc_internal.h"
 
 #define MAX_LAUNCH_ATTRS 64
 
@@ -71,19 +72,21 @@ static cudaError_t ensure_layout(struct vmc_kernel *k) {
     cudaError_t st = vmc_call_begin(&c, VMC_API_vmc_KernelParamLayout, 0);
     if (st != cudaSuccess)
         return st;
-    vmc_arg_u32(&c, k->index);
+    vmc_put_kernel_param_layout_args(vmc_call_args(&c), &(struct vmc_kernel_param_layout_args){.kernel = k->index});
     st = vmc_call_finish(&c);
     if (st != cudaSuccess)
         return st;
-    uint32_t n = vmc_ret_u32(&c);
-    if (n > 4096 || c.reply.len - c.reply.pos < (size_t)n * 4)
+    struct vmc_kernel_param_layout_reply r;
+    vmc_get_kernel_param_layout_reply(&c.reply, &r);
+    if (r.n > 4096 || !vmc_call_reply_ok(&c))
         return vmc_session_lost(c.conn, "malformed kernel parameter layout");
+    uint32_t n = r.n;
     uint32_t *sizes = calloc(n ? n : 1, sizeof *sizes);
     if (!sizes)
         return cudaErrorMemoryAllocation;
     uint32_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
-        sizes[i] = vmc_ret_u32(&c);
+        sizes[i] = vmc_kernel_param_layout_reply_sizes_at(&r, i);
         total += sizes[i];
     }
     pthread_mutex_lock(&layout_lock);
@@ -99,16 +102,31 @@ static cudaError_t ensure_layout(struct vmc_kernel *k) {
     return cudaSuccess;
 }
 
-static void put_dim3(struct vmc_call *c, dim3 d) {
-    vmc_arg_u32(c, d.x);
-    vmc_arg_u32(c, d.y);
-    vmc_arg_u32(c, d.z);
+/* The kernel's arguments packed in order (launch_args.params); small ones on the caller's stack. */
+struct packed_args {
+    uint8_t small[1024];
+    uint8_t *bytes;
+};
+
+static cudaError_t pack_args(const struct vmc_kernel *k, void **args, struct packed_args *p) {
+    p->bytes = k->args_bytes <= sizeof p->small ? p->small : malloc(k->args_bytes);
+    if (!p->bytes)
+        return cudaErrorMemoryAllocation;
+    uint8_t *at = p->bytes;
+    for (uint32_t i = 0; i < k->n_params; i++) {
+        memcpy(at, args[i], k->param_sizes[i]);
+        at += k->param_sizes[i];
+    }
+    return cudaSuccess;
 }
 
-/* Starts a launch frame (op `id`) with the fields both launch operations share: kernel index,
- * geometry, shared memory, stream, per-thread flag. */
-static cudaError_t begin_launch(struct vmc_call *c, uint32_t id, struct vmc_kernel *k, void **args, dim3 grid, dim3 block,
-                                size_t shared_mem, cudaStream_t stream, int per_thread) {
+static void release_packed(struct packed_args *p) {
+    if (p->bytes != p->small)
+        free(p->bytes);
+}
+
+/* Checks a launch and packs its arguments: what both launch operations do before their frame. */
+static cudaError_t prepare_launch(struct vmc_kernel *k, void **args, struct packed_args *p) {
     if (!k)
         return cudaErrorInvalidDeviceFunction;
     cudaError_t st = ensure_layout(k);
@@ -116,31 +134,26 @@ static cudaError_t begin_launch(struct vmc_call *c, uint32_t id, struct vmc_kern
         return st;
     if (k->n_params && !args)
         return cudaErrorInvalidValue;
-    st = vmc_call_begin(c, id, 1);
-    if (st != cudaSuccess)
-        return st;
-    vmc_arg_u32(c, k->index);
-    put_dim3(c, grid);
-    put_dim3(c, block);
-    vmc_arg_u64(c, shared_mem);
-    vmc_arg_u64(c, (uint64_t)(uintptr_t)stream);
-    vmc_arg_u8(c, (uint8_t)per_thread);
-    return cudaSuccess;
-}
-
-/* The packed arguments end every launch frame. */
-static cudaError_t finish_launch(struct vmc_call *c, const struct vmc_kernel *k, void **args) {
-    vmc_arg_u32(c, k->args_bytes);
-    for (uint32_t i = 0; i < k->n_params; i++)
-        vmc_arg(c, args[i], k->param_sizes[i]);
-    return vmc_call_finish(c);
+    return pack_args(k, args, p);
 }
 
 static cudaError_t launch(struct vmc_kernel *k, dim3 grid, dim3 block, void **args, size_t shared_mem,
                           cudaStream_t stream, int per_thread) {
+    struct packed_args p;
+    cudaError_t st = prepare_launch(k, args, &p);
+    if (st != cudaSuccess)
+        return st;
     struct vmc_call c;
-    cudaError_t st = begin_launch(&c, VMC_API_vmc_LaunchKernel, k, args, grid, block, shared_mem, stream, per_thread);
-    return st != cudaSuccess ? st : finish_launch(&c, k, args);
+    st = vmc_call_begin(&c, VMC_API_vmc_LaunchKernel, 1);
+    if (st == cudaSuccess) {
+        vmc_put_launch_args(vmc_call_args(&c), &(struct vmc_launch_args){
+            .kernel = k->index, .grid = {grid.x, grid.y, grid.z}, .block = {block.x, block.y, block.z},
+            .shared_mem = shared_mem, .stream = (uint64_t)(uintptr_t)stream, .per_thread = (uint8_t)per_thread,
+            .params_bytes = k->args_bytes, .params = p.bytes});
+        st = vmc_call_finish(&c);
+    }
+    release_packed(&p);
+    return st;
 }
 
 __attribute__((visibility("default"))) cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
@@ -173,14 +186,23 @@ static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func,
     if (config->numAttrs > MAX_LAUNCH_ATTRS || (config->numAttrs && !config->attrs))
         return cudaErrorInvalidValue;
     struct vmc_kernel *k = vmc_kernel_mut(func);
-    struct vmc_call c;
-    cudaError_t st = begin_launch(&c, VMC_API_vmc_LaunchKernelEx, k, args, config->gridDim, config->blockDim,
-                                  config->dynamicSmemBytes, config->stream, per_thread);
+    struct packed_args p;
+    cudaError_t st = prepare_launch(k, args, &p);
     if (st != cudaSuccess)
         return st;
-    vmc_arg_u32(&c, config->numAttrs);
-    vmc_arg(&c, config->attrs, config->numAttrs * sizeof *config->attrs);
-    return finish_launch(&c, k, args);
+    struct vmc_call c;
+    st = vmc_call_begin(&c, VMC_API_vmc_LaunchKernelEx, 1);
+    if (st == cudaSuccess) {
+        dim3 grid = config->gridDim, block = config->blockDim;
+        vmc_put_launch_ex_args(vmc_call_args(&c), &(struct vmc_launch_ex_args){
+            .kernel = k->index, .grid = {grid.x, grid.y, grid.z}, .block = {block.x, block.y, block.z},
+            .shared_mem = config->dynamicSmemBytes, .stream = (uint64_t)(uintptr_t)config->stream,
+            .per_thread = (uint8_t)per_thread, .n_attrs = config->numAttrs, .attrs = config->attrs,
+            .params_bytes = k->args_bytes, .params = p.bytes});
+        st = vmc_call_finish(&c);
+    }
+    release_packed(&p);
+    return st;
 }
 
 __attribute__((visibility("default"))) cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,

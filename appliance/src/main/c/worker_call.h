@@ -38,6 +38,9 @@ void *vmc_w_arg_pointee(struct vmc_wcall *wc, void *storage, size_t n);
 const void *vmc_w_arg_func(struct vmc_wcall *wc);
 const void *vmc_w_arg_symbol(struct vmc_wcall *wc);
 const char *vmc_w_arg_str(struct vmc_wcall *wc);
+/* A NUL-terminated copy of a text field of a typed layout (its n bytes as read), freed after the call; NULL, and
+ * the arguments marked bad, when the field was missing from the frame. */
+const char *vmc_w_text(struct vmc_wcall *wc, const void *bytes, uint32_t n);
 /* @in[N]/@out[N]: storage for `count` elements of `size` bytes (the client's for @in, zeroed for @out), or
  * NULL for a NULL array; a count other than `count` marks the arguments bad. */
 void *vmc_w_arg_array(struct vmc_wcall *wc, size_t size, uint64_t count);
@@ -53,6 +56,8 @@ int vmc_w_args_ok(struct vmc_wcall *wc);
 void vmc_w_reply_status(struct vmc_wcall *wc, cudaError_t st);
 void vmc_w_reply_pointee(struct vmc_wcall *wc, const void *p, size_t n);
 void vmc_w_reply_u32(struct vmc_wcall *wc, uint32_t v);
+/* Where a typed reply layout is written after vmc_w_reply_status (vmc_put_*_reply of vmc_internal.h). */
+struct vmc_out *vmc_w_reply_out(struct vmc_wcall *wc);
 /* An @out[N] array: the first min(room, count) elements (room: what vmc_w_arg_array gave it) when the call
  * succeeded, none when it failed. */
 void vmc_w_reply_array(struct vmc_wcall *wc, const void *p, size_t size, uint64_t count, int succeeded);

@@ -188,8 +188,6 @@ enum vmc_w_result vmc_w_callback_channel(struct vmc_wcall *wc) {
     if (gone)
         return VMC_W_FATAL;
     vmc_w_reply_status(wc, cudaSuccess);
-    vmc_w_reply_pointee(wc, &token, sizeof token);
-    vmc_w_reply_pointee(wc, &client_id, sizeof client_id);
-    vmc_w_reply_pointee(wc, &status, sizeof status);
+    vmc_put_host_callback_due(vmc_w_reply_out(wc), &(struct vmc_host_callback_due){.token = token, .id = client_id, .status = status});
     return VMC_W_DONE;
 }

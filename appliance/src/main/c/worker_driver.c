@@ -17,6 +17,7 @@
 
 #include "vmc_api.h"
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
 #include "vmc_sha256.h"
 #include "worker.h"
@@ -100,65 +101,65 @@ static enum vmc_w_result snapshot(struct vmc_wcall *wc) {
         if (init_status == CUDA_SUCCESS && count_of(&n) != CUDA_SUCCESS)
             n = 0;
     }
-    vmc_w_reply_status(wc, cudaSuccess);
-    vmc_w_reply_u32(wc, (uint32_t)version);
-    vmc_w_reply_u32(wc, (uint32_t)init_status);
-    vmc_w_reply_u32(wc, (uint32_t)n);
-    vmc_w_reply_u32(wc, CU_DEVICE_ATTRIBUTE_MAX);
+    if (n > 64)
+        n = 64; /* as many as a client takes (VMC_DRV_MAX_DEVICES) */
+    struct vmc_snapshot_device devices[n > 0 ? n : 1];
+    uint32_t attr_status[n > 0 ? n : 1][CU_DEVICE_ATTRIBUTE_MAX], attr_value[n > 0 ? n : 1][CU_DEVICE_ATTRIBUTE_MAX];
     for (int d = 0; d < n; d++) {
-        char name[256] = {0}, bus[32] = {0}, luid[8] = {0};
+        struct vmc_snapshot_device *dev = &devices[d];
+        memset(dev, 0, sizeof *dev);
         CUuuid uuid;
         unsigned mask = 0;
         size_t total = 0;
         memset(&uuid, 0, sizeof uuid);
-        name_of(name, sizeof name, d);
+        name_of(dev->name, sizeof dev->name, d);
         uuid_of(&uuid, d);
-        CUresult luid_status = luid_of(luid, &mask, d);
+        memcpy(dev->uuid, &uuid, sizeof dev->uuid);
+        dev->luid_status = (uint32_t)luid_of(dev->luid, &mask, d);
+        dev->luid_mask = mask;
         total_of(&total, d);
-        bus_of(bus, sizeof bus, d);
-        uint64_t total64 = total;
-        vmc_w_reply_pointee(wc, name, sizeof name);
-        vmc_w_reply_pointee(wc, &uuid, sizeof uuid);
-        vmc_w_reply_pointee(wc, luid, sizeof luid);
-        vmc_w_reply_u32(wc, mask);
-        vmc_w_reply_u32(wc, (uint32_t)luid_status);
-        vmc_w_reply_pointee(wc, &total64, sizeof total64);
-        vmc_w_reply_pointee(wc, bus, sizeof bus);
+        dev->total_memory = total;
+        bus_of(dev->pci_bus_id, sizeof dev->pci_bus_id, d);
         for (int a = 0; a < CU_DEVICE_ATTRIBUTE_MAX; a++) {
             int value = 0;
             CUresult as = a == 0 ? CUDA_ERROR_INVALID_VALUE : attr_of(&value, (CUdevice_attribute)a, d);
-            vmc_w_reply_u32(wc, (uint32_t)as);
-            vmc_w_reply_u32(wc, (uint32_t)value);
+            attr_status[d][a] = (uint32_t)as;
+            attr_value[d][a] = (uint32_t)value;
         }
+        dev->n_attributes = CU_DEVICE_ATTRIBUTE_MAX;
+        dev->attribute_status = attr_status[d];
+        dev->attribute_value = attr_value[d];
     }
+    vmc_w_reply_status(wc, cudaSuccess);
+    vmc_put_snapshot_reply(vmc_w_reply_out(wc), &(struct vmc_snapshot_reply){
+        .driver_version = (uint32_t)version, .init_status = (uint32_t)init_status, .n_devices = (uint32_t)n,
+        .devices = devices});
     return VMC_W_DONE;
 }
 
 /* ---- loading a module or library from a stored image ---- */
 
 static enum vmc_w_result module_load(struct vmc_wcall *wc) {
-    unsigned how = vmc_in_u8(&wc->in), wrapper_version = vmc_in_u8(&wc->in);
-    uint8_t sha[32];
-    vmc_w_arg(wc, sha, sizeof sha);
-    uint32_t n = vmc_in_u32(&wc->in);
-    if (n > VMC_MAX_JIT_OPTIONS || how > VMC_LOAD_LIBRARY || wrapper_version > 2)
+    struct vmc_module_load_args a;
+    vmc_get_module_load_args(&wc->in, &a);
+    unsigned how = a.how, wrapper_version = a.wrapper_version;
+    uint32_t n = a.n_options;
+    if (!vmc_w_args_ok(wc) || wc->async || n > VMC_MAX_JIT_OPTIONS || how > VMC_LOAD_LIBRARY || wrapper_version > 2)
         return VMC_W_BAD_ARGS;
     CUjit_option options[VMC_MAX_JIT_OPTIONS];
     void *values[VMC_MAX_JIT_OPTIONS];
     char *logs[VMC_MAX_JIT_OPTIONS] = {0};
     int allowed = 1;
     for (uint32_t i = 0; i < n; i++) {
-        options[i] = (CUjit_option)vmc_in_u32(&wc->in);
-        uint64_t v = vmc_in_u64(&wc->in);
+        options[i] = (CUjit_option)vmc_module_load_args_options_at(&a, i);
+        uint64_t v = vmc_module_load_args_values_at(&a, i);
         allowed = allowed && (vmc_jit_option_by_value(options[i]) || vmc_jit_option_is_log(options[i]));
         if (options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES || options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
             v = v < VMC_MAX_JIT_LOG ? v : VMC_MAX_JIT_LOG;
         values[i] = (void *)(uintptr_t)v;
     }
-    if (!vmc_w_args_ok(wc) || wc->async)
-        return VMC_W_BAD_ARGS;
     CUresult st = CUDA_SUCCESS;
-    const struct vmc_w_image *img = vmc_w_image_find(sha);
+    const struct vmc_w_image *img = vmc_w_image_find(a.sha256);
     if (!img)
         st = CUDA_ERROR_INVALID_VALUE; /* the client loads only what it made sure is here */
     if (!allowed)
@@ -195,23 +196,21 @@ static enum vmc_w_result module_load(struct vmc_wcall *wc) {
         }
         handle = how == VMC_LOAD_LIBRARY ? (uint64_t)(uintptr_t)l : (uint64_t)(uintptr_t)m;
     }
-    vmc_w_reply_status(wc, (cudaError_t)st);
-    vmc_w_reply_pointee(wc, &handle, sizeof handle);
+    uint64_t written[VMC_MAX_JIT_OPTIONS];
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t v = 0;
+        written[i] = 0;
         if (!logs[i])
-            memcpy(&v, &values[i], sizeof v); /* what the driver wrote back in place (sizes, wall time) */
-        vmc_w_reply_pointee(wc, &v, sizeof v);
+            memcpy(&written[i], &values[i], sizeof written[i]); /* what the driver wrote back in place (sizes, wall time) */
     }
-    for (int which = 0; which < 2; which++) {
-        const char *text = "";
-        for (uint32_t i = 0; i < n; i++)
-            if (logs[i] && options[i] == (which == 0 ? CU_JIT_INFO_LOG_BUFFER : CU_JIT_ERROR_LOG_BUFFER))
-                text = logs[i];
-        size_t len = strnlen(text, VMC_MAX_JIT_LOG);
-        vmc_w_reply_u32(wc, (uint32_t)len);
-        vmc_w_reply_pointee(wc, text, len);
-    }
+    const char *text[2] = {"", ""};
+    for (uint32_t i = 0; i < n; i++)
+        if (logs[i])
+            text[options[i] == CU_JIT_INFO_LOG_BUFFER ? 0 : 1] = logs[i];
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    vmc_put_module_load_reply(vmc_w_reply_out(wc), &(struct vmc_module_load_reply){
+        .handle = handle, .n_values = n, .values = written,
+        .info_log_bytes = (uint32_t)strnlen(text[0], VMC_MAX_JIT_LOG), .info_log = text[0],
+        .error_log_bytes = (uint32_t)strnlen(text[1], VMC_MAX_JIT_LOG), .error_log = text[1]});
     for (uint32_t i = 0; i < n; i++)
         free(logs[i]);
     return VMC_W_DONE;
@@ -237,8 +236,10 @@ static uint32_t launch_limit(uint64_t handle, unsigned kind, CUfunction_attribut
 }
 
 static enum vmc_w_result param_layout(struct vmc_wcall *wc) {
-    uint64_t handle = vmc_in_u64(&wc->in);
-    unsigned kind = vmc_in_u8(&wc->in);
+    struct vmc_function_args a;
+    vmc_get_function_args(&wc->in, &a);
+    uint64_t handle = a.handle;
+    unsigned kind = a.kind;
     if (!vmc_w_args_ok(wc) || wc->async || kind > VMC_KIND_KERNEL)
         return VMC_W_BAD_ARGS;
     DRV(PFN_cuFuncGetParamInfo_v12040, func_info, "cuFuncGetParamInfo", 12040, 0);
@@ -264,22 +265,26 @@ static enum vmc_w_result param_layout(struct vmc_wcall *wc) {
     }
     vmc_w_reply_status(wc, (cudaError_t)st);
     if (st == CUDA_SUCCESS) {
-        vmc_w_reply_u32(wc, n);
+        static uint32_t offsets32[VMC_MAX_PARAMS], sizes32[VMC_MAX_PARAMS]; /* under the lock, as the driver's answers */
         for (uint32_t i = 0; i < n; i++) {
-            vmc_w_reply_u32(wc, (uint32_t)offsets[i]);
-            vmc_w_reply_u32(wc, (uint32_t)sizes[i]);
+            offsets32[i] = (uint32_t)offsets[i];
+            sizes32[i] = (uint32_t)sizes[i];
         }
-        vmc_w_reply_u32(wc, launch_limit(handle, kind, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
-        vmc_w_reply_u32(wc, launch_limit(handle, kind, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
+        vmc_put_param_layout_reply(vmc_w_reply_out(wc), &(struct vmc_param_layout_reply){
+            .n = n, .offsets = offsets32, .sizes = sizes32,
+            .max_threads_per_block = launch_limit(handle, kind, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+            .max_dynamic_shared = launch_limit(handle, kind, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)});
     }
     pthread_mutex_unlock(&lock);
     return VMC_W_DONE;
 }
 
-/* cuModuleEnumerateFunctions: u32 n (<= VMC_MAX_MODULE_FUNCTIONS), u64 module; answer: n function handles */
+/* cuModuleEnumerateFunctions (enumerate_functions_args -> enumerate_functions_reply) */
 static enum vmc_w_result enumerate_functions(struct vmc_wcall *wc) {
-    uint32_t n = vmc_in_u32(&wc->in);
-    CUmodule module = (CUmodule)(uintptr_t)vmc_in_u64(&wc->in);
+    struct vmc_enumerate_functions_args a;
+    vmc_get_enumerate_functions_args(&wc->in, &a);
+    uint32_t n = a.n;
+    CUmodule module = (CUmodule)(uintptr_t)a.module;
     if (!vmc_w_args_ok(wc) || wc->async || n > VMC_MAX_MODULE_FUNCTIONS)
         return VMC_W_BAD_ARGS;
     DRV(PFN_cuModuleEnumerateFunctions_v12040, enumerate, "cuModuleEnumerateFunctions", 12040, 0);
@@ -288,17 +293,19 @@ static enum vmc_w_result enumerate_functions(struct vmc_wcall *wc) {
                   : enumerate     ? enumerate(functions, n, module)
                                   : vmc_w_drv_missing("cuModuleEnumerateFunctions");
     vmc_w_reply_status(wc, (cudaError_t)st);
-    for (uint32_t i = 0; st == CUDA_SUCCESS && i < n; i++) {
-        uint64_t f = (uint64_t)(uintptr_t)functions[i];
-        vmc_w_reply_pointee(wc, &f, sizeof f);
+    if (st == CUDA_SUCCESS) {
+        _Static_assert(sizeof(CUfunction) == sizeof(uint64_t), "handles travel as 64-bit numbers");
+        vmc_put_enumerate_functions_reply(vmc_w_reply_out(wc), &(struct vmc_enumerate_functions_reply){.n = n, .functions = functions});
     }
     free(functions);
     return VMC_W_DONE;
 }
 
 static enum vmc_w_result function_name(struct vmc_wcall *wc) {
-    uint64_t handle = vmc_in_u64(&wc->in);
-    unsigned kind = vmc_in_u8(&wc->in);
+    struct vmc_function_args a;
+    vmc_get_function_args(&wc->in, &a);
+    uint64_t handle = a.handle;
+    unsigned kind = a.kind;
     if (!vmc_w_args_ok(wc) || wc->async || kind > VMC_KIND_KERNEL)
         return VMC_W_BAD_ARGS;
     DRV(PFN_cuFuncGetName_v12030, func_name, "cuFuncGetName", 12030, 0);
@@ -310,42 +317,39 @@ static enum vmc_w_result function_name(struct vmc_wcall *wc) {
                                                    : vmc_w_drv_missing("cuFuncGetName"));
     size_t len = st == CUDA_SUCCESS && name ? strnlen(name, 65535) : 0;
     vmc_w_reply_status(wc, (cudaError_t)st);
-    if (st == CUDA_SUCCESS) {
-        vmc_w_reply_u32(wc, (uint32_t)len);
-        vmc_w_reply_pointee(wc, name, len);
-    }
+    if (st == CUDA_SUCCESS)
+        vmc_put_function_name_reply(vmc_w_reply_out(wc), &(struct vmc_function_name_reply){.name_bytes = (uint32_t)len, .name = name});
     return VMC_W_DONE;
 }
 
 /* ---- launches ---- */
 
-/* A launch configuration's grid, block, shared memory and stream, as vmc_drv_Launch and the cluster
- * occupancy queries send them. */
-static void read_grid(struct vmc_wcall *wc, CUlaunchConfig *config) {
+/* A launch configuration's grid, block, shared memory and stream (launch_grid), as vmc_drv_Launch and the
+ * cluster occupancy queries send them. */
+static void config_of(const struct vmc_launch_grid *g, CUlaunchConfig *config) {
     memset(config, 0, sizeof *config);
-    config->gridDimX = vmc_in_u32(&wc->in);
-    config->gridDimY = vmc_in_u32(&wc->in);
-    config->gridDimZ = vmc_in_u32(&wc->in);
-    config->blockDimX = vmc_in_u32(&wc->in);
-    config->blockDimY = vmc_in_u32(&wc->in);
-    config->blockDimZ = vmc_in_u32(&wc->in);
-    config->sharedMemBytes = vmc_in_u32(&wc->in);
-    config->hStream = (CUstream)(uintptr_t)vmc_in_u64(&wc->in);
+    config->gridDimX = g->grid[0];
+    config->gridDimY = g->grid[1];
+    config->gridDimZ = g->grid[2];
+    config->blockDimX = g->block[0];
+    config->blockDimY = g->block[1];
+    config->blockDimZ = g->block[2];
+    config->sharedMemBytes = g->shared_mem;
+    config->hStream = (CUstream)(uintptr_t)g->stream;
 }
 
-/* cuOccupancyMaxActiveClusters, cuOccupancyMaxPotentialClusterSize: u64 function, the grid (read_grid),
- * u32 n, n launch attributes; the answer is an i32. */
+/* cuOccupancyMaxActiveClusters, cuOccupancyMaxPotentialClusterSize (cluster_occupancy_args -> int_value). */
 static enum vmc_w_result cluster_occupancy(struct vmc_wcall *wc) {
-    uint64_t f = vmc_in_u64(&wc->in);
+    struct vmc_cluster_occupancy_args a;
+    vmc_get_cluster_occupancy_args(&wc->in, &a);
+    uint64_t f = a.function;
+    uint32_t n_attrs = a.n_attrs;
+    if (!vmc_w_args_ok(wc) || wc->async || n_attrs > VMC_MAX_LAUNCH_ATTRS)
+        return VMC_W_BAD_ARGS;
     CUlaunchConfig config;
-    read_grid(wc, &config);
-    uint32_t n_attrs = vmc_in_u32(&wc->in);
-    if (n_attrs > VMC_MAX_LAUNCH_ATTRS)
-        return VMC_W_BAD_ARGS;
+    config_of(&a.grid, &config);
     CUlaunchAttribute attrs[VMC_MAX_LAUNCH_ATTRS];
-    vmc_w_arg(wc, attrs, n_attrs * sizeof attrs[0]);
-    if (!vmc_w_args_ok(wc) || wc->async)
-        return VMC_W_BAD_ARGS;
+    memcpy(attrs, a.attrs, n_attrs * sizeof attrs[0]);
     config.attrs = n_attrs ? attrs : NULL;
     config.numAttrs = n_attrs;
     DRV(PFN_cuOccupancyMaxActiveClusters_v11070, active, "cuOccupancyMaxActiveClusters", 11070, 0);
@@ -359,25 +363,24 @@ static enum vmc_w_result cluster_occupancy(struct vmc_wcall *wc) {
                        : vmc_w_drv_missing("cuOccupancyMaxPotentialClusterSize");
     vmc_w_reply_status(wc, (cudaError_t)st);
     if (st == CUDA_SUCCESS)
-        vmc_w_reply_u32(wc, (uint32_t)value);
+        vmc_put_int_value(vmc_w_reply_out(wc), &(struct vmc_int_value){.value = (uint32_t)value});
     return VMC_W_DONE;
 }
 
 static enum vmc_w_result launch(struct vmc_wcall *wc) {
-    uint64_t f = vmc_in_u64(&wc->in);
-    unsigned kind = vmc_in_u8(&wc->in);
+    struct vmc_drv_launch_args a;
+    vmc_get_drv_launch_args(&wc->in, &a);
+    uint64_t f = a.function;
+    unsigned kind = a.kind, flags = a.flags;
+    uint32_t n_attrs = a.n_attrs, bytes = a.params_bytes;
+    const void *args = a.params;
+    if (!vmc_w_args_ok(wc) || n_attrs > VMC_MAX_LAUNCH_ATTRS || kind > VMC_KIND_KERNEL || flags > 3 ||
+        bytes > VMC_MAX_LAUNCH_ARG_BYTES)
+        return VMC_W_BAD_ARGS;
     CUlaunchConfig config;
-    read_grid(wc, &config);
-    unsigned flags = vmc_in_u8(&wc->in);
-    uint32_t n_attrs = vmc_in_u32(&wc->in);
-    if (n_attrs > VMC_MAX_LAUNCH_ATTRS || kind > VMC_KIND_KERNEL || flags > 3)
-        return VMC_W_BAD_ARGS;
+    config_of(&a.grid, &config);
     CUlaunchAttribute attrs[VMC_MAX_LAUNCH_ATTRS + 1];
-    vmc_w_arg(wc, attrs, n_attrs * sizeof attrs[0]);
-    uint32_t bytes = vmc_in_u32(&wc->in);
-    const void *args = vmc_in_view(&wc->in, bytes);
-    if (!vmc_w_args_ok(wc) || bytes > VMC_MAX_LAUNCH_ARG_BYTES)
-        return VMC_W_BAD_ARGS;
+    memcpy(attrs, a.attrs, n_attrs * sizeof attrs[0]);
     size_t size = bytes;
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     void **extra_or_null = bytes ? extra : NULL;
@@ -416,17 +419,20 @@ static enum vmc_w_result launch(struct vmc_wcall *wc) {
 static int on_appliance(CUmemorytype t) { return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY; }
 
 static enum vmc_w_result memcpy_on_appliance(struct vmc_wcall *wc) {
-    unsigned dims = vmc_in_u8(&wc->in), mode = vmc_in_u8(&wc->in);
-    CUstream stream = (CUstream)(uintptr_t)vmc_in_u64(&wc->in);
+    struct vmc_on_appliance_copy_args a;
+    vmc_get_on_appliance_copy_args(&wc->in, &a);
+    unsigned dims = a.dims, mode = a.mode;
+    CUstream stream = (CUstream)(uintptr_t)a.stream;
+    int two_d = dims == 2 || dims == VMC_DIMS_2D_UNALIGNED;
+    if (!vmc_w_args_ok(wc) || dims < 2 || dims > VMC_DIMS_2D_UNALIGNED || (mode & ~COPY_MODE_BITS) ||
+        (dims == VMC_DIMS_2D_UNALIGNED && (mode & COPY_ASYNC)) || a.n_2d != (two_d ? 1 : 0) || a.n_3d != (two_d ? 0 : 1))
+        return VMC_W_BAD_ARGS;
     CUDA_MEMCPY2D d2;
     CUDA_MEMCPY3D d3;
-    if (dims == 2 || dims == VMC_DIMS_2D_UNALIGNED)
-        vmc_w_arg(wc, &d2, sizeof d2);
-    else if (dims == 3)
-        vmc_w_arg(wc, &d3, sizeof d3);
-    if (!vmc_w_args_ok(wc) || dims < 2 || dims > VMC_DIMS_2D_UNALIGNED || (mode & ~COPY_MODE_BITS) ||
-        (dims == VMC_DIMS_2D_UNALIGNED && (mode & COPY_ASYNC)))
-        return VMC_W_BAD_ARGS;
+    if (two_d)
+        memcpy(&d2, a.copy_2d, sizeof d2);
+    else
+        memcpy(&d3, a.copy_3d, sizeof d3);
     int async = (mode & COPY_ASYNC) != 0, per_thread = (mode & COPY_PER_THREAD) != 0;
     CUresult st;
     /* Host memory never takes part here: a client that says so is refused, and host pointers are cleared. */
@@ -477,8 +483,10 @@ static enum vmc_w_result memcpy_on_appliance(struct vmc_wcall *wc) {
  * Answer: u32 status, u64 id, u64 graph, u32 n, n node handles (u64), n edge data (CUgraphEdgeData). The
  * driver's arrays live in this process; the client keeps copies. cuBLAS asks before each call. */
 static enum vmc_w_result capture_info(struct vmc_wcall *wc) {
-    CUstream stream = (CUstream)(uintptr_t)vmc_in_u64(&wc->in);
-    unsigned per_thread = vmc_in_u8(&wc->in);
+    struct vmc_capture_info_args a;
+    vmc_get_capture_info_args(&wc->in, &a);
+    CUstream stream = (CUstream)(uintptr_t)a.stream;
+    unsigned per_thread = a.per_thread;
     if (!vmc_w_args_ok(wc) || wc->async || per_thread > 1)
         return VMC_W_BAD_ARGS;
     DRV(PFN_cuStreamGetCaptureInfo_v12030, info, "cuStreamGetCaptureInfo", 12030, 0);
@@ -496,35 +504,32 @@ static enum vmc_w_result capture_info(struct vmc_wcall *wc) {
     vmc_w_reply_status(wc, (cudaError_t)st);
     if (st != CUDA_SUCCESS)
         return VMC_W_DONE;
-    vmc_w_reply_u32(wc, (uint32_t)status);
-    vmc_w_reply_pointee(wc, &id, sizeof id);
-    uint64_t g = (uint64_t)(uintptr_t)graph;
-    vmc_w_reply_pointee(wc, &g, sizeof g);
-    vmc_w_reply_u32(wc, (uint32_t)n);
+    uint64_t node_handles[n > 0 ? n : 1];
+    CUgraphEdgeData edge_data[n > 0 ? n : 1];
+    memset(edge_data, 0, sizeof edge_data); /* an old driver gives none: plain edges */
     for (size_t i = 0; i < n; i++) {
-        uint64_t node = (uint64_t)(uintptr_t)(nodes ? nodes[i] : NULL);
-        vmc_w_reply_pointee(wc, &node, sizeof node);
+        node_handles[i] = (uint64_t)(uintptr_t)(nodes ? nodes[i] : NULL);
+        if (edges)
+            edge_data[i] = edges[i];
     }
-    for (size_t i = 0; i < n; i++) {
-        CUgraphEdgeData none;
-        memset(&none, 0, sizeof none);
-        vmc_w_reply_pointee(wc, edges ? &edges[i] : &none, sizeof none);
-    }
+    vmc_put_capture_info_reply(vmc_w_reply_out(wc), &(struct vmc_capture_info_reply){
+        .status = (uint32_t)status, .id = id, .graph = (uint64_t)(uintptr_t)graph, .n = (uint32_t)n, .nodes = node_handles,
+        .edges = edge_data});
     return VMC_W_DONE;
 }
 
 /* ---- pointer attributes of device memory ---- */
 
 static enum vmc_w_result pointer_attributes(struct vmc_wcall *wc) {
-    uint32_t n = vmc_in_u32(&wc->in);
-    if (n == 0 || n > VMC_MAX_POINTER_ATTRS)
+    struct vmc_pointer_attributes_args a;
+    vmc_get_pointer_attributes_args(&wc->in, &a);
+    uint32_t n = a.n;
+    if (!vmc_w_args_ok(wc) || wc->async || n == 0 || n > VMC_MAX_POINTER_ATTRS)
         return VMC_W_BAD_ARGS;
     CUpointer_attribute attrs[VMC_MAX_POINTER_ATTRS];
     for (uint32_t i = 0; i < n; i++)
-        attrs[i] = (CUpointer_attribute)vmc_in_u32(&wc->in);
-    CUdeviceptr ptr = vmc_in_u64(&wc->in);
-    if (!vmc_w_args_ok(wc) || wc->async)
-        return VMC_W_BAD_ARGS;
+        attrs[i] = (CUpointer_attribute)vmc_pointer_attributes_args_attributes_at(&a, i);
+    CUdeviceptr ptr = a.pointer;
     /* every value fits in VMC_POINTER_ATTR_BYTES (the largest, P2P tokens, is 16) */
     static _Thread_local unsigned char values[VMC_MAX_POINTER_ATTRS][VMC_POINTER_ATTR_BYTES];
     void *data[VMC_MAX_POINTER_ATTRS];
@@ -535,8 +540,8 @@ static enum vmc_w_result pointer_attributes(struct vmc_wcall *wc) {
     CUresult st = get ? get(n, attrs, data, ptr) : vmc_w_drv_missing("cuPointerGetAttributes");
     vmc_w_reply_status(wc, (cudaError_t)st);
     if (st == CUDA_SUCCESS)
-        for (uint32_t i = 0; i < n; i++)
-            vmc_w_reply_pointee(wc, values[i], VMC_POINTER_ATTR_BYTES);
+        vmc_put_pointer_attributes_reply(vmc_w_reply_out(wc), &(struct vmc_pointer_attributes_reply){
+            .values_bytes = n * VMC_POINTER_ATTR_BYTES, .values = values});
     return VMC_W_DONE;
 }
 

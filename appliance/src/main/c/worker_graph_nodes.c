@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
 
 /* Parameters read from the call, and what a kernel node's `extra` points to while the driver reads it. */
@@ -19,43 +20,34 @@ struct node_params {
 };
 
 /* 0 when the parameters are not what the client may send. */
-static int read_params(struct vmc_wcall *wc, struct node_params *n) {
+static int node_params_of(const struct vmc_graph_node *w, struct node_params *n) {
     memset(n, 0, sizeof *n);
     CUgraphNodeParams *p = &n->p;
-    p->type = (CUgraphNodeType)vmc_in_u32(&wc->in);
-    switch (p->type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: {
-        uint64_t f = vmc_in_u64(&wc->in);
-        unsigned kind = vmc_in_u8(&wc->in);
-        p->kernel.ctx = (CUcontext)(uintptr_t)vmc_in_u64(&wc->in);
-        uint32_t dims[7];
-        vmc_in_bytes(&wc->in, dims, sizeof dims);
-        uint32_t bytes = vmc_in_u32(&wc->in);
-        if (kind > VMC_KIND_KERNEL || bytes > VMC_MAX_LAUNCH_ARG_BYTES)
+    p->type = (CUgraphNodeType)w->type;
+    if (p->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+        if (w->kind > VMC_KIND_KERNEL || w->params_bytes > VMC_MAX_LAUNCH_ARG_BYTES)
             return 0;
-        const void *args = vmc_in_view(&wc->in, bytes);
-        if (kind == VMC_KIND_KERNEL)
-            p->kernel.kern = (CUkernel)(uintptr_t)f;
+        if (w->kind == VMC_KIND_KERNEL)
+            p->kernel.kern = (CUkernel)(uintptr_t)w->function;
         else
-            p->kernel.func = (CUfunction)(uintptr_t)f;
-        p->kernel.gridDimX = dims[0], p->kernel.gridDimY = dims[1], p->kernel.gridDimZ = dims[2];
-        p->kernel.blockDimX = dims[3], p->kernel.blockDimY = dims[4], p->kernel.blockDimZ = dims[5];
-        p->kernel.sharedMemBytes = dims[6];
-        if (bytes) {
-            n->args_size = bytes;
-            n->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER, n->extra[1] = (void *)args;
+            p->kernel.func = (CUfunction)(uintptr_t)w->function;
+        p->kernel.ctx = (CUcontext)(uintptr_t)w->context;
+        p->kernel.gridDimX = w->dims[0], p->kernel.gridDimY = w->dims[1], p->kernel.gridDimZ = w->dims[2];
+        p->kernel.blockDimX = w->dims[3], p->kernel.blockDimY = w->dims[4], p->kernel.blockDimZ = w->dims[5];
+        p->kernel.sharedMemBytes = w->dims[6];
+        if (w->params_bytes) {
+            n->args_size = w->params_bytes;
+            n->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER, n->extra[1] = (void *)w->params;
             n->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE, n->extra[3] = &n->args_size;
             n->extra[4] = CU_LAUNCH_PARAM_END;
             p->kernel.extra = n->extra;
         }
         return 1;
     }
-    default:
-        break;
-    }
     if (!vmc_graph_node_raw_type(p->type))
         return 0;
-    vmc_in_bytes(&wc->in, p->reserved1, sizeof p->reserved1);
+    _Static_assert(sizeof w->raw == sizeof p->reserved1, "graph_node.raw is CUgraphNodeParams.reserved1");
+    memcpy(p->reserved1, w->raw, sizeof p->reserved1);
     if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
         CUDA_MEMCPY3D *m = &p->memcpy.copyParams;
         if (!vmc_graph_copy_on_device(m->srcMemoryType) || !vmc_graph_copy_on_device(m->dstMemoryType))
@@ -66,38 +58,36 @@ static int read_params(struct vmc_wcall *wc, struct node_params *n) {
 }
 
 static enum vmc_w_result add_node(struct vmc_wcall *wc) {
-    CUgraph graph = (CUgraph)(uintptr_t)vmc_in_u64(&wc->in);
-    uint32_t n = vmc_in_u32(&wc->in);
-    if (n > VMC_GRAPH_MAX_DEPENDENCIES)
+    struct vmc_graph_add_node_args a;
+    vmc_get_graph_add_node_args(&wc->in, &a);
+    uint32_t n = a.n_dependencies;
+    struct node_params params;
+    if (!vmc_w_args_ok(wc) || wc->async || n > VMC_GRAPH_MAX_DEPENDENCIES || (a.n_edges != 0 && a.n_edges != n) ||
+        !node_params_of(&a.node, &params))
         return VMC_W_BAD_ARGS;
     CUgraphNode deps[n ? n : 1];
     for (uint32_t i = 0; i < n; i++)
-        deps[i] = (CUgraphNode)(uintptr_t)vmc_in_u64(&wc->in);
-    unsigned with_edges = vmc_in_u8(&wc->in);
+        deps[i] = (CUgraphNode)(uintptr_t)vmc_graph_add_node_args_dependencies_at(&a, i);
     CUgraphEdgeData edges[n ? n : 1];
-    if (with_edges)
-        vmc_in_bytes(&wc->in, edges, n * sizeof edges[0]);
-    struct node_params params;
-    if (with_edges > 1 || !read_params(wc, &params) || !vmc_w_args_ok(wc) || wc->async)
-        return VMC_W_BAD_ARGS;
+    memcpy(edges, a.edges, a.n_edges * sizeof edges[0]);
     DRV(PFN_cuGraphAddNode_v12030, add, "cuGraphAddNode", 12030, 0);
     CUgraphNode node = NULL;
-    CUresult st = add ? add(&node, graph, n ? deps : NULL, with_edges ? edges : NULL, n, &params.p)
+    CUresult st = add ? add(&node, (CUgraph)(uintptr_t)a.graph, n ? deps : NULL, a.n_edges ? edges : NULL, n, &params.p)
                       : vmc_w_drv_missing("cuGraphAddNode_v2");
     vmc_w_reply_status(wc, (cudaError_t)st);
-    if (st == CUDA_SUCCESS) {
-        uint64_t h = (uint64_t)(uintptr_t)node;
-        vmc_w_reply_pointee(wc, &h, sizeof h);
-    }
+    if (st == CUDA_SUCCESS)
+        vmc_put_graph_node_handle(vmc_w_reply_out(wc), &(struct vmc_graph_node_handle){.node = (uint64_t)(uintptr_t)node});
     return VMC_W_DONE;
 }
 
 static enum vmc_w_result set_node_params(struct vmc_wcall *wc) {
-    unsigned on_exec = vmc_in_u8(&wc->in);
-    CUgraphExec exec = (CUgraphExec)(uintptr_t)vmc_in_u64(&wc->in);
-    CUgraphNode node = (CUgraphNode)(uintptr_t)vmc_in_u64(&wc->in);
+    struct vmc_graph_set_node_params_args a;
+    vmc_get_graph_set_node_params_args(&wc->in, &a);
+    unsigned on_exec = a.on_exec;
+    CUgraphExec exec = (CUgraphExec)(uintptr_t)a.exec;
+    CUgraphNode node = (CUgraphNode)(uintptr_t)a.node_handle;
     struct node_params params;
-    if (on_exec > 1 || !read_params(wc, &params) || !vmc_w_args_ok(wc) || wc->async)
+    if (!vmc_w_args_ok(wc) || on_exec > 1 || !node_params_of(&a.node, &params) || wc->async)
         return VMC_W_BAD_ARGS;
     CUresult st;
     if (on_exec) {

@@ -10,6 +10,7 @@
 
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
+#include "vmc_drv_internal.h"
 #include "vmc_wire.h"
 #include "worker.h"
 #include "worker_driver.h"
@@ -38,9 +39,10 @@ static void *map_file(int fd, size_t size, uint64_t client) {
 }
 
 enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc) {
-    const char *path = vmc_w_arg_str(wc);
-    uint64_t size = vmc_in_u64(&wc->in);
-    uint64_t client = vmc_in_u64(&wc->in);
+    struct vmc_hostmap_attach_args a;
+    vmc_get_hostmap_attach_args(&wc->in, &a);
+    const char *path = vmc_w_text(wc, a.path, a.path_bytes);
+    uint64_t size = a.size, client = a.client_address;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     PFN_cuMemHostRegister_v6050 host_register =
@@ -83,13 +85,14 @@ enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc) {
         vmc_w_log("mapped host memory: %zu bytes at %#lx%s", (size_t)size, (unsigned long)device,
                   device == client ? " (the client's own address)" : " (the GPU addresses it elsewhere)");
     vmc_w_reply_status(wc, (cudaError_t)st);
-    uint64_t d = st == CUDA_SUCCESS ? (uint64_t)device : 0;
-    vmc_w_reply_pointee(wc, &d, sizeof d);
+    vmc_put_device_address(vmc_w_reply_out(wc), &(struct vmc_device_address){.address = st == CUDA_SUCCESS ? (uint64_t)device : 0});
     return VMC_W_DONE;
 }
 
 enum vmc_w_result vmc_w_hostmap_detach(struct vmc_wcall *wc) {
-    uint64_t client = vmc_in_u64(&wc->in);
+    struct vmc_client_address a;
+    vmc_get_client_address(&wc->in, &a);
+    uint64_t client = a.address;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     struct hostmap m = {0, NULL, 0};
@@ -142,12 +145,11 @@ static cudaError_t runtime_copy(uint64_t device, void *host, size_t n, int to_de
 }
 
 enum vmc_w_result vmc_w_hostmap_copy(struct vmc_wcall *wc) {
-    uint64_t device = vmc_in_u64(&wc->in);
-    uint64_t client = vmc_in_u64(&wc->in);
-    uint64_t count = vmc_in_u64(&wc->in);
-    uint64_t stream = vmc_in_u64(&wc->in);
-    unsigned mode = vmc_in_u8(&wc->in);
-    int to_device = vmc_in_u8(&wc->in) != 0;
+    struct vmc_mapped_copy_args a;
+    vmc_get_mapped_copy_args(&wc->in, &a);
+    uint64_t device = a.device, client = a.client_address, count = a.count, stream = a.stream;
+    unsigned mode = a.mode;
+    int to_device = a.to_device != 0;
     if (!vmc_w_args_ok(wc) || (mode & ~COPY_MODE_BITS) || (wc->async != 0) != ((mode & COPY_ASYNC) != 0))
         return VMC_W_BAD_ARGS;
     void *host = translate(client, count);

@@ -20,6 +20,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "vmc_drv_internal.h"
 #include "vmc_sha256.h"
 
 struct entry {
@@ -133,16 +134,15 @@ static void offer(const uint8_t sha[32], const uint8_t *bytes, uint64_t size) {
 }
 
 enum vmc_w_result vmc_w_image_query(struct vmc_wcall *wc) {
-    uint8_t sha[32];
-    vmc_w_arg(wc, sha, sizeof sha);
-    uint64_t size = vmc_in_u64(&wc->in);
+    struct vmc_image_args a;
+    vmc_get_image_args(&wc->in, &a);
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
-    const struct vmc_w_image *i = vmc_w_image_find(sha);
-    if (!i && size > 0)
-        i = from_daemon(sha, size);
+    const struct vmc_w_image *i = vmc_w_image_find(a.sha256);
+    if (!i && a.size > 0)
+        i = from_daemon(a.sha256, a.size);
     vmc_w_reply_status(wc, cudaSuccess);
-    vmc_w_reply_u32(wc, i && i->size == size);
+    vmc_put_image_held(vmc_w_reply_out(wc), &(struct vmc_image_held){.held = i && i->size == a.size});
     return VMC_W_DONE;
 }
 
@@ -150,9 +150,10 @@ enum vmc_w_result vmc_w_image_query(struct vmc_wcall *wc) {
  * upload leaves the connection in step. */
 enum vmc_w_result vmc_w_image_upload(struct vmc_wcall *wc) {
     struct vmc_wconn *c = wc->conn;
-    uint8_t sha[32];
-    vmc_w_arg(wc, sha, sizeof sha);
-    uint64_t size = vmc_in_u64(&wc->in);
+    struct vmc_image_args a;
+    vmc_get_image_args(&wc->in, &a);
+    const uint8_t *sha = a.sha256;
+    uint64_t size = a.size;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_FATAL; /* without a trustworthy size the stream cannot be resynchronised */
     CUresult st = CUDA_SUCCESS;

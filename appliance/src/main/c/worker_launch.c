@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vmc_internal.h"
 #include "worker.h"
 
 #define MAX_PARAMS 4096
@@ -131,45 +132,40 @@ static cudaError_t layout_of(uint32_t index, const void *func, const struct layo
 }
 
 enum vmc_w_result vmc_w_kernel_param_layout(struct vmc_wcall *wc) {
-    uint32_t index = vmc_in_u32(&wc->in);
+    struct vmc_kernel_param_layout_args a;
+    vmc_get_kernel_param_layout_args(&wc->in, &a);
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
-    const void *func = vmc_w_kernel_host_fun(index);
+    const void *func = vmc_w_kernel_host_fun(a.kernel);
     if (!func) {
         vmc_w_reply_status(wc, cudaErrorInvalidDeviceFunction);
         return VMC_W_DONE;
     }
     const struct layout *l = NULL;
-    cudaError_t st = layout_of(index, func, &l);
+    cudaError_t st = layout_of(a.kernel, func, &l);
     vmc_w_reply_status(wc, st);
     if (st == cudaSuccess) {
-        vmc_w_reply_u32(wc, l->n);
+        uint32_t sizes[l->n ? l->n : 1];
         for (uint32_t i = 0; i < l->n; i++)
-            vmc_w_reply_u32(wc, (uint32_t)l->sizes[i]);
+            sizes[i] = (uint32_t)l->sizes[i];
+        vmc_put_kernel_param_layout_reply(vmc_w_reply_out(wc), &(struct vmc_kernel_param_layout_reply){.n = l->n, .sizes = sizes});
     }
     return VMC_W_DONE;
 }
 
-static dim3 read_dim3(struct vmc_in *in) {
-    dim3 d;
-    d.x = vmc_in_u32(in);
-    d.y = vmc_in_u32(in);
-    d.z = vmc_in_u32(in);
-    return d;
-}
-
-/* Reads the packed arguments and lays them out at their offsets in `storage`; fills argv. */
-static int unpack_args(struct vmc_wcall *wc, const struct layout *l, uint8_t *storage, void **argv) {
-    uint32_t bytes = vmc_in_u32(&wc->in);
+/* Places the packed arguments at their offsets in `storage`; fills argv. */
+static int unpack_args(const struct layout *l, const uint8_t *packed, uint32_t bytes, uint8_t *storage, void **argv) {
     if (bytes != l->total)
         return -1;
     for (uint32_t i = 0; i < l->n; i++) {
-        vmc_in_bytes(&wc->in, storage + l->offsets[i], l->sizes[i]);
+        memcpy(storage + l->offsets[i], packed, l->sizes[i]);
+        packed += l->sizes[i];
         argv[i] = storage + l->offsets[i];
     }
-    return vmc_w_args_ok(wc) ? 0 : -1;
+    return 0;
 }
 
+/* What both launch operations carry (launch_args, launch_ex_args), as read. */
 struct launch_common {
     uint32_t index;
     const void *func;
@@ -177,22 +173,22 @@ struct launch_common {
     uint64_t shared_mem;
     cudaStream_t stream;
     int per_thread;
+    uint32_t params_bytes;
+    const uint8_t *params;
     const struct layout *layout;
 };
 
-static enum vmc_w_result read_common(struct vmc_wcall *wc, struct launch_common *lc, cudaError_t *st) {
-    lc->index = vmc_in_u32(&wc->in);
-    lc->grid = read_dim3(&wc->in);
-    lc->block = read_dim3(&wc->in);
-    lc->shared_mem = vmc_in_u64(&wc->in);
-    lc->stream = (cudaStream_t)(uintptr_t)vmc_in_u64(&wc->in);
-    lc->per_thread = vmc_in_u8(&wc->in);
-    if (wc->in.bad)
-        return VMC_W_BAD_ARGS;
+static void look_up(struct launch_common *lc, cudaError_t *st) {
     lc->func = vmc_w_kernel_host_fun(lc->index);
     *st = lc->func ? layout_of(lc->index, lc->func, &lc->layout) : cudaErrorInvalidDeviceFunction;
-    return VMC_W_DONE;
 }
+
+static dim3 dim3_of(const uint32_t d[3]) { return (dim3){d[0], d[1], d[2]}; }
+
+#define COMMON_FIELDS(lc, a)                                                                                           \
+    (lc) = (struct launch_common){.index = (a).kernel, .grid = dim3_of((a).grid), .block = dim3_of((a).block),       \
+                                  .shared_mem = (a).shared_mem, .stream = (cudaStream_t)(uintptr_t)(a).stream,       \
+                                  .per_thread = (a).per_thread, .params_bytes = (a).params_bytes, .params = (a).params}
 
 static void finish(struct vmc_wcall *wc, cudaError_t st) {
     if (wc->async)
@@ -217,36 +213,43 @@ static void release_args(struct laid_out_args *a) {
 }
 
 /* Returns cudaSuccess, cudaErrorMemoryAllocation, or -1 for a payload that does not match the layout. */
-static int lay_out_args(struct vmc_wcall *wc, const struct layout *l, struct laid_out_args *a) {
+static int lay_out_args(const struct launch_common *lc, struct laid_out_args *a) {
+    const struct layout *l = lc->layout;
     a->storage = l->extent <= sizeof a->small ? a->small : calloc(1, l->extent);
     a->argv = l->n <= 64 ? a->small_argv : calloc(l->n, sizeof *a->argv);
     if (!a->storage || !a->argv)
         return cudaErrorMemoryAllocation;
-    return unpack_args(wc, l, a->storage, a->argv) == 0 ? cudaSuccess : -1;
+    return unpack_args(l, lc->params, lc->params_bytes, a->storage, a->argv) == 0 ? cudaSuccess : -1;
 }
 
 /* Both launch operations: cudaLaunchKernelEx's only adds its attributes after the common fields. */
 static enum vmc_w_result serve_launch(struct vmc_wcall *wc, int with_attrs) {
     struct launch_common lc;
     cudaError_t st = cudaSuccess;
-    if (read_common(wc, &lc, &st) != VMC_W_DONE)
-        return VMC_W_BAD_ARGS;
     uint32_t n_attrs = 0;
     cudaLaunchAttribute attrs[MAX_ATTRS];
     if (with_attrs) {
-        n_attrs = vmc_in_u32(&wc->in);
-        if (n_attrs > MAX_ATTRS)
+        struct vmc_launch_ex_args a;
+        vmc_get_launch_ex_args(&wc->in, &a);
+        if (!vmc_w_args_ok(wc) || a.n_attrs > MAX_ATTRS)
             return VMC_W_BAD_ARGS;
-        vmc_in_bytes(&wc->in, attrs, n_attrs * sizeof attrs[0]);
-        if (wc->in.bad)
+        n_attrs = a.n_attrs;
+        memcpy(attrs, a.attrs, n_attrs * sizeof attrs[0]);
+        COMMON_FIELDS(lc, a);
+    } else {
+        struct vmc_launch_args a;
+        vmc_get_launch_args(&wc->in, &a);
+        if (!vmc_w_args_ok(wc))
             return VMC_W_BAD_ARGS;
+        COMMON_FIELDS(lc, a);
     }
+    look_up(&lc, &st);
     if (st != cudaSuccess) {
         finish(wc, st);
         return VMC_W_DONE;
     }
     struct laid_out_args a;
-    int rc = lay_out_args(wc, lc.layout, &a);
+    int rc = lay_out_args(&lc, &a);
     if (rc == cudaSuccess && with_attrs) {
         cudaLaunchConfig_t config = {0};
         config.gridDim = lc.grid;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
 #include "worker.h"
 
@@ -19,8 +20,10 @@ static struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 enum vmc_w_result vmc_w_mirror_alloc(struct vmc_wcall *wc) {
-    uint64_t size = vmc_in_u64(&wc->in);
-    uint32_t flags = vmc_in_u32(&wc->in);
+    struct vmc_mirror_alloc_args a;
+    vmc_get_mirror_alloc_args(&wc->in, &a);
+    uint64_t size = a.size;
+    uint32_t flags = a.flags;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     DRV(PFN_cuMemHostAlloc_v2020, host_alloc, "cuMemHostAlloc", 2020, 0);
@@ -52,15 +55,15 @@ enum vmc_w_result vmc_w_mirror_alloc(struct vmc_wcall *wc) {
     if (st != CUDA_SUCCESS && host)
         free_host(host);
     vmc_w_reply_status(wc, (cudaError_t)st);
-    if (st == CUDA_SUCCESS) {
-        uint64_t d = (uint64_t)device;
-        vmc_w_reply_pointee(wc, &d, sizeof d);
-    }
+    if (st == CUDA_SUCCESS)
+        vmc_put_device_address(vmc_w_reply_out(wc), &(struct vmc_device_address){.address = (uint64_t)device});
     return VMC_W_DONE;
 }
 
 enum vmc_w_result vmc_w_mirror_free(struct vmc_wcall *wc) {
-    CUdeviceptr device = (CUdeviceptr)vmc_in_u64(&wc->in);
+    struct vmc_device_address a;
+    vmc_get_device_address(&wc->in, &a);
+    CUdeviceptr device = (CUdeviceptr)a.address;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     DRV(PFN_cuMemFreeHost_v2000, free_host, "cuMemFreeHost", 2000, 0);

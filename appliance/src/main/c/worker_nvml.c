@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 #include "vmc_nvml_abi.h"
 #include "vmc_nvml_wire.h"
 #include "worker.h"
@@ -196,8 +197,9 @@ static void memory_from_cuda(struct vmc_nvml_answer *a) {
 }
 
 enum vmc_w_result vmc_w_nvml_query(struct vmc_wcall *wc) {
-    int32_t ordinal = 0;
-    vmc_w_arg(wc, &ordinal, sizeof ordinal);
+    struct vmc_nvml_query_args q;
+    vmc_get_nvml_query_args(&wc->in, &q);
+    int32_t ordinal = (int32_t)q.ordinal;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     pthread_once(&nvml_once, load_nvml);
@@ -229,6 +231,6 @@ enum vmc_w_result vmc_w_nvml_query(struct vmc_wcall *wc) {
     }
     vmc_w_reply_status(wc, (cudaError_t)st);
     if (st == CUDA_SUCCESS)
-        vmc_w_reply_pointee(wc, &a, sizeof a);
+        vmc_put_nvml_query_reply(vmc_w_reply_out(wc), &(struct vmc_nvml_query_reply){.answer = a});
     return VMC_W_DONE;
 }

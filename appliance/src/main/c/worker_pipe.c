@@ -9,11 +9,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "vmc_internal.h"
 #include "worker.h"
 
 enum vmc_w_result vmc_w_pipe_attach(struct vmc_wcall *wc) {
-    const char *path = vmc_w_arg_str(wc);
-    uint64_t size = vmc_in_u64(&wc->in);
+    struct vmc_pipe_file_args a;
+    vmc_get_pipe_file_args(&wc->in, &a);
+    const char *path = vmc_w_text(wc, a.path, a.path_bytes);
+    uint64_t size = a.size;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     struct vmc_wconn *c = wc->conn;

@@ -3,11 +3,13 @@
  * here, so the low bytes are the int). */
 #include <cudaTypedefs.h>
 #include "worker_driver.h"
+#include "vmc_drv_internal.h"
 
 enum vmc_w_result vmc_w_pool_attribute(struct vmc_wcall *wc, int set) {
-    uint64_t pool = vmc_in_u64(&wc->in);
-    uint32_t attr = vmc_in_u32(&wc->in);
-    uint64_t value = vmc_in_u64(&wc->in);
+    struct vmc_pool_attribute_args a;
+    vmc_get_pool_attribute_args(&wc->in, &a);
+    uint64_t pool = a.pool, value = a.value;
+    uint32_t attr = a.attribute;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     CUresult st;
@@ -22,6 +24,6 @@ enum vmc_w_result vmc_w_pool_attribute(struct vmc_wcall *wc, int set) {
         st = fn ? fn((CUmemoryPool)(uintptr_t)pool, (CUmemPool_attribute)attr, &value) : vmc_w_drv_missing("cuMemPoolGetAttribute");
     }
     vmc_w_reply_status(wc, (cudaError_t)st);
-    vmc_w_reply_pointee(wc, &value, sizeof value);
+    vmc_put_pool_attribute_value(vmc_w_reply_out(wc), &(struct vmc_pool_attribute_value){.value = value});
     return VMC_W_DONE;
 }

@@ -31,24 +31,27 @@ void *vmc_w_arg_pointee(struct vmc_wcall *wc, void *storage, size_t n) {
 const void *vmc_w_arg_func(struct vmc_wcall *wc) { return vmc_w_kernel_host_fun(vmc_in_u32(&wc->in)); }
 const void *vmc_w_arg_symbol(struct vmc_wcall *wc) { return vmc_w_var_host_var(vmc_in_u32(&wc->in)); }
 
-const char *vmc_w_arg_str(struct vmc_wcall *wc) {
-    uint32_t n = vmc_in_u32(&wc->in);
-    if (n == VMC_NO_INDEX || wc->in.bad)
-        return NULL;
-    const uint8_t *p = vmc_in_view(&wc->in, n); /* bounded by the payload, itself bounded by the limit */
-    if (!p || wc->n_strings == (int)(sizeof wc->strings / sizeof wc->strings[0])) {
+const char *vmc_w_text(struct vmc_wcall *wc, const void *bytes, uint32_t n) {
+    if (!bytes || wc->in.bad || wc->n_strings == (int)(sizeof wc->strings / sizeof wc->strings[0])) {
         wc->in.bad = 1;
         return NULL;
     }
-    char *s = malloc((size_t)n + 1);
+    char *s = malloc((size_t)n + 1); /* n is bounded by the payload, itself bounded by the limit */
     if (!s) {
         wc->in.bad = 1;
         return NULL;
     }
-    memcpy(s, p, n);
+    memcpy(s, bytes, n);
     s[n] = 0;
     wc->strings[wc->n_strings++] = s;
     return s;
+}
+
+const char *vmc_w_arg_str(struct vmc_wcall *wc) {
+    uint32_t n = vmc_in_u32(&wc->in);
+    if (n == VMC_NO_INDEX || wc->in.bad)
+        return NULL;
+    return vmc_w_text(wc, vmc_in_view(&wc->in, n), n);
 }
 
 void *vmc_w_arg_array(struct vmc_wcall *wc, size_t size, uint64_t count) {
@@ -111,6 +114,8 @@ void vmc_w_reply_pointee(struct vmc_wcall *wc, const void *p, size_t n) {
 }
 
 void vmc_w_reply_u32(struct vmc_wcall *wc, uint32_t v) { vmc_out_u32(&wc->conn->reply, v); }
+
+struct vmc_out *vmc_w_reply_out(struct vmc_wcall *wc) { return &wc->conn->reply; }
 
 void vmc_w_reply_text(struct vmc_wcall *wc, const char *p, uint64_t count) {
     uint64_t room = 0;

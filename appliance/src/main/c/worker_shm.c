@@ -200,10 +200,11 @@ int vmc_w_shm_open_file(const char *path, uint64_t size) {
 }
 
 enum vmc_w_result vmc_w_shm_attach(struct vmc_wcall *wc) {
-    const char *path = vmc_w_arg_str(wc);
-    uint64_t size = vmc_in_u64(&wc->in);
-    uint32_t slots = vmc_in_u32(&wc->in);
-    uint64_t slot_size = vmc_in_u64(&wc->in);
+    struct vmc_ring_file_args a;
+    vmc_get_ring_file_args(&wc->in, &a);
+    const char *path = vmc_w_text(wc, a.path, a.path_bytes);
+    uint64_t size = a.size, slot_size = a.slot_size;
+    uint32_t slots = a.slots;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     struct vmc_wconn *c = wc->conn;

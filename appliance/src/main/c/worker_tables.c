@@ -5,6 +5,7 @@
 
 #include "vmc_wire.h"
 #include "worker_driver.h"
+#include "vmc_drv_internal.h"
 #include <cudaTypedefs.h>
 
 /* The cluster table's UUID and the two slots used: 4 maps each TPC to its virtual GPC and to its index in
@@ -35,11 +36,8 @@ enum vmc_w_result vmc_w_tpc_mapping(struct vmc_wcall *wc) {
         st = ((tpc_mapping_fn)table[4])(&vgpc, &mtpc);
     vmc_w_reply_status(wc, (cudaError_t)st);
     if (st == CUDA_SUCCESS) {
-        uint32_t nv = array_bytes(vgpc), nm = array_bytes(mtpc);
-        vmc_w_reply_u32(wc, nv);
-        vmc_w_reply_pointee(wc, vgpc, nv);
-        vmc_w_reply_u32(wc, nm);
-        vmc_w_reply_pointee(wc, mtpc, nm);
+        vmc_put_tpc_mapping_reply(vmc_w_reply_out(wc), &(struct vmc_tpc_mapping_reply){
+            .n_vgpc = array_bytes(vgpc), .vgpc = vgpc, .n_mtpc = array_bytes(mtpc), .mtpc = mtpc});
         ((tpc_mapping_free_fn)table[13])(vgpc, mtpc);
     }
     return VMC_W_DONE;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "vmc_drv_api.h"
+#include "vmc_drv_internal.h"
 
 #define MAX_RANK 5
 
@@ -18,14 +19,18 @@ struct tensor_shape {
     cuuint64_t dims[MAX_RANK], strides[MAX_RANK];
 };
 
-static int read_shape(struct vmc_in *in, struct tensor_shape *t, uint32_t min_rank) {
-    t->data_type = vmc_in_u32(in);
-    t->rank = vmc_in_u32(in);
-    t->address = vmc_in_u64(in);
-    if (t->rank < min_rank || t->rank > MAX_RANK)
+/* 0 when the shape is not one the client may send: a rank CUDA refuses, or arrays of other lengths. */
+static int shape_of(const struct vmc_tensor_shape *w, struct tensor_shape *t, uint32_t min_rank) {
+    t->data_type = w->data_type;
+    t->rank = w->rank;
+    t->address = w->address;
+    if (t->rank < min_rank || t->rank > MAX_RANK || w->n_dims != t->rank || w->n_strides != t->rank - 1)
         return 0;
-    vmc_in_bytes(in, t->dims, t->rank * sizeof(cuuint64_t));
-    vmc_in_bytes(in, t->strides, (t->rank - 1) * sizeof(cuuint64_t));
+    for (uint32_t i = 0; i < t->rank; i++) {
+        t->dims[i] = vmc_tensor_shape_dims_at(w, i);
+        if (i + 1 < t->rank)
+            t->strides[i] = vmc_tensor_shape_strides_at(w, i);
+    }
     return 1;
 }
 
@@ -33,21 +38,22 @@ static int read_shape(struct vmc_in *in, struct tensor_shape *t, uint32_t min_ra
 static enum vmc_w_result reply_map(struct vmc_wcall *wc, CUresult st, const CUtensorMap *map) {
     vmc_w_reply_status(wc, (cudaError_t)st);
     if (st == CUDA_SUCCESS)
-        vmc_w_reply_pointee(wc, map, sizeof *map);
+        vmc_put_tensor_map(vmc_w_reply_out(wc), &(struct vmc_tensor_map){.map = *map});
     return VMC_W_DONE;
 }
 
 static enum vmc_w_result encode_tiled(struct vmc_wcall *wc) {
+    struct vmc_tensor_map_tiled_args a;
+    vmc_get_tensor_map_tiled_args(&wc->in, &a);
     struct tensor_shape t;
     cuuint32_t box[MAX_RANK], element_strides[MAX_RANK];
-    if (!read_shape(&wc->in, &t, 1))
+    if (!vmc_w_args_ok(wc) || wc->async || !shape_of(&a.shape, &t, 1) || a.n_box != t.rank || a.n_element_strides != t.rank)
         return VMC_W_BAD_ARGS;
-    vmc_in_bytes(&wc->in, box, t.rank * sizeof(cuuint32_t));
-    vmc_in_bytes(&wc->in, element_strides, t.rank * sizeof(cuuint32_t));
-    uint32_t interleave = vmc_in_u32(&wc->in), swizzle = vmc_in_u32(&wc->in);
-    uint32_t l2 = vmc_in_u32(&wc->in), oob = vmc_in_u32(&wc->in);
-    if (!vmc_w_args_ok(wc) || wc->async)
-        return VMC_W_BAD_ARGS;
+    for (uint32_t i = 0; i < t.rank; i++) {
+        box[i] = vmc_tensor_map_tiled_args_box_at(&a, i);
+        element_strides[i] = vmc_tensor_map_tiled_args_element_strides_at(&a, i);
+    }
+    uint32_t interleave = a.interleave, swizzle = a.swizzle, l2 = a.l2_promotion, oob = a.oob_fill;
     DRV(PFN_cuTensorMapEncodeTiled_v12000, encode, "cuTensorMapEncodeTiled", 12000, 0);
     CUtensorMap map;
     memset(&map, 0, sizeof map);
@@ -60,20 +66,22 @@ static enum vmc_w_result encode_tiled(struct vmc_wcall *wc) {
 
 /* Im2col (wide = 0: the corners are rank - 2 ints each) and Im2colWide (wide = 1: one int each, and a mode). */
 static enum vmc_w_result encode_im2col(struct vmc_wcall *wc, int wide) {
+    struct vmc_tensor_map_im2col_args a;
+    vmc_get_tensor_map_im2col_args(&wc->in, &a);
     struct tensor_shape t;
     int lower[MAX_RANK] = {0}, upper[MAX_RANK] = {0};
     cuuint32_t element_strides[MAX_RANK];
-    if (!read_shape(&wc->in, &t, 3))
+    if (!vmc_w_args_ok(wc) || wc->async || !shape_of(&a.shape, &t, 3) || a.n_element_strides != t.rank ||
+        a.n_corner != (wide ? 1 : t.rank - 2))
         return VMC_W_BAD_ARGS;
-    size_t corners = wide ? 1 : t.rank - 2;
-    vmc_in_bytes(&wc->in, lower, corners * sizeof(int));
-    vmc_in_bytes(&wc->in, upper, corners * sizeof(int));
-    uint32_t channels = vmc_in_u32(&wc->in), pixels = vmc_in_u32(&wc->in);
-    vmc_in_bytes(&wc->in, element_strides, t.rank * sizeof(cuuint32_t));
-    uint32_t interleave = vmc_in_u32(&wc->in), mode = vmc_in_u32(&wc->in), swizzle = vmc_in_u32(&wc->in);
-    uint32_t l2 = vmc_in_u32(&wc->in), oob = vmc_in_u32(&wc->in);
-    if (!vmc_w_args_ok(wc) || wc->async)
-        return VMC_W_BAD_ARGS;
+    for (uint32_t i = 0; i < a.n_corner; i++) {
+        lower[i] = (int)vmc_tensor_map_im2col_args_lower_at(&a, i);
+        upper[i] = (int)vmc_tensor_map_im2col_args_upper_at(&a, i);
+    }
+    for (uint32_t i = 0; i < t.rank; i++)
+        element_strides[i] = vmc_tensor_map_im2col_args_element_strides_at(&a, i);
+    uint32_t channels = a.channels, pixels = a.pixels, interleave = a.interleave, mode = a.mode, swizzle = a.swizzle;
+    uint32_t l2 = a.l2_promotion, oob = a.oob_fill;
     CUtensorMap map;
     memset(&map, 0, sizeof map);
     CUresult st;
@@ -96,9 +104,10 @@ static enum vmc_w_result encode_im2col(struct vmc_wcall *wc, int wide) {
 }
 
 static enum vmc_w_result replace_address(struct vmc_wcall *wc) {
-    CUtensorMap map;
-    vmc_in_bytes(&wc->in, &map, sizeof map);
-    uint64_t address = vmc_in_u64(&wc->in);
+    struct vmc_tensor_map_replace_args a;
+    vmc_get_tensor_map_replace_args(&wc->in, &a);
+    CUtensorMap map = a.map;
+    uint64_t address = a.address;
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
     DRV(PFN_cuTensorMapReplaceAddress_v12000, replace, "cuTensorMapReplaceAddress", 12000, 0);

@@ -153,6 +153,13 @@ static int register_ring(size_t size, void **base, struct vmc_ucx_reply *r, uint
 /* The reply's payload: status, then (success) the ring's address in the agent, the rkey's and worker
  * address's lengths and bytes, and the agent's UCX tcp segment sizes; (refusal) one line saying why, for
  * the client to print. */
+/* A refused attach: the reason travels in the reply's `why`. */
+static enum vmc_w_result refuse(struct vmc_wcall *wc, cudaError_t st, const char *why) {
+    vmc_w_reply_status(wc, st);
+    vmc_put_ucx_attach_reply(vmc_w_reply_out(wc), &(struct vmc_ucx_attach_reply){.why_bytes = (uint32_t)strlen(why), .why = why});
+    return VMC_W_DONE;
+}
+
 enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc) {
     struct vmc_ucx_attach_args a;
     vmc_get_ucx_attach_args(&wc->in, &a);
@@ -165,9 +172,7 @@ enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc) {
     if (c->shm || !vmc_w_shm_ring_ok(slots, slot_size, size)) {
         const char *why = c->shm ? "this connection already has a ring"
                                  : "ring shape refused (2-64 slots of 64 KiB-256 MiB, whole pages, 4 GiB in all)";
-        vmc_w_reply_status(wc, cudaErrorInvalidValue);
-        vmc_out_bytes(&c->reply, why, strlen(why));
-        return VMC_W_DONE;
+        return refuse(wc, cudaErrorInvalidValue, why);
     }
     struct vmc_ucx_reply r;
     void *base = NULL;
@@ -175,9 +180,7 @@ enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc) {
     char why[200];
     if (register_ring((size_t)size, &base, &r, &blob, why, sizeof why) != 0) {
         vmc_w_log("UCX ring refused: %s", why);
-        vmc_w_reply_status(wc, cudaErrorNotSupported);
-        vmc_out_bytes(&c->reply, why, strnlen(why, sizeof why));
-        return VMC_W_DONE;
+        return refuse(wc, cudaErrorNotSupported, why);
     }
     int registered = vmc_w_shm_adopt(c, base, (size_t)size, (size_t)slot_size, slots, r.ring);
     if (registered < 0) {
@@ -185,19 +188,14 @@ enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc) {
         vmc_w_ucx_detach(r.ring);
         munmap(base, (size_t)size);
         free(blob);
-        vmc_w_reply_status(wc, cudaErrorMemoryAllocation);
-        vmc_out_bytes(&c->reply, why, sizeof why - 1);
-        return VMC_W_DONE;
+        return refuse(wc, cudaErrorMemoryAllocation, why);
     }
     vmc_w_log("UCX ring attached: %u slots of %zu bytes%s", slots, (size_t)slot_size,
               registered ? ", registered with the runtime" : ", NOT registered (copies are pageable)");
     vmc_w_reply_status(wc, cudaSuccess);
-    vmc_out_u64(&c->reply, r.remote_base);
-    vmc_out_u32(&c->reply, r.rkey_len);
-    vmc_out_u32(&c->reply, r.address_len);
-    vmc_out_bytes(&c->reply, blob, (size_t)r.rkey_len + r.address_len);
-    vmc_out_u32(&c->reply, (uint32_t)strlen(r.tcp_segments));
-    vmc_out_bytes(&c->reply, r.tcp_segments, strlen(r.tcp_segments));
+    vmc_put_ucx_attach_reply(vmc_w_reply_out(wc), &(struct vmc_ucx_attach_reply){
+        .remote_base = r.remote_base, .rkey_bytes = r.rkey_len, .rkey = blob, .address_bytes = r.address_len,
+        .address = blob + r.rkey_len, .segments_bytes = (uint32_t)strlen(r.tcp_segments), .segments = r.tcp_segments});
     free(blob);
     return VMC_W_DONE;
 }

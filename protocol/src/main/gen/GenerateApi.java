@@ -27,16 +27,13 @@ public final class GenerateApi extends SpecSupport {
     static final Map<String, Kind> ANNOTATIONS = Map.of("out", Kind.OUT, "in", Kind.IN, "func", Kind.FUNC,
             "symbol", Kind.SYMBOL, "str", Kind.STR, "d2d", Kind.D2D, "in_d2d", Kind.IN_D2D);
 
-    /** An internal operation's argument layout: fixed-width unsigned fields in wire order. */
-    record Layout(String name, List<Param<Kind>> fields, int line) {}
+    /** The parsed spec: its entries, and the layouts (Layouts.java) internal entries name. */
+    record Spec(List<Api> apis, List<Layouts.Layout> layouts) {
+        List<Layouts.Uses> uses() { return apis.stream().map(Api::uses).filter(java.util.Objects::nonNull).toList(); }
+    }
 
-    /** The parsed spec: its entries, and the layouts internal entries name. */
-    record Spec(List<Api> apis, List<Layout> layouts) {}
-
-    static final Map<String, String> FIELD_TYPES = Map.of("uint8_t", "u8", "uint16_t", "u16", "uint32_t", "u32", "uint64_t", "u64");
-
-    /** {@code layout}: the layout an internal entry's arguments follow (vmc_internal.h), or null. */
-    record Api(int id, Mode mode, String returnType, String name, List<Param<Kind>> params, int line, String layout) {
+    /** {@code uses}: the layouts of an internal entry's arguments and reply (vmc_internal.h), or null. */
+    record Api(int id, Mode mode, String returnType, String name, List<Param<Kind>> params, int line, Layouts.Uses uses) {
         Api(int id, Mode mode, String returnType, String name, List<Param<Kind>> params, int line) {
             this(id, mode, returnType, name, params, line, null);
         }
@@ -85,12 +82,9 @@ public final class GenerateApi extends SpecSupport {
 
     // ---------------------------------------------------------------- parsing
 
-    private static final Pattern LAYOUT = Pattern.compile("^layout\\s+(\\w+)\\s*\\((.*)\\)$");
-    private static final Pattern USES_LAYOUT = Pattern.compile("^(\\w+)\\s*\\((\\w+)\\)$");
-
     static Spec parse(Path spec) throws IOException {
         List<Api> apis = new ArrayList<>();
-        Map<String, Layout> layouts = new java.util.LinkedHashMap<>();
+        Map<String, Layouts.Layout> layouts = new java.util.LinkedHashMap<>();
         Set<Integer> ids = new HashSet<>();
         Set<String> names = new HashSet<>();
         List<String> lines = Files.readAllLines(spec, StandardCharsets.UTF_8);
@@ -98,12 +92,8 @@ public final class GenerateApi extends SpecSupport {
             String raw = lines.get(i).strip();
             if (raw.isEmpty() || raw.startsWith("#")) continue;
             int lineNo = i + 1;
-            if (raw.startsWith("layout ") || raw.startsWith("layout\t")) {
-                Matcher lm = LAYOUT.matcher(raw);
-                if (!lm.matches())
-                    throw new IllegalArgumentException("line " + lineNo + ": expected layout NAME(TYPE FIELD, ...)");
-                Layout l = parseLayout(lm.group(1), lm.group(2), lineNo);
-                if (layouts.put(l.name(), l) != null) throw new IllegalArgumentException("line " + lineNo + ": duplicate layout " + l.name());
+            if (Layouts.isLayoutLine(raw)) {
+                Layouts.parseLine(raw, lineNo, layouts);
                 continue;
             }
             String[] parts = raw.split("\\s+", 3);
@@ -115,13 +105,13 @@ public final class GenerateApi extends SpecSupport {
                 throw new IllegalArgumentException("line " + lineNo + ": bad id '" + parts[0] + "'");
             }
             Mode mode = Mode.parse(parts[1], lineNo);
-            Matcher um = USES_LAYOUT.matcher(parts[2].strip());
+            Layouts.Uses uses = mode == Mode.INTERNAL ? Layouts.parseUses(parts[2], lineNo, layouts) : null;
+            if (mode == Mode.INTERNAL && uses == null)
+                throw new IllegalArgumentException("line " + lineNo + ": internal " + parts[2].strip()
+                        + " must name its layouts: NAME(ARGS) -> REPLY, or NAME() for none");
             Api api;
-            if (mode == Mode.INTERNAL && um.matches()) {
-                if (!layouts.containsKey(um.group(2)))
-                    throw new IllegalArgumentException("line " + lineNo + ": " + um.group(1) + " names layout '" + um.group(2)
-                            + "', which is not declared above it");
-                api = new Api(id, mode, "cudaError_t", um.group(1), List.of(), lineNo, um.group(2));
+            if (uses != null) {
+                api = new Api(id, mode, "cudaError_t", uses.operation(), List.of(), lineNo, uses);
             } else {
                 api = parsePrototype(id, mode, parts[2].strip(), lineNo);
             }
@@ -130,29 +120,10 @@ public final class GenerateApi extends SpecSupport {
             validate(api);
             apis.add(api);
         }
-        return new Spec(apis, List.copyOf(layouts.values()));
-    }
-
-    private static final Set<String> C_KEYWORDS = Set.of("auto", "break", "case", "char", "const", "continue", "default",
-            "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-            "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
-            "unsigned", "void", "volatile", "while");
-
-    static Layout parseLayout(String name, String fields, int line) {
-        List<Param<Kind>> list = new ArrayList<>();
-        Set<String> names = new HashSet<>();
-        for (String f : fields.split(",", -1)) {
-            if (f.isBlank()) throw new IllegalArgumentException("line " + line + ": layout " + name + " has an empty field");
-            Param<Kind> p = SpecSupport.parseParam(f.strip(), line, ANNOTATIONS, Kind.VALUE);
-            if (!FIELD_TYPES.containsKey(p.type().strip()) || p.kind() != Kind.VALUE)
-                throw new IllegalArgumentException("line " + line + ": layout " + name + "(" + p.name()
-                        + "): fields are uint8_t, uint16_t, uint32_t or uint64_t");
-            if (!p.name().matches("[A-Za-z_]\\w*") || C_KEYWORDS.contains(p.name()) || !names.add(p.name()))
-                throw new IllegalArgumentException("line " + line + ": layout " + name + ": field name '" + p.name()
-                        + "' is not a C identifier, or is used twice");
-            list.add(p);
-        }
-        return new Layout(name, list, line);
+        Spec parsed = new Spec(apis, List.copyOf(layouts.values()));
+        Set<String> unused = Layouts.unused(parsed.layouts(), parsed.uses());
+        if (!unused.isEmpty()) throw new IllegalArgumentException("layouts no operation names: " + unused);
+        return parsed;
     }
 
     static Api parsePrototype(int id, Mode mode, String text, int line) {
@@ -206,28 +177,9 @@ public final class GenerateApi extends SpecSupport {
         return s.toString();
     }
 
-    /** The internal operations' argument layouts: a struct, and its writer and reader on the frame codec. */
+    /** The internal operations' typed wire forms (Layouts.java). */
     static String internalLayouts(Spec spec) {
-        StringBuilder s = new StringBuilder(BANNER);
-        s.append("/* The arguments of the internal operations (cuda-api.spec `layout` lines), written by the client and read by\n")
-         .append(" * the worker with the same code. */\n#ifndef VMC_INTERNAL_H\n#define VMC_INTERNAL_H\n\n#include <stdint.h>\n#include \"vmc_io.h\"\n");
-        for (Layout l : spec.layouts()) {
-            List<String> users = spec.apis().stream().filter(a -> l.name().equals(a.layout())).map(Api::name).toList();
-            s.append("\n/* ").append(l.name()).append(": ").append(users.isEmpty() ? "(no operation)" : String.join(", ", users)).append(" */\n");
-            s.append("struct vmc_").append(l.name()).append("_args {\n");
-            for (Param<Kind> f : l.fields()) s.append("    ").append(f.type().strip()).append(' ').append(f.name()).append(";\n");
-            s.append("};\n\nstatic inline void vmc_put_").append(l.name()).append("_args(struct vmc_out *o, const struct vmc_")
-             .append(l.name()).append("_args *a) {\n");
-            for (Param<Kind> f : l.fields())
-                s.append("    vmc_out_").append(FIELD_TYPES.get(f.type().strip())).append("(o, a->").append(f.name()).append(");\n");
-            s.append("}\n\nstatic inline void vmc_get_").append(l.name()).append("_args(struct vmc_in *in, struct vmc_")
-             .append(l.name()).append("_args *a) {\n");
-            for (Param<Kind> f : l.fields())
-                s.append("    a->").append(f.name()).append(" = vmc_in_").append(FIELD_TYPES.get(f.type().strip())).append("(in);\n");
-            s.append("}\n");
-        }
-        s.append("\n#endif\n");
-        return s.toString();
+        return Layouts.header(BANNER, "VMC_INTERNAL_H", "#include <cuda_runtime_api.h>\n", spec.layouts(), spec.uses());
     }
 
     static String apiNames(List<Api> apis) {

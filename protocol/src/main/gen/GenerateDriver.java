@@ -37,7 +37,13 @@ public final class GenerateDriver extends SpecSupport {
         boolean perThread() { return !variant.isEmpty(); }
     }
 
-    record Entry(int id, Mode mode, Key key, String symbol, List<Param<Kind>> params, boolean hasPrototype, int line) {
+    /** {@code uses}: the layouts (Layouts.java) of an internal entry's arguments and reply, or null. */
+    record Entry(int id, Mode mode, Key key, String symbol, List<Param<Kind>> params, boolean hasPrototype, int line,
+                 Layouts.Uses uses) {
+        Entry(int id, Mode mode, Key key, String symbol, List<Param<Kind>> params, boolean hasPrototype, int line) {
+            this(id, mode, key, symbol, params, hasPrototype, line, null);
+        }
+
         boolean forwarded() { return mode.forwarded(); }
         boolean async() { return mode.async(); }
         boolean wrapped() { return mode.wrapped(); }
@@ -55,8 +61,10 @@ public final class GenerateDriver extends SpecSupport {
             System.exit(2);
         }
         List<Entry> entries;
+        List<Layouts.Layout> layouts = new ArrayList<>();
+        List<Layouts.Uses> wires = new ArrayList<>();
         try {
-            entries = parse(Path.of(args[0]));
+            entries = parse(Path.of(args[0]), layouts, wires);
         } catch (IllegalArgumentException e) {
             System.err.println("cuda-driver.spec: " + e.getMessage());
             System.exit(1);
@@ -69,6 +77,8 @@ public final class GenerateDriver extends SpecSupport {
         Files.createDirectories(java);
         SpecSupport.write(c.resolve("vmc_drv_api.h"), apiHeader(entries));
         SpecSupport.write(c.resolve("vmc_drv_api_names.c"), apiNames(entries));
+        SpecSupport.write(c.resolve("vmc_drv_internal.h"), Layouts.header(BANNER, "VMC_DRV_INTERNAL_H", "#include <cuda.h>\n#include \"vmc_nvml_wire.h\"\n",
+                layouts, uses(entries, wires)));
         SpecSupport.write(c.resolve("vmc_drv_client_stubs.c"), clientStubs(entries));
         SpecSupport.write(c.resolve("vmc_drv_client_unsupported.c"), clientUnsupported(entries));
         SpecSupport.write(c.resolve("vmc_drv_procs.c"), procTable(entries));
@@ -85,8 +95,17 @@ public final class GenerateDriver extends SpecSupport {
 
     // ---------------------------------------------------------------- parsing
 
-    static List<Entry> parse(Path spec) throws IOException {
+    /** The layouts internal entries and {@code wire} lines name. */
+    static List<Layouts.Uses> uses(List<Entry> entries, List<Layouts.Uses> wires) {
+        List<Layouts.Uses> all = new ArrayList<>(entries.stream().map(Entry::uses).filter(java.util.Objects::nonNull).toList());
+        all.addAll(wires);
+        return all;
+    }
+
+    /** The entries of the spec; {@code layouts} receives its layout lines, {@code wires} its wire lines. */
+    static List<Entry> parse(Path spec, List<Layouts.Layout> layouts, List<Layouts.Uses> wires) throws IOException {
         List<Entry> entries = new ArrayList<>();
+        Map<String, Layouts.Layout> declared = new LinkedHashMap<>();
         Set<Integer> ids = new HashSet<>();
         Set<String> symbols = new HashSet<>();
         Set<Key> keys = new HashSet<>();
@@ -95,6 +114,17 @@ public final class GenerateDriver extends SpecSupport {
             String raw = lines.get(i).strip();
             if (raw.isEmpty() || raw.startsWith("#")) continue;
             int lineNo = i + 1;
+            if (Layouts.isLayoutLine(raw)) {
+                Layouts.parseLine(raw, lineNo, declared);
+                continue;
+            }
+            if (Layouts.isWireLine(raw)) {
+                Layouts.Uses w = Layouts.parseWire(raw, lineNo, declared);
+                if (entries.stream().noneMatch(e -> e.symbol().equals(w.operation()) && e.mode() == Mode.HAND))
+                    throw new IllegalArgumentException("line " + lineNo + ": wire " + w.operation() + ": no hand entry of that name above it");
+                wires.add(w);
+                continue;
+            }
             Matcher m = LINE.matcher(raw);
             if (!m.matches()) throw new IllegalArgumentException("line " + lineNo + ": expected ID MODE KEY PROTOTYPE");
             int id = Integer.parseInt(m.group(1));
@@ -109,7 +139,13 @@ public final class GenerateDriver extends SpecSupport {
             }
             String text = m.group(4).strip();
             Entry e;
-            if (text.matches("\\w+")) {
+            Layouts.Uses uses = mode == Mode.INTERNAL ? Layouts.parseUses(text, lineNo, declared) : null;
+            if (mode == Mode.INTERNAL && uses == null)
+                throw new IllegalArgumentException("line " + lineNo + ": internal " + text
+                        + " must name its layouts: NAME(ARGS) -> REPLY, or NAME() for none");
+            if (uses != null) {
+                e = new Entry(id, mode, key, uses.operation(), List.of(), false, lineNo, uses);
+            } else if (text.matches("\\w+")) {
                 if (mode != Mode.UNSUPPORTED && mode != Mode.INTERNAL)
                     throw new IllegalArgumentException("line " + lineNo + ": " + text + " needs a prototype for mode " + mode);
                 e = new Entry(id, mode, key, text, List.of(), false, lineNo);
@@ -131,6 +167,9 @@ public final class GenerateDriver extends SpecSupport {
             validate(e);
             entries.add(e);
         }
+        layouts.addAll(declared.values());
+        Set<String> unused = Layouts.unused(layouts, uses(entries, wires));
+        if (!unused.isEmpty()) throw new IllegalArgumentException("layouts no operation names: " + unused);
         return entries;
     }
 
