@@ -3,47 +3,46 @@ package io.vmcuda.appliance;
 import io.vmcuda.appliance.cache.ModuleCache;
 import io.vmcuda.appliance.cache.ModuleImages;
 import java.io.IOException;
-import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
 /**
- * {@code vmcudad cache seed [--state-dir DIR] [--config FILE] FILE...}: puts the module images of the
- * appliance's own copies of the CUDA libraries (or of any CUDA program, fat binary or cubin) into the module
- * cache as public entries, so that every tenant's first program that loads them sends none of their bytes.
- * Public: seed only what every tenant may have, such as NVIDIA's libraries. Clients ask by SHA-256 of the
- * exact bytes, so a seed helps those whose library is the same build as the seeded one.
+ * {@code vmcudad cache seed [--state-dir DIR] [--config FILE] FILE...}, a subcommand of {@link DaemonCommand}:
+ * puts the module images of the appliance's own copies of the CUDA libraries (or of any CUDA program, fat binary
+ * or cubin) into the module cache as public entries, so that every tenant's first program that loads them sends
+ * none of their bytes. Public: seed only what every tenant may have, such as NVIDIA's libraries. Clients ask by
+ * SHA-256 of the exact bytes, so a seed helps those whose library is the same build as the seeded one.
  */
-public final class CacheSeed {
-    static final String USAGE = "usage: vmcudad cache seed [--state-dir DIR] [--config FILE] FILE...";
+@Command(name = "seed", sortOptions = false, sortSynopsis = false, description = "put the module images of CUDA "
+        + "libraries, programs, fat binaries or cubins into the module cache as public entries (every tenant may "
+        + "use them)")
+final class CacheSeed implements Callable<Integer> {
+    @Option(names = "--state-dir", paramLabel = "DIR",
+            description = "the daemon's state directory (default ./vmcuda-state)")
+    Path stateDir = DaemonOptions.defaults().stateDir();
 
-    private CacheSeed() {}
+    @Option(names = "--config", paramLabel = "FILE", description = "the daemon's properties file (cache.module_bytes)")
+    Path configFile;
+
+    @Parameters(paramLabel = "FILE", arity = "1..*", description = "the files whose module images to seed")
+    List<Path> files;
+
+    @Spec
+    CommandSpec spec;
 
     /** Returns the exit status: 0 when every file gave at least one image and all were stored. */
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        Path stateDir = DaemonOptions.defaults().stateDir();
-        Path configFile = null;
-        List<Path> files = new ArrayList<>();
-        for (int i = 2; i < args.length; i++) {
-            String a = args[i];
-            if ((a.equals("--state-dir") || a.equals("--config")) && i + 1 < args.length) {
-                Path v = Path.of(args[++i]);
-                if (a.equals("--state-dir")) stateDir = v;
-                else configFile = v;
-            } else if (a.startsWith("--")) {
-                err.println("vmcudad: unknown option " + a + "\n" + USAGE);
-                return 2;
-            } else {
-                files.add(Path.of(a));
-            }
-        }
-        if (files.isEmpty()) {
-            err.println(USAGE);
-            return 2;
-        }
+    @Override
+    public Integer call() {
+        PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
         ModuleCache cache;
         try {
             ApplianceConfig config = ApplianceConfig.load(configFile);

@@ -148,23 +148,6 @@ class ApplianceConfigTest {
     }
 
     @Test
-    void optionsParse() {
-        DaemonOptions o = DaemonOptions.parse(new String[] {"--listen", "0.0.0.0:9000", "--admin=:9001",
-                "--state-dir", "/var/lib/vmcuda", "--worker-lib-dir", "/opt/n"});
-        assertEquals(9000, o.listen().getPort());
-        assertEquals(9001, o.admin().getPort());
-        assertEquals(Path.of("/var/lib/vmcuda"), o.stateDir());
-        assertEquals(Path.of("/opt/n"), o.workerLibDir());
-        assertThrows(IllegalArgumentException.class, () -> DaemonOptions.parse(new String[] {"--listen", "nope"}));
-        assertThrows(IllegalArgumentException.class, () -> DaemonOptions.parse(new String[] {"--frobnicate", "1"}));
-        // an unknown option is named as such, also when it is the last argument
-        assertEquals("unknown option --bogus", assertThrows(IllegalArgumentException.class,
-                () -> DaemonOptions.parse(new String[] {"--bogus"})).getMessage());
-        assertEquals("missing value for --listen", assertThrows(IllegalArgumentException.class,
-                () -> DaemonOptions.parse(new String[] {"--listen"})).getMessage());
-    }
-
-    @Test
     void workerLibDirIsFoundBesideTheCode() {
         assertEquals(Path.of("/src/appliance/target/native"),
                 WorkerLibDir.besideCode(Path.of("/src/appliance/target/classes")));

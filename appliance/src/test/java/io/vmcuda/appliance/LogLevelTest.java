@@ -1,11 +1,11 @@
 package io.vmcuda.appliance;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Path;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import org.junit.jupiter.api.Test;
@@ -38,12 +38,15 @@ class LogLevelTest {
     }
 
     @Test
-    void theOptionIsTakenOutOfTheDaemonsArguments() {
-        String[] args = {"--listen", "127.0.0.1:1", "--log-level", "debug", "--state-dir=x"};
-        assertEquals(Level.FINE, Vmcudad.logLevelOption(args));
-        assertArrayEquals(new String[] {"--listen", "127.0.0.1:1", "--state-dir=x"}, Vmcudad.withoutLogLevel(args));
-        assertEquals(Level.WARNING, Vmcudad.logLevelOption(new String[] {"--log-level=warn"}));
-        assertNull(Vmcudad.logLevelOption(new String[] {"--listen", "127.0.0.1:1"}));
-        assertThrows(IllegalArgumentException.class, () -> Vmcudad.logLevelOption(new String[] {"--log-level"}));
+    void theOptionOverridesTheConfigFilesLevel() {
+        DaemonCommand c = DaemonCommand.parse("--listen", "127.0.0.1:1", "--log-level", "debug", "--state-dir=x");
+        assertEquals(Level.FINE, c.logLevel);
+        assertEquals(1, c.options().listen().getPort(), "the other options are read around it");
+        assertEquals(Path.of("x"), c.options().stateDir());
+        assertEquals(Level.WARNING, DaemonCommand.parse("--log-level=warn").logLevel);
+        assertNull(DaemonCommand.parse("--listen", "127.0.0.1:1").logLevel, "not given: log.level decides");
+        VmcudadRun missing = VmcudadRun.of("--log-level");
+        assertEquals(2, missing.status());
+        assertTrue(missing.err().startsWith("vmcudad: missing value for --log-level\n"), missing.err());
     }
 }

@@ -95,11 +95,9 @@ class ModuleCacheTest {
         assertEquals(java.util.List.of(new io.vmcuda.appliance.cache.ModuleImages.Image(64, 53),
                 new io.vmcuda.appliance.cache.ModuleImages.Image(64 + 56, 80)), io.vmcuda.appliance.cache.ModuleImages.in(lib));
 
-        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(), err = new java.io.ByteArrayOutputStream();
-        int status = CacheSeed.run(new String[] {"cache", "seed", "--state-dir", dir.toString(), lib.toString()},
-                new java.io.PrintStream(out), new java.io.PrintStream(err));
-        assertEquals(0, status, err.toString());
-        assertTrue(out.toString().contains("2 module image(s), 133 bytes"), out.toString());
+        VmcudadRun seeded = VmcudadRun.of("cache", "seed", "--state-dir", dir.toString(), lib.toString());
+        assertEquals(0, seeded.status(), seeded.err());
+        assertTrue(seeded.out().contains("2 module image(s), 133 bytes"), seeded.out());
         ModuleCache c = new ModuleCache(dir.resolve("modules"), 1 << 20, Set.of());
         assertTrue(c.lookup(sha(first), first.length, "dave").isPresent(), "seeded: any tenant, no upload");
         assertTrue(c.lookup(sha(second), second.length, "erin").isPresent());
@@ -111,12 +109,10 @@ class ModuleCacheTest {
         byte[] damaged = elfWithFatbinSection(section);
         java.nio.ByteBuffer.wrap(damaged).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(64 + 8, 1L << 40);
         Files.write(cut, damaged);
-        err.reset();
-        status = CacheSeed.run(new String[] {"cache", "seed", "--state-dir", dir.toString(), text.toString(), cut.toString()},
-                new java.io.PrintStream(out), new java.io.PrintStream(err));
-        assertEquals(1, status);
-        assertTrue(err.toString().contains("notes.txt: no module images"), err.toString());
-        assertTrue(err.toString().contains("libcut.so: no module images"), err.toString());
+        VmcudadRun refused = VmcudadRun.of("cache", "seed", "--state-dir", dir.toString(), text.toString(), cut.toString());
+        assertEquals(1, refused.status());
+        assertTrue(refused.err().contains("notes.txt: no module images"), refused.err());
+        assertTrue(refused.err().contains("libcut.so: no module images"), refused.err());
         // a raw fat binary whose payload size overflows the arithmetic: nothing, no exception
         Path huge = dir.resolve("huge.fatbin");
         byte[] raw = fatbin(8, 3);
