@@ -409,6 +409,17 @@ for i in range(100000):
     fi
 fi
 
+# Every program above ran to its end (framebench's deliberate kill aside): the daemon must not record one of
+# them as aborted (it did for stream_ptds while its callback thread waited in the callback channel at exit).
+if [ -f "$STATE/sessions.jsonl" ] && ! want framebench; then
+    say ""
+    aborted="$(grep -c '"state":"aborted"' "$STATE/sessions.jsonl")"
+    say "== session records: $(wc -l <"$STATE/sessions.jsonl") written, $aborted aborted"
+    grep '"state":"aborted"' "$STATE/sessions.jsonl" |
+        sed -E 's/.*"program":"([^"]*)".*"reason":"([^"]*)".*/  aborted: \1 (\2)/' | tee -a "$SUMMARY"
+    [ "$aborted" -eq 0 ] || fail "sessions of programs that ran to their end recorded as aborted"
+fi
+
 say ""
 if [ "$failures" -eq 0 ]; then say "RESULT: PASS"; else say "RESULT: FAIL ($failures failed checks; diffs.txt)"; fi
 exit $((failures == 0 ? 0 : 1))

@@ -29,6 +29,7 @@ enum vmc_w_result {
     VMC_W_BAD_ARGS,  /* the payload did not match the call's arguments */
     VMC_W_UNKNOWN,   /* no such call id */
     VMC_W_FATAL,     /* the connection broke while serving the call */
+    VMC_W_CLOSED,    /* the client closed the connection while the call waited for it to have work: a normal end */
 };
 
 void vmc_w_arg(struct vmc_wcall *wc, void *p, size_t n);

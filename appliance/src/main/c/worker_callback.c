@@ -168,6 +168,9 @@ enum vmc_w_result vmc_w_callback_channel(struct vmc_wcall *wc) {
         next->channel = c;
     }
     live_channels--;
+    int was_running = 0; /* a callback of this channel's that the client never acknowledged */
+    for (struct request *r = requests; gone && r; r = r->next)
+        was_running |= r->state == SENT && r->channel == c;
     if (gone) {
         /* Whatever this channel was running will never be acknowledged; with no channel left, nothing
          * queued can run either. Release them so that the streams (and the worker's exit) go on. */
@@ -185,8 +188,10 @@ enum vmc_w_result vmc_w_callback_channel(struct vmc_wcall *wc) {
     uint64_t token = next ? next->token : 0, client_id = next ? next->client_id : 0;
     uint32_t status = next ? next->status : 0;
     pthread_mutex_unlock(&lock);
+    /* A channel that goes while it waits is the program ending (its callback thread parks here for good):
+     * only one that goes while its callback runs lost something. */
     if (gone)
-        return VMC_W_FATAL;
+        return was_running ? VMC_W_FATAL : VMC_W_CLOSED;
     vmc_w_reply_status(wc, cudaSuccess);
     vmc_put_host_callback_due(vmc_w_reply_out(wc), &(struct vmc_host_callback_due){.token = token, .id = client_id, .status = status});
     return VMC_W_DONE;

@@ -411,6 +411,8 @@ void vmc_w_serve(struct vmc_w_client_link *link, int primary) {
             vmc_w_note_abort("client connection lost during a call"); /* isolation hook */
             break;
         }
+        if (r == VMC_W_CLOSED)
+            break;
         if (r == VMC_W_BAD_ARGS || r == VMC_W_UNKNOWN) {
             const char *name = h.id >= VMC_DRV_FIRST_ID ? vmc_drv_api_name(h.id) : vmc_api_name(h.id);
             vmc_w_log("%s call %u (%s)", r == VMC_W_UNKNOWN ? "unsupported" : "malformed", h.id, name ? name : "unknown id");
