@@ -160,9 +160,8 @@ void vmc_w_order_holding(uint64_t number);
 void vmc_w_order_set_gap_ms(long ms);
 
 /* ---- tenant isolation and fault handling (worker_quota.c, worker_idle.c, worker_daemon.c) ---- */
-/* Device-memory quota (VMCUDA_MEMORY_QUOTA bytes, set by the daemon per tenant). For the calls that
- * allocate or free device memory it serves the call itself and returns 1 with *r set; otherwise 0. */
-int vmc_w_quota_intercept(struct vmc_wcall *wc, enum vmc_w_result *r);
+/* Device-memory quota (VMCUDA_MEMORY_QUOTA bytes, set by the daemon per tenant): the calls that allocate or
+ * free device memory reach it through the generated dispatch's hooks (vmc_worker_hooks.h). */
 void vmc_w_quota_reset(void);                 /* cudaDeviceReset freed every allocation */
 void vmc_w_quota_forget_freed(int (*still_allocated)(uintptr_t ptr)); /* a driver context went */
 /* A call starts / ends (the idle-release watchdog counts from the last one). */

@@ -1,7 +1,7 @@
 /* Per-session device-memory quota. The daemon sets VMCUDA_MEMORY_QUOTA (bytes) from the tenant's
- * max_memory_bytes; when it is set, the allocation and free calls are served here instead of by the
- * generated dispatch (same wire format: @out pointer = presence byte + 8-byte value, size_t by value).
- * An allocation that would take the session past its quota never reaches the GPU: the worker calls the
+ * max_memory_bytes. The generated dispatch hands the allocation and free calls, decoded, to the hooks here
+ * (`hook` lines of the specs, vmc_worker_hooks.h / vmc_drv_worker_hooks.h); without a quota they call the
+ * real function and nothing else. An allocation that would take the session past its quota never reaches the GPU: the worker calls the
  * real cudaMalloc with an impossible size instead, which fails with cudaErrorMemoryAllocation without
  * allocating, so the thread's last-error state is what a native out-of-memory leaves. Successful
  * allocations are remembered (pointer -> bytes) so that cudaFree/cudaFreeAsync give the bytes back.
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmc_api.h"
-#include "vmc_drv_api.h"
+#include "vmc_drv_worker_hooks.h"
+#include "vmc_worker_hooks.h"
 #include "worker.h"
 #include "worker_driver.h"
 #include "worker_quota.h"
@@ -198,227 +198,141 @@ cudaError_t vmc_w_quota_settle_pitched(const char *call, cudaError_t st, void **
     return cudaSuccess;
 }
 
-static enum vmc_w_result serve_malloc(struct vmc_wcall *wc) {
-    void *v = NULL;
-    void **devPtr = vmc_w_arg_pointee(wc, &v, sizeof v);
-    size_t size;
-    vmc_w_arg(wc, &size, sizeof size);
-    cudaStream_t stream = NULL;
-    if (wc->id != VMC_API_cudaMalloc)
-        vmc_w_arg(wc, &stream, sizeof stream);
-    if (!vmc_w_args_ok(wc) || wc->async)
-        return VMC_W_BAD_ARGS;
-    cudaError_t st;
-    if (!reserve(size)) {
-        st = refuse(vmc_api_name(wc->id), size);
-    } else {
-        st = wc->id == VMC_API_cudaMalloc ? cudaMalloc(devPtr, size)
-             : wc->id == VMC_API_cudaMallocAsync ? cudaMallocAsync(devPtr, size, stream)
-                                                 : cudaMallocAsync_ptsz(devPtr, size, stream);
-        vmc_w_quota_settle(st == cudaSuccess && devPtr, devPtr ? (uintptr_t)*devPtr : 0, size);
-    }
-    vmc_w_reply_status(wc, st);
-    vmc_w_reply_pointee(wc, devPtr, sizeof v);
-    return VMC_W_DONE;
+int vmc_w_quota_on(void) {
+    pthread_once(&once, read_quota);
+    return quota != 0;
 }
 
-static enum vmc_w_result serve_malloc_pitch(struct vmc_wcall *wc) {
-    void *v = NULL;
-    size_t pitch_v = 0;
-    void **devPtr = vmc_w_arg_pointee(wc, &v, sizeof v);
-    size_t *pitch = vmc_w_arg_pointee(wc, &pitch_v, sizeof pitch_v);
-    size_t width, height;
-    vmc_w_arg(wc, &width, sizeof width);
-    vmc_w_arg(wc, &height, sizeof height);
-    if (!vmc_w_args_ok(wc) || wc->async)
-        return VMC_W_BAD_ARGS;
-    cudaError_t st;
+/* ---- the runtime's allocations ---- */
+
+cudaError_t vmc_w_hook_cudaMalloc(void **devPtr, size_t size) {
+    VMC_W_QUOTA_ALLOC(size, devPtr, 0, cudaSuccess, refuse("cudaMalloc", size), cudaMalloc(devPtr, size));
+}
+
+cudaError_t vmc_w_hook_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
+    VMC_W_QUOTA_ALLOC(size, devPtr, 0, cudaSuccess, refuse("cudaMallocAsync", size), cudaMallocAsync(devPtr, size, hStream));
+}
+
+cudaError_t vmc_w_hook_cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream) {
+    VMC_W_QUOTA_ALLOC(size, devPtr, 0, cudaSuccess, refuse("cudaMallocAsync_ptsz", size),
+                      cudaMallocAsync_ptsz(devPtr, size, hStream));
+}
+
+cudaError_t vmc_w_hook_cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height) {
+    if (!quota)
+        return cudaMallocPitch(devPtr, pitch, width, height);
     uint64_t want;
     /* the pitch is at least the width: width * height is a lower bound of what the GPU gives */
-    if (__builtin_mul_overflow((uint64_t)width, (uint64_t)height, &want) || !reserve(want)) {
-        st = refuse("cudaMallocPitch", __builtin_mul_overflow((uint64_t)width, (uint64_t)height, &want) ? UINT64_MAX : want);
-    } else {
-        st = cudaMallocPitch(devPtr, pitch, width, height);
-        uint64_t got = want;
-        if (st == cudaSuccess && pitch && __builtin_mul_overflow((uint64_t)*pitch, (uint64_t)height, &got))
-            got = UINT64_MAX;
-        st = vmc_w_quota_settle_pitched("cudaMallocPitch", st, devPtr, want, got);
-    }
-    vmc_w_reply_status(wc, st);
-    vmc_w_reply_pointee(wc, devPtr, sizeof v);
-    vmc_w_reply_pointee(wc, pitch, sizeof pitch_v);
-    return VMC_W_DONE;
+    if (__builtin_mul_overflow((uint64_t)width, (uint64_t)height, &want))
+        return refuse("cudaMallocPitch", UINT64_MAX);
+    if (!reserve(want))
+        return refuse("cudaMallocPitch", want);
+    cudaError_t st = cudaMallocPitch(devPtr, pitch, width, height);
+    uint64_t got = want;
+    if (st == cudaSuccess && pitch && __builtin_mul_overflow((uint64_t)*pitch, (uint64_t)height, &got))
+        got = UINT64_MAX;
+    return vmc_w_quota_settle_pitched("cudaMallocPitch", st, devPtr, want, got);
 }
 
-static enum vmc_w_result serve_free(struct vmc_wcall *wc) {
-    void *p;
-    vmc_w_arg(wc, &p, sizeof p);
-    cudaStream_t stream = NULL;
-    if (wc->id != VMC_API_cudaFree)
-        vmc_w_arg(wc, &stream, sizeof stream);
-    if (!vmc_w_args_ok(wc))
-        return VMC_W_BAD_ARGS;
-    cudaError_t st = wc->id == VMC_API_cudaFree ? cudaFree(p)
-                     : wc->id == VMC_API_cudaFreeAsync ? cudaFreeAsync(p, stream)
-                                                       : cudaFreeAsync_ptsz(p, stream);
-    /* cudaFreeAsync's memory returns when the stream reaches it; the quota gives it back at once */
-    if (st == cudaSuccess && p)
+/* A free that succeeded gives its bytes back (cudaFreeAsync's when the stream reaches it: the quota at once). */
+static cudaError_t freed(cudaError_t st, void *p) {
+    if (quota && st == cudaSuccess && p)
         release(p);
-    if (wc->id == VMC_API_cudaFree)
-        vmc_w_reply_status(wc, st);
-    else if (wc->async)
-        vmc_w_async_done(wc, st);
-    else
-        vmc_w_reply_status(wc, st);
-    return VMC_W_DONE;
+    return st;
+}
+
+cudaError_t vmc_w_hook_cudaFree(void *devPtr) { return freed(cudaFree(devPtr), devPtr); }
+
+cudaError_t vmc_w_hook_cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
+    return freed(cudaFreeAsync(devPtr, hStream), devPtr);
+}
+
+cudaError_t vmc_w_hook_cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
+    return freed(cudaFreeAsync_ptsz(devPtr, hStream), devPtr);
 }
 
 /* ---- the same for the driver API's allocations (static cudart, the CUDA libraries, frameworks) ----
- * Same wire format as the generated dispatch (cuda-driver.spec); a refusal is the driver's own
- * CUDA_ERROR_OUT_OF_MEMORY (the driver API keeps no last-error state to leave behind). */
+ * A refusal is the driver's own CUDA_ERROR_OUT_OF_MEMORY (the driver API keeps no last-error state to leave
+ * behind). */
 
-static enum vmc_w_result serve_drv_alloc(struct vmc_wcall *wc) {
-    CUdeviceptr v = 0;
-    CUdeviceptr *dptr = vmc_w_arg_pointee(wc, &v, sizeof v);
-    size_t pitch_v = 0, *pitch = NULL, width = 0, height = 1, size = 0;
-    unsigned elem = 0;
-    CUmemoryPool pool = NULL;
-    CUstream stream = NULL;
-    int id = (int)wc->id;
-    if (id == VMC_DRV_cuMemAllocPitch_v2) {
-        pitch = vmc_w_arg_pointee(wc, &pitch_v, sizeof pitch_v);
-        vmc_w_arg(wc, &width, sizeof width);
-        vmc_w_arg(wc, &height, sizeof height);
-        vmc_w_arg(wc, &elem, sizeof elem);
-    } else {
-        vmc_w_arg(wc, &size, sizeof size);
-    }
-    if (id == VMC_DRV_cuMemAllocFromPoolAsync || id == VMC_DRV_cuMemAllocFromPoolAsync_ptsz)
-        vmc_w_arg(wc, &pool, sizeof pool);
-    if (id != VMC_DRV_cuMemAlloc_v2 && id != VMC_DRV_cuMemAllocPitch_v2)
-        vmc_w_arg(wc, &stream, sizeof stream);
-    if (!vmc_w_args_ok(wc) || wc->async)
-        return VMC_W_BAD_ARGS;
-    uint64_t want = size;
-    CUresult st;
-    if ((id == VMC_DRV_cuMemAllocPitch_v2 && __builtin_mul_overflow((uint64_t)width, (uint64_t)height, &want)) ||
-        !reserve(want)) {
-        vmc_w_log("quota: refused %s of %" PRIu64 " bytes", vmc_drv_api_name(wc->id), want);
-        st = CUDA_ERROR_OUT_OF_MEMORY;
-    } else {
-        static PFN_cuMemAlloc_v3020 alloc;
-        static PFN_cuMemAllocPitch_v3020 alloc_pitch;
-        static PFN_cuMemAllocAsync_v11020 alloc_async, alloc_async_pt;
-        static PFN_cuMemAllocFromPoolAsync_v11020 from_pool, from_pool_pt;
-        static PFN_cuMemFree_v3020 free_mem;
-        if (!free_mem) {
-            alloc = (PFN_cuMemAlloc_v3020)vmc_w_drv_resolve("cuMemAlloc", 3020, 0);
-            alloc_pitch = (PFN_cuMemAllocPitch_v3020)vmc_w_drv_resolve("cuMemAllocPitch", 3020, 0);
-            alloc_async = (PFN_cuMemAllocAsync_v11020)vmc_w_drv_resolve("cuMemAllocAsync", 11020, 0);
-            alloc_async_pt = (PFN_cuMemAllocAsync_v11020)vmc_w_drv_resolve("cuMemAllocAsync", 11020, 1);
-            from_pool = (PFN_cuMemAllocFromPoolAsync_v11020)vmc_w_drv_resolve("cuMemAllocFromPoolAsync", 11020, 0);
-            from_pool_pt = (PFN_cuMemAllocFromPoolAsync_v11020)vmc_w_drv_resolve("cuMemAllocFromPoolAsync", 11020, 1);
-            free_mem = (PFN_cuMemFree_v3020)vmc_w_drv_resolve("cuMemFree", 3020, 0);
-        }
-        CUdeviceptr got = 0;
-        if (!alloc || !alloc_pitch || !alloc_async || !alloc_async_pt || !from_pool || !from_pool_pt || !free_mem)
-            st = vmc_w_drv_missing(vmc_drv_api_name(wc->id));
-        else if (id == VMC_DRV_cuMemAlloc_v2)
-            st = alloc(&got, size);
-        else if (id == VMC_DRV_cuMemAllocPitch_v2)
-            st = alloc_pitch(&got, &pitch_v, width, height, elem);
-        else if (id == VMC_DRV_cuMemAllocAsync || id == VMC_DRV_cuMemAllocAsync_ptsz)
-            st = (id == VMC_DRV_cuMemAllocAsync ? alloc_async : alloc_async_pt)(&got, size, stream);
-        else
-            st = (id == VMC_DRV_cuMemAllocFromPoolAsync ? from_pool : from_pool_pt)(&got, size, pool, stream);
-        uint64_t bytes = want;
-        if (st == CUDA_SUCCESS && id == VMC_DRV_cuMemAllocPitch_v2 &&
-            !__builtin_mul_overflow((uint64_t)pitch_v, (uint64_t)height, &bytes) && bytes > want && !reserve(bytes - want)) {
-            free_mem(got); /* the padded rows do not fit */
-            got = 0;
-            st = CUDA_ERROR_OUT_OF_MEMORY;
-            bytes = want;
-        }
-        if (st == CUDA_SUCCESS)
-            track((void *)(uintptr_t)got, bytes > want ? bytes : want);
-        else
-            unreserve(want);
-        if (dptr)
-            *dptr = got;
-    }
-    vmc_w_reply_status(wc, (cudaError_t)st);
-    vmc_w_reply_pointee(wc, dptr, sizeof v);
-    if (id == VMC_DRV_cuMemAllocPitch_v2)
-        vmc_w_reply_pointee(wc, pitch, sizeof pitch_v);
-    return VMC_W_DONE;
+static CUresult refuse_driver(const char *call, uint64_t bytes) {
+    vmc_w_log("quota: refused %s of %" PRIu64 " bytes", call, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-static enum vmc_w_result serve_drv_free(struct vmc_wcall *wc) {
-    CUdeviceptr p;
-    CUstream stream = NULL;
-    vmc_w_arg(wc, &p, sizeof p);
-    if (wc->id != VMC_DRV_cuMemFree_v2)
-        vmc_w_arg(wc, &stream, sizeof stream);
-    if (!vmc_w_args_ok(wc))
-        return VMC_W_BAD_ARGS;
-    static PFN_cuMemFree_v3020 free_mem;
-    static PFN_cuMemFreeAsync_v11020 free_async, free_async_pt;
-    if (!free_mem) {
-        free_async = (PFN_cuMemFreeAsync_v11020)vmc_w_drv_resolve("cuMemFreeAsync", 11020, 0);
-        free_async_pt = (PFN_cuMemFreeAsync_v11020)vmc_w_drv_resolve("cuMemFreeAsync", 11020, 1);
-        free_mem = (PFN_cuMemFree_v3020)vmc_w_drv_resolve("cuMemFree", 3020, 0);
-    }
-    CUresult st = !free_mem || !free_async || !free_async_pt ? vmc_w_drv_missing(vmc_drv_api_name(wc->id))
-                  : wc->id == VMC_DRV_cuMemFree_v2        ? free_mem(p)
-                  : wc->id == VMC_DRV_cuMemFreeAsync      ? free_async(p, stream)
-                                                           : free_async_pt(p, stream);
-    if (st == CUDA_SUCCESS && p)
-        release((void *)(uintptr_t)p);
-    if (wc->async)
-        vmc_w_async_done(wc, (cudaError_t)st);
-    else
-        vmc_w_reply_status(wc, (cudaError_t)st);
-    return VMC_W_DONE;
+/* After a driver allocation of `want` reserved bytes: tracked, or given back. */
+static CUresult settle_driver(CUresult st, CUdeviceptr *dptr, uint64_t want) {
+    int made = st == CUDA_SUCCESS && dptr && *dptr;
+    vmc_w_quota_settle(made, made ? (uintptr_t)*dptr : 0, want);
+    return st;
 }
 
-int vmc_w_quota_intercept(struct vmc_wcall *wc, enum vmc_w_result *r) {
-    pthread_once(&once, read_quota);
+#define DRIVER_ALLOC(call, size, dptr, alloc) \
+    VMC_W_QUOTA_ALLOC(size, dptr, 0, CUDA_SUCCESS, refuse_driver(call, size), alloc)
+
+CUresult vmc_w_hook_cuMemAlloc_v2(PFN_cuMemAlloc_v3020 real, CUdeviceptr_v2 *dptr, size_t bytesize) {
+    DRIVER_ALLOC("cuMemAlloc_v2", bytesize, dptr, real(dptr, bytesize));
+}
+
+CUresult vmc_w_hook_cuMemAllocAsync(PFN_cuMemAllocAsync_v11020 real, CUdeviceptr_v2 *dptr, size_t bytesize, CUstream hStream) {
+    DRIVER_ALLOC("cuMemAllocAsync", bytesize, dptr, real(dptr, bytesize, hStream));
+}
+
+CUresult vmc_w_hook_cuMemAllocAsync_ptsz(PFN_cuMemAllocAsync_v11020_ptsz real, CUdeviceptr_v2 *dptr, size_t bytesize,
+                                         CUstream hStream) {
+    DRIVER_ALLOC("cuMemAllocAsync_ptsz", bytesize, dptr, real(dptr, bytesize, hStream));
+}
+
+CUresult vmc_w_hook_cuMemAllocFromPoolAsync(PFN_cuMemAllocFromPoolAsync_v11020 real, CUdeviceptr_v2 *dptr, size_t bytesize,
+                                            CUmemoryPool pool, CUstream hStream) {
+    DRIVER_ALLOC("cuMemAllocFromPoolAsync", bytesize, dptr, real(dptr, bytesize, pool, hStream));
+}
+
+CUresult vmc_w_hook_cuMemAllocFromPoolAsync_ptsz(PFN_cuMemAllocFromPoolAsync_v11020_ptsz real, CUdeviceptr_v2 *dptr,
+                                                 size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+    DRIVER_ALLOC("cuMemAllocFromPoolAsync_ptsz", bytesize, dptr, real(dptr, bytesize, pool, hStream));
+}
+
+CUresult vmc_w_hook_cuMemAllocPitch_v2(PFN_cuMemAllocPitch_v3020 real, CUdeviceptr_v2 *dptr, size_t *pPitch,
+                                       size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes) {
     if (!quota)
-        return 0;
-    switch (wc->id) {
-    case VMC_API_cudaMalloc:
-    case VMC_API_cudaMallocAsync:
-    case VMC_API_cudaMallocAsync_ptsz:
-        *r = serve_malloc(wc);
-        return 1;
-    case VMC_API_cudaMallocPitch:
-        *r = serve_malloc_pitch(wc);
-        return 1;
-    case VMC_API_cudaFree:
-        if (wc->async)
-            return 0; /* malformed for this id: let the generated dispatch judge it */
-        *r = serve_free(wc);
-        return 1;
-    case VMC_API_cudaFreeAsync:
-    case VMC_API_cudaFreeAsync_ptsz:
-        *r = serve_free(wc);
-        return 1;
-    case VMC_DRV_cuMemAlloc_v2:
-    case VMC_DRV_cuMemAllocPitch_v2:
-    case VMC_DRV_cuMemAllocAsync:
-    case VMC_DRV_cuMemAllocAsync_ptsz:
-    case VMC_DRV_cuMemAllocFromPoolAsync:
-    case VMC_DRV_cuMemAllocFromPoolAsync_ptsz:
-        *r = serve_drv_alloc(wc);
-        return 1;
-    case VMC_DRV_cuMemFree_v2:
-    case VMC_DRV_cuMemFreeAsync:
-    case VMC_DRV_cuMemFreeAsync_ptsz:
-        *r = serve_drv_free(wc);
-        return 1;
-    default:
-        return vmc_w_quota_intercept_arrays(wc, r);
+        return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    uint64_t want;
+    if (__builtin_mul_overflow((uint64_t)WidthInBytes, (uint64_t)Height, &want))
+        return refuse_driver("cuMemAllocPitch_v2", UINT64_MAX);
+    if (!reserve(want))
+        return refuse_driver("cuMemAllocPitch_v2", want);
+    CUresult st = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    uint64_t got;
+    if (st == CUDA_SUCCESS && dptr && *dptr && pPitch &&
+        !__builtin_mul_overflow((uint64_t)*pPitch, (uint64_t)Height, &got) && got > want) {
+        if (!reserve(got - want)) { /* the padded rows do not fit */
+            PFN_cuMemFree_v3020 free_mem = (PFN_cuMemFree_v3020)vmc_w_drv_resolve("cuMemFree", 3020, 0);
+            if (free_mem)
+                free_mem(*dptr);
+            *dptr = 0;
+            unreserve(want);
+            return refuse_driver("cuMemAllocPitch_v2", got);
+        }
+        want = got;
     }
+    return settle_driver(st, dptr, want);
+}
+
+static CUresult freed_driver(CUresult st, CUdeviceptr p) {
+    if (quota && st == CUDA_SUCCESS && p)
+        release((void *)(uintptr_t)p);
+    return st;
+}
+
+CUresult vmc_w_hook_cuMemFree_v2(PFN_cuMemFree_v3020 real, CUdeviceptr_v2 dptr) { return freed_driver(real(dptr), dptr); }
+
+CUresult vmc_w_hook_cuMemFreeAsync(PFN_cuMemFreeAsync_v11020 real, CUdeviceptr_v2 dptr, CUstream hStream) {
+    return freed_driver(real(dptr, hStream), dptr);
+}
+
+CUresult vmc_w_hook_cuMemFreeAsync_ptsz(PFN_cuMemFreeAsync_v11020_ptsz real, CUdeviceptr_v2 dptr, CUstream hStream) {
+    return freed_driver(real(dptr, hStream), dptr);
 }
 
 void vmc_w_quota_reset(void) {

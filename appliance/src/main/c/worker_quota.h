@@ -1,4 +1,5 @@
-/* The quota's accounting (worker_quota.c) for the other allocators it serves (worker_quota_arrays.c). */
+/* The quota's accounting (worker_quota.c) for the other allocators it serves (worker_quota_arrays.c,
+ * worker_quota_vmm.c). The allocators themselves are the hooks of vmc_worker_hooks.h / vmc_drv_worker_hooks.h. */
 #ifndef WORKER_QUOTA_H
 #define WORKER_QUOTA_H
 
@@ -8,6 +9,8 @@
 /* Keys of array handles (not device pointers): top bit set, apart from every device address. */
 #define VMC_QUOTA_HANDLE_TAG ((uintptr_t)1 << 63)
 
+/* 1 when the session has a quota (VMCUDA_MEMORY_QUOTA): without one every hook only calls the real function. */
+int vmc_w_quota_on(void);
 /* 1 when `bytes` more fit in the quota (they are then reserved), else 0. */
 int vmc_w_quota_reserve(uint64_t bytes);
 /* After the call: a success becomes an allocation known by `key`, a failure gives the reservation back. */
@@ -19,9 +22,21 @@ cudaError_t vmc_w_quota_refuse(const char *call, uint64_t bytes);
 /* A pitched allocation made (st) after `want` bytes were reserved: it counts `got` (the pitch times the
  * rows) if that still fits, else it is freed and refused; returns the call's status. */
 cudaError_t vmc_w_quota_settle_pitched(const char *call, cudaError_t st, void **ptr, uint64_t want, uint64_t got);
-/* CUDA arrays, mipmapped arrays and cudaMalloc3D (worker_quota_arrays.c): 1 when served. */
-int vmc_w_quota_intercept_arrays(struct vmc_wcall *wc, enum vmc_w_result *r);
-/* cuMemCreate / cuMemRelease (worker_quota_vmm.c). */
-int vmc_w_quota_intercept_vmm(struct vmc_wcall *wc, enum vmc_w_result *r);
+
+/* The body of an allocator's hook: `alloc` (the real call) is made only when `bytes` fit the quota, and the
+ * allocation is then known by *(out) | tag; `refusal` is what a call the quota refuses returns, `ok` the call's
+ * success code. Without a quota: `alloc` alone. */
+#define VMC_W_QUOTA_ALLOC(bytes, out, tag, ok, refusal, alloc)                                                         \
+    do {                                                                                                               \
+        if (!vmc_w_quota_on())                                                                                         \
+            return (alloc);                                                                                            \
+        uint64_t bytes_ = (bytes);                                                                                     \
+        if (!vmc_w_quota_reserve(bytes_))                                                                              \
+            return (refusal);                                                                                          \
+        __typeof__(alloc) st_ = (alloc);                                                                               \
+        int made_ = st_ == (ok) && (out) && *(out);                                                                    \
+        vmc_w_quota_settle(made_, made_ ? (uintptr_t) * (out) | (tag) : 0, bytes_);                                    \
+        return st_;                                                                                                    \
+    } while (0)
 
 #endif

@@ -28,7 +28,7 @@ public final class GenerateApi extends SpecSupport {
             "symbol", Kind.SYMBOL, "str", Kind.STR, "d2d", Kind.D2D, "in_d2d", Kind.IN_D2D);
 
     /** The parsed spec: its entries, and the layouts (Layouts.java) internal entries name. */
-    record Spec(List<Api> apis, List<Layouts.Layout> layouts) {
+    record Spec(List<Api> apis, List<Layouts.Layout> layouts, Set<String> hooks) {
         List<Layouts.Uses> uses() { return apis.stream().map(Api::uses).filter(java.util.Objects::nonNull).toList(); }
     }
 
@@ -71,7 +71,8 @@ public final class GenerateApi extends SpecSupport {
         SpecSupport.write(c.resolve("vmc_internal.h"), internalLayouts(spec));
         SpecSupport.write(c.resolve("vmc_client_stubs.c"), clientStubs(apis));
         SpecSupport.write(c.resolve("vmc_client_unsupported.c"), clientUnsupported(apis));
-        SpecSupport.write(c.resolve("vmc_worker_dispatch.c"), workerDispatch(apis));
+        SpecSupport.write(c.resolve("vmc_worker_dispatch.c"), workerDispatch(apis, spec.hooks()));
+        SpecSupport.write(c.resolve("vmc_worker_hooks.h"), workerHooks(apis, spec.hooks()));
         SpecSupport.write(c.resolve("libcudart.map"), versionScript(apis));
         SpecSupport.write(c.resolve("exports.txt"), exportList(apis));
         SpecSupport.write(java.resolve("ApiIds.java"), javaIds(apis));
@@ -85,6 +86,7 @@ public final class GenerateApi extends SpecSupport {
     static Spec parse(Path spec) throws IOException {
         List<Api> apis = new ArrayList<>();
         Map<String, Layouts.Layout> layouts = new java.util.LinkedHashMap<>();
+        Set<String> hooks = new java.util.TreeSet<>();
         Set<Integer> ids = new HashSet<>();
         Set<String> names = new HashSet<>();
         List<String> lines = Files.readAllLines(spec, StandardCharsets.UTF_8);
@@ -94,6 +96,10 @@ public final class GenerateApi extends SpecSupport {
             int lineNo = i + 1;
             if (Layouts.isLayoutLine(raw)) {
                 Layouts.parseLine(raw, lineNo, layouts);
+                continue;
+            }
+            if (SpecSupport.isHookLine(raw)) {
+                SpecSupport.addHook(raw, lineNo, h -> apis.stream().anyMatch(a -> a.name().equals(h) && a.forwarded()), hooks);
                 continue;
             }
             String[] parts = raw.split("\\s+", 3);
@@ -120,7 +126,7 @@ public final class GenerateApi extends SpecSupport {
             validate(api);
             apis.add(api);
         }
-        Spec parsed = new Spec(apis, List.copyOf(layouts.values()));
+        Spec parsed = new Spec(apis, List.copyOf(layouts.values()), hooks);
         Set<String> unused = Layouts.unused(parsed.layouts(), parsed.uses());
         if (!unused.isEmpty()) throw new IllegalArgumentException("layouts no operation names: " + unused);
         return parsed;
@@ -242,9 +248,19 @@ public final class GenerateApi extends SpecSupport {
                 apis.stream().filter(a -> a.mode() == Mode.UNSUPPORTED).map(Api::name).toList());
     }
 
-    static String workerDispatch(List<Api> apis) {
+    /** The prototypes of the worker's hooks: each the function's own, under the name vmc_w_hook_NAME. */
+    static String workerHooks(List<Api> apis, Set<String> hooks) {
         StringBuilder s = new StringBuilder(BANNER);
-        s.append("#include <string.h>\n#include <cuda_runtime_api.h>\n#include <cuda_profiler_api.h>\n#include \"vmc_api.h\"\n#include \"worker_call.h\"\n\n");
+        s.append("/* The functions through which the worker serves the `hook` entries of cuda-api.spec (SpecSupport.isHookLine). */\n")
+         .append("#ifndef VMC_WORKER_HOOKS_H\n#define VMC_WORKER_HOOKS_H\n\n#include <cuda_runtime_api.h>\n\n");
+        for (Api a : apis)
+            if (hooks.contains(a.name())) s.append(SpecSupport.declaration(a.returnType(), "vmc_w_hook_" + a.name(), a.params())).append(";\n");
+        return s.append("\n#endif\n").toString();
+    }
+
+    static String workerDispatch(List<Api> apis, Set<String> hooks) {
+        StringBuilder s = new StringBuilder(BANNER);
+        s.append("#include <string.h>\n#include <cuda_runtime_api.h>\n#include <cuda_profiler_api.h>\n#include \"vmc_api.h\"\n#include \"vmc_worker_hooks.h\"\n#include \"worker_call.h\"\n\n");
         s.append("/* Deprecated entry points (cudaMemcpyToArray...) are still exported and forwarded. */\n")
          .append("#pragma GCC diagnostic ignored \"-Wdeprecated-declarations\"\n\n");
         s.append(perThreadDeclarations(apis, true)).append('\n');
@@ -292,7 +308,8 @@ public final class GenerateApi extends SpecSupport {
                     s.append("        if (!").append(p.name()).append(" || ").append(p.name())
                      .append("->kind != cudaMemcpyDeviceToDevice)\n            return VMC_W_BAD_ARGS;\n");
             }
-            s.append("        cudaError_t vmc_st = ").append(a.name()).append('(').append(String.join(", ", callArgs)).append(");\n");
+            s.append("        cudaError_t vmc_st = ").append(hooks.contains(a.name()) ? "vmc_w_hook_" + a.name() : a.name()).append('(')
+             .append(String.join(", ", callArgs)).append(");\n");
             if (a.async()) {
                 s.append("        vmc_w_async_done(vmc_wc, vmc_st);\n");
             } else {

@@ -63,8 +63,9 @@ public final class GenerateDriver extends SpecSupport {
         List<Entry> entries;
         List<Layouts.Layout> layouts = new ArrayList<>();
         List<Layouts.Uses> wires = new ArrayList<>();
+        Set<String> hooks = new java.util.TreeSet<>();
         try {
-            entries = parse(Path.of(args[0]), layouts, wires);
+            entries = parse(Path.of(args[0]), layouts, wires, hooks);
         } catch (IllegalArgumentException e) {
             System.err.println("cuda-driver.spec: " + e.getMessage());
             System.exit(1);
@@ -83,7 +84,8 @@ public final class GenerateDriver extends SpecSupport {
         SpecSupport.write(c.resolve("vmc_drv_client_unsupported.c"), clientUnsupported(entries));
         SpecSupport.write(c.resolve("vmc_drv_procs.c"), procTable(entries));
         SpecSupport.write(c.resolve("vmc_drv_trace.c"), traceWrappers(entries));
-        SpecSupport.write(c.resolve("vmc_drv_worker_dispatch.c"), workerDispatch(entries));
+        SpecSupport.write(c.resolve("vmc_drv_worker_dispatch.c"), workerDispatch(entries, hooks));
+        SpecSupport.write(c.resolve("vmc_drv_worker_hooks.h"), workerHooks(entries, hooks));
         SpecSupport.write(c.resolve("libcuda.map"), versionScript(entries));
         SpecSupport.write(c.resolve("driver-exports.txt"), exportList(entries));
         SpecSupport.write(c.resolve("vmc_drv_errnames.c"), errorNames(include.resolve("cuda.h")));
@@ -102,8 +104,9 @@ public final class GenerateDriver extends SpecSupport {
         return all;
     }
 
-    /** The entries of the spec; {@code layouts} receives its layout lines, {@code wires} its wire lines. */
-    static List<Entry> parse(Path spec, List<Layouts.Layout> layouts, List<Layouts.Uses> wires) throws IOException {
+    /** The entries of the spec; {@code layouts} receives its layout lines, {@code wires} its wire lines,
+     *  {@code hooks} receives the names of its hook lines. */
+    static List<Entry> parse(Path spec, List<Layouts.Layout> layouts, List<Layouts.Uses> wires, Set<String> hooks) throws IOException {
         List<Entry> entries = new ArrayList<>();
         Map<String, Layouts.Layout> declared = new LinkedHashMap<>();
         Set<Integer> ids = new HashSet<>();
@@ -116,6 +119,10 @@ public final class GenerateDriver extends SpecSupport {
             int lineNo = i + 1;
             if (Layouts.isLayoutLine(raw)) {
                 Layouts.parseLine(raw, lineNo, declared);
+                continue;
+            }
+            if (SpecSupport.isHookLine(raw)) {
+                SpecSupport.addHook(raw, lineNo, h -> entries.stream().anyMatch(e -> e.symbol().equals(h) && e.forwarded()), hooks);
                 continue;
             }
             if (Layouts.isWireLine(raw)) {
@@ -356,11 +363,27 @@ public final class GenerateDriver extends SpecSupport {
         return s.toString();
     }
 
-    static String workerDispatch(List<Entry> entries) {
+    /** The prototypes of the worker's hooks: the real entry point of the ABI, then the function's own parameters. */
+    static String workerHooks(List<Entry> entries, Set<String> hooks) {
+        StringBuilder s = new StringBuilder(BANNER);
+        s.append("/* The functions through which the worker serves the `hook` entries of cuda-driver.spec (SpecSupport.isHookLine):\n")
+         .append(" * each gets NVIDIA's entry point for the call's ABI (never NULL), then the call's arguments. */\n")
+         .append("#ifndef VMC_DRV_WORKER_HOOKS_H\n#define VMC_DRV_WORKER_HOOKS_H\n\n#include <cudaTypedefs.h>\n\n");
+        for (Entry e : entries) {
+            if (!hooks.contains(e.symbol())) continue;
+            List<Param<Kind>> params = new ArrayList<>();
+            params.add(new Param<>(e.key().pfn(), "real", Kind.VALUE, null));
+            params.addAll(e.params());
+            s.append(SpecSupport.declaration("CUresult", "vmc_w_hook_" + e.symbol(), params)).append(";\n");
+        }
+        return s.append("\n#endif\n").toString();
+    }
+
+    static String workerDispatch(List<Entry> entries, Set<String> hooks) {
         StringBuilder s = new StringBuilder(BANNER);
         s.append("/* The legacy ABIs' typedefs are only declared for NVIDIA's internal view; nothing here calls by name. */\n")
          .append("#define __CUDA_API_VERSION_INTERNAL 1\n#include <string.h>\n#include <cudaTypedefs.h>\n#include <cudaProfilerTypedefs.h>\n")
-         .append("#include \"vmc_drv_api.h\"\n#include \"worker_call.h\"\n#include \"worker_driver.h\"\n\n");
+         .append("#include \"vmc_drv_api.h\"\n#include \"vmc_drv_worker_hooks.h\"\n#include \"worker_call.h\"\n#include \"worker_driver.h\"\n\n");
         s.append("enum vmc_w_result vmc_worker_drv_dispatch_generated(struct vmc_wcall *vmc_wc) {\n");
         s.append("    switch (vmc_wc->id) {\n");
         for (Entry e : entries) {
@@ -400,7 +423,9 @@ public final class GenerateDriver extends SpecSupport {
                     s.append("        ").append(p.pointee()).append(" *").append(p.name()).append(" = vmc_w_arg_array(vmc_wc, sizeof *")
                      .append(p.name()).append(", ").append(countOf(e, p)).append(");\n");
             s.append("        if (!vmc_w_args_ok(vmc_wc))\n            return VMC_W_BAD_ARGS;\n");
-            s.append("        CUresult vmc_st = vmc_fn ? vmc_fn(").append(String.join(", ", callArgs))
+            String call = hooks.contains(e.symbol()) ? "vmc_w_hook_" + e.symbol() + "(vmc_fn" + (callArgs.isEmpty() ? "" : ", ")
+                                                       : "vmc_fn(";
+            s.append("        CUresult vmc_st = vmc_fn ? ").append(call).append(String.join(", ", callArgs))
              .append(") : vmc_w_drv_missing(\"").append(e.symbol()).append("\");\n");
             if (e.async()) {
                 s.append("        vmc_w_async_done(vmc_wc, (cudaError_t)vmc_st);\n");

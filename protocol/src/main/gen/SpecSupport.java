@@ -121,6 +121,22 @@ abstract class SpecSupport {
         return String.join("\n", new TreeSet<>(names)) + "\n";
     }
 
+    /**
+     * {@code hook NAME}: the worker serves forwarded entry NAME through a function of its own, vmc_w_hook_NAME,
+     * which the generated dispatch calls with the decoded arguments instead of NAME (the session's memory
+     * quota, worker_quota*.c, wraps the allocators this way and decodes nothing itself).
+     */
+    static boolean isHookLine(String raw) { return raw.startsWith("hook ") || raw.startsWith("hook\t"); }
+
+    /** Adds a hook line's NAME to {@code hooks}: a forwarded entry above it ({@code forwarded}), named once. */
+    static void addHook(String raw, int line, java.util.function.Predicate<String> forwarded, java.util.Set<String> hooks) {
+        String name = raw.substring(4).strip();
+        if (!name.matches("\\w+")) throw new IllegalArgumentException("line " + line + ": expected hook NAME");
+        if (!forwarded.test(name))
+            throw new IllegalArgumentException("line " + line + ": hook " + name + ": no forwarded entry of that name above it");
+        if (!hooks.add(name)) throw new IllegalArgumentException("line " + line + ": hook " + name + " twice");
+    }
+
     /** Rewrites only on change, so that make does not rebuild everything on each Maven run. */
     static void write(Path p, String content) throws IOException {
         byte[] bytes = content.getBytes(StandardCharsets.UTF_8);
