@@ -52,7 +52,8 @@ static CUresult capture_info(uint32_t id, CUstream stream, int per_thread, CUstr
     }
     for (uint32_t i = 0; i < n; i++)
         arrays.nodes[i] = (CUgraphNode)(uintptr_t)vmc_capture_info_reply_nodes_at(&r, i);
-    memcpy(arrays.edges, r.edges, n * sizeof arrays.edges[0]);
+    if (n) /* (before the first capture the arrays are not there yet) */
+        memcpy(arrays.edges, r.edges, n * sizeof arrays.edges[0]);
     /* as the driver: a caller that cannot take edge data (the older ABIs, or no edgeData_out) while some
      * edge is not a plain one gets CUDA_ERROR_LOSSY_QUERY */
     static const CUgraphEdgeData plain;

@@ -16,6 +16,8 @@
 #include "vmc_internal.h"
 
 #define MAX_LAUNCH_ATTRS 64
+/* a kernel's parameters take at most 32,764 bytes (CUDA 12.1+); the worker's figures beyond 64 KiB are malformed */
+#define MAX_PARAM_BYTES (64u << 10)
 
 /* ---- <<<>>> configuration stack (per thread, as in the real runtime) ---- */
 
@@ -84,16 +86,20 @@ static cudaError_t ensure_layout(struct vmc_kernel *k) {
     uint32_t *sizes = calloc(n ? n : 1, sizeof *sizes);
     if (!sizes)
         return cudaErrorMemoryAllocation;
-    uint32_t total = 0;
+    uint64_t total = 0; /* the worker's figures are checked: the packed arguments are copied by them */
     for (uint32_t i = 0; i < n; i++) {
         sizes[i] = vmc_kernel_param_layout_reply_sizes_at(&r, i);
         total += sizes[i];
+    }
+    if (total > MAX_PARAM_BYTES) {
+        free(sizes);
+        return vmc_session_lost(c.conn, "malformed kernel parameter layout");
     }
     pthread_mutex_lock(&layout_lock);
     if (!k->layout_known) {
         k->n_params = n;
         k->param_sizes = sizes;
-        k->args_bytes = total;
+        k->args_bytes = (uint32_t)total;
         __atomic_store_n(&k->layout_known, 1, __ATOMIC_RELEASE);
         sizes = NULL;
     }

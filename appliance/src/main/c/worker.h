@@ -172,6 +172,9 @@ void vmc_w_conn_opened(int fd);
 void vmc_w_conn_closing(int fd);
 /* The session ends abnormally (client lost mid-frame, idle release...): told to the daemon before BYE. */
 void vmc_w_note_abort(const char *why);
+/* A client connection goes (worker_callback.c): the host callback it ran as a channel never finishes there (the
+ * session is noted aborted), and with no channel left the queued ones are let go. */
+void vmc_w_callback_conn_closed(const struct vmc_wconn *c);
 const char *vmc_w_abort_reason(void);
 void vmc_w_idle_start(void);                  /* watchdog, when VMCUDA_IDLE_RELEASE_MINUTES > 0 */
 /* Writes ERROR(code, msg) on every client connection, reports to the daemon and exits. */

@@ -36,7 +36,12 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
 static struct request *requests; /* QUEUED and SENT ones, oldest first */
 static uint64_t next_token = 1;
-static int live_channels;
+static int live_channels;    /* channel calls waiting right now */
+/* every connection that has served a channel call and is still open: the client's callback threads (one per
+ * client process) */
+#define MAX_CHANNELS 64
+static const struct vmc_wconn *channels[MAX_CHANNELS];
+static int n_channels;
 
 static void unlink_request(struct request *r) {
     for (struct request **p = &requests; *p; p = &(*p)->next)
@@ -114,13 +119,64 @@ enum vmc_w_result vmc_w_enqueue_host_callback(struct vmc_wcall *wc) {
     return VMC_W_DONE;
 }
 
-/* The client closed the channel, or broke the protocol by sending on it while it waits. */
-static int channel_gone(struct vmc_wconn *c) {
+enum gone { HERE, HUNG_UP, SENT_DATA };
+
+/* Whether the client closed the channel (its process ends: its callback thread waits here for good), or broke
+ * the protocol by sending on it while it waits. */
+static enum gone channel_gone(struct vmc_wconn *c) {
     if (c->in.pos < c->in.len || (c->piped && vmc_pipe_readable(&c->pipe)))
-        return 1;
+        return SENT_DATA;
     struct pollfd p = {c->fd, POLLIN | POLLRDHUP, 0};
     int n = poll(&p, 1, 0);
-    return n > 0 || (n < 0 && errno != EINTR);
+    if (n < 0)
+        return errno == EINTR ? HERE : HUNG_UP;
+    if (n == 0)
+        return HERE;
+    return p.revents & (POLLRDHUP | POLLHUP | POLLERR) ? HUNG_UP : SENT_DATA;
+}
+
+/* lock held */
+static void release_queued_if_no_channel(void) {
+    if (n_channels > 0 || live_channels > 0)
+        return;
+    /* nothing can run them any more: their streams (and the worker's exit) go on */
+    for (struct request **p = &requests; *p;) {
+        struct request *r = *p;
+        if (r->state == QUEUED) {
+            *p = r->next;
+            r->state = DONE;
+        } else {
+            p = &r->next;
+        }
+    }
+}
+
+void vmc_w_callback_conn_closed(const struct vmc_wconn *c) {
+    pthread_mutex_lock(&lock);
+    int known = 0;
+    for (int i = 0; i < n_channels; i++)
+        if (channels[i] == c) {
+            channels[i] = channels[--n_channels];
+            known = 1;
+            break;
+        }
+    int lost = 0; /* a callback the client was running when its channel went: it never finished there */
+    for (struct request **p = &requests; *p;) {
+        struct request *r = *p;
+        if (r->state == SENT && r->channel == c) {
+            *p = r->next;
+            r->state = DONE;
+            lost = 1;
+        } else {
+            p = &r->next;
+        }
+    }
+    if (known)
+        release_queued_if_no_channel();
+    pthread_cond_broadcast(&changed);
+    pthread_mutex_unlock(&lock);
+    if (lost)
+        vmc_w_note_abort("the client went while it ran a host callback"); /* isolation hook */
 }
 
 enum vmc_w_result vmc_w_callback_channel(struct vmc_wcall *wc) {
@@ -132,6 +188,11 @@ enum vmc_w_result vmc_w_callback_channel(struct vmc_wcall *wc) {
     struct vmc_wconn *c = wc->conn;
     pthread_mutex_lock(&lock);
     live_channels++;
+    int listed = 0;
+    for (int i = 0; i < n_channels; i++)
+        listed |= channels[i] == c;
+    if (!listed && n_channels < MAX_CHANNELS)
+        channels[n_channels++] = c;
     if (done) {
         for (struct request *r = requests; r; r = r->next)
             if (r->token == done && r->state == SENT && r->channel == c) {
@@ -142,8 +203,8 @@ enum vmc_w_result vmc_w_callback_channel(struct vmc_wcall *wc) {
             }
     }
     struct request *next = NULL;
-    int gone = 0;
-    while (!next && !gone) {
+    enum gone gone = HERE;
+    while (!next && gone == HERE) {
         for (struct request *r = requests; r; r = r->next)
             if (r->state == QUEUED) {
                 next = r;
@@ -168,30 +229,14 @@ enum vmc_w_result vmc_w_callback_channel(struct vmc_wcall *wc) {
         next->channel = c;
     }
     live_channels--;
-    int was_running = 0; /* a callback of this channel's that the client never acknowledged */
-    for (struct request *r = requests; gone && r; r = r->next)
-        was_running |= r->state == SENT && r->channel == c;
-    if (gone) {
-        /* Whatever this channel was running will never be acknowledged; with no channel left, nothing
-         * queued can run either. Release them so that the streams (and the worker's exit) go on. */
-        for (struct request **p = &requests; *p;) {
-            struct request *r = *p;
-            if ((r->state == SENT && r->channel == c) || (r->state == QUEUED && live_channels == 0)) {
-                *p = r->next;
-                r->state = DONE;
-            } else {
-                p = &r->next;
-            }
-        }
-        pthread_cond_broadcast(&changed);
-    }
     uint64_t token = next ? next->token : 0, client_id = next ? next->client_id : 0;
     uint32_t status = next ? next->status : 0;
     pthread_mutex_unlock(&lock);
-    /* A channel that goes while it waits is the program ending (its callback thread parks here for good):
-     * only one that goes while its callback runs lost something. */
-    if (gone)
-        return was_running ? VMC_W_FATAL : VMC_W_CLOSED;
+    /* a channel that hangs up while it waits is the program ending (its callback thread parks here for good);
+     * one that sends while it waits broke the protocol. Either way the connection's release
+     * (vmc_w_callback_conn_closed) lets the queued callbacks go when no channel is left. */
+    if (gone != HERE)
+        return gone == HUNG_UP ? VMC_W_CLOSED : VMC_W_FATAL;
     vmc_w_reply_status(wc, cudaSuccess);
     vmc_put_host_callback_due(vmc_w_reply_out(wc), &(struct vmc_host_callback_due){.token = token, .id = client_id, .status = status});
     return VMC_W_DONE;

@@ -16,7 +16,6 @@ extern cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 bl
 extern cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args);
 
 struct layout {
-    int known;
     uint32_t n;
     size_t *offsets, *sizes;
     size_t total;  /* sum of sizes: the packed form */
@@ -24,7 +23,8 @@ struct layout {
 };
 
 static pthread_mutex_t layouts_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct layout *layouts;
+/* by kernel index; each layout is allocated once and never moves (callers keep it while the table grows) */
+static struct layout **layouts;
 static uint32_t n_layouts;
 
 struct probe {
@@ -86,8 +86,8 @@ static void *probe_params(void *arg) {
 /* The layout of kernel `index`, computed once. Returns the runtime's error if it cannot be known. */
 static cudaError_t layout_of(uint32_t index, const void *func, const struct layout **out) {
     pthread_mutex_lock(&layouts_lock);
-    if (index < n_layouts && layouts[index].known) {
-        *out = &layouts[index];
+    if (index < n_layouts && layouts[index]) {
+        *out = layouts[index];
         pthread_mutex_unlock(&layouts_lock);
         return cudaSuccess;
     }
@@ -107,27 +107,37 @@ static cudaError_t layout_of(uint32_t index, const void *func, const struct layo
         cudaError_t again = cudaFuncGetParamInfo(func, 0, &off, &size);
         return again != cudaSuccess && again != cudaErrorInvalidValue ? again : p.status;
     }
+    struct layout *mine = malloc(sizeof *mine);
+    if (mine)
+        *mine = p.result;
     pthread_mutex_lock(&layouts_lock);
-    if (index >= n_layouts) {
+    if (mine && index >= n_layouts) {
         uint32_t n = vmc_w_kernel_count();
-        struct layout *l = realloc(layouts, n * sizeof *l);
-        if (!l) {
-            pthread_mutex_unlock(&layouts_lock);
-            return cudaErrorMemoryAllocation;
+        struct layout **l = n > index ? realloc(layouts, n * sizeof *l) : NULL;
+        if (l) {
+            memset(l + n_layouts, 0, (n - n_layouts) * sizeof *l);
+            layouts = l;
+            n_layouts = n;
         }
-        memset(l + n_layouts, 0, (n - n_layouts) * sizeof *l);
-        layouts = l;
-        n_layouts = n;
     }
-    if (!layouts[index].known) {
-        layouts[index] = p.result;
-        layouts[index].known = 1;
-    } else {
+    if (!mine || index >= n_layouts) {
+        pthread_mutex_unlock(&layouts_lock);
+        free(mine);
         free(p.result.offsets);
         free(p.result.sizes);
+        return cudaErrorMemoryAllocation;
     }
-    *out = &layouts[index];
+    if (!layouts[index]) {
+        layouts[index] = mine; /* another thread may have computed it meanwhile: the first stays */
+        mine = NULL;
+    }
+    *out = layouts[index];
     pthread_mutex_unlock(&layouts_lock);
+    if (mine) {
+        free(mine->offsets);
+        free(mine->sizes);
+        free(mine);
+    }
     return cudaSuccess;
 }
 

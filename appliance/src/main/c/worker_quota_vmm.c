@@ -23,12 +23,12 @@ static struct handle {
     int mappings;
     int released;
 } handles[MAX_HANDLES];
-static int n_handles;
+static int n_handles, handles_promised; /* promised: room kept for calls under way, so that two at once fit too */
 static struct mapping {
     CUdeviceptr ptr;
     CUmemGenericAllocationHandle handle;
 } mappings[MAX_MAPPINGS];
-static int n_mappings;
+static int n_mappings, mappings_promised;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct handle *find_handle(CUmemGenericAllocationHandle h) {
@@ -51,20 +51,24 @@ CUresult vmc_w_hook_cuMemCreate(PFN_cuMemCreate_v10020 real, CUmemGenericAllocat
     if (!vmc_w_quota_on())
         return real(handle, size, prop, flags);
     pthread_mutex_lock(&lock);
-    int room = n_handles < MAX_HANDLES;
+    int room = n_handles + handles_promised < MAX_HANDLES;
+    handles_promised += room;
     pthread_mutex_unlock(&lock);
     if (!room || !vmc_w_quota_reserve(size)) {
         vmc_w_log("quota: refused cuMemCreate of %zu bytes", size);
+        pthread_mutex_lock(&lock);
+        handles_promised -= room;
+        pthread_mutex_unlock(&lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     CUresult st = real(handle, size, prop, flags);
     int made = st == CUDA_SUCCESS && handle && *handle;
     vmc_w_quota_settle(made, made ? (uintptr_t)*handle | VMM_TAG : 0, size);
-    if (made) {
-        pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&lock);
+    handles_promised--;
+    if (made)
         handles[n_handles++] = (struct handle){*handle, 0, 0};
-        pthread_mutex_unlock(&lock);
-    }
+    pthread_mutex_unlock(&lock);
     return st;
 }
 
@@ -87,18 +91,18 @@ CUresult vmc_w_hook_cuMemMap(PFN_cuMemMap_v10020 real, CUdeviceptr_v2 ptr, size_
     if (!vmc_w_quota_on())
         return real(ptr, size, offset, handle, flags);
     pthread_mutex_lock(&lock);
-    int room = n_mappings < MAX_MAPPINGS;
+    int room = n_mappings + mappings_promised < MAX_MAPPINGS;
+    mappings_promised += room;
     pthread_mutex_unlock(&lock);
     CUresult st = room ? real(ptr, size, offset, handle, flags) : CUDA_ERROR_OUT_OF_MEMORY;
-    if (st == CUDA_SUCCESS) {
-        pthread_mutex_lock(&lock);
-        struct handle *h = find_handle(handle);
-        if (h) {
-            h->mappings++;
-            mappings[n_mappings++] = (struct mapping){ptr, handle};
-        }
-        pthread_mutex_unlock(&lock);
+    pthread_mutex_lock(&lock);
+    mappings_promised -= room;
+    struct handle *h = st == CUDA_SUCCESS ? find_handle(handle) : NULL;
+    if (h) {
+        h->mappings++;
+        mappings[n_mappings++] = (struct mapping){ptr, handle};
     }
+    pthread_mutex_unlock(&lock);
     return st;
 }
 

@@ -307,6 +307,7 @@ void vmc_w_release_conn(struct vmc_wconn *c) {
     vmc_reader_free(&c->in);
     free(c->payload);
     vmc_out_free(&c->reply);
+    vmc_w_callback_conn_closed(c); /* host callbacks it was running or had to run */
     vmc_w_conn_closing(c->fd); /* isolation hook */
     vmc_io_close(c->fd); /* and its TLS */
 }

@@ -300,7 +300,8 @@ public final class GenerateApi extends SpecSupport {
                     }
                 }
             }
-            s.append("        if (!vmc_w_args_ok(vmc_wc))\n            return VMC_W_BAD_ARGS;\n");
+            // a synchronous call flagged ASYNC would run and have its reply (and the pending async error) dropped
+            s.append("        if (!vmc_w_args_ok(vmc_wc)").append(a.async() ? "" : " || vmc_wc->async").append(")\n            return VMC_W_BAD_ARGS;\n");
             for (Param<Kind> p : a.params()) {
                 if (p.kind() == Kind.D2D)
                     s.append("        if (").append(p.name()).append(" != cudaMemcpyDeviceToDevice)\n            return VMC_W_BAD_ARGS;\n");

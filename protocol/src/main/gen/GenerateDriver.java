@@ -422,7 +422,8 @@ public final class GenerateDriver extends SpecSupport {
                 if (p.kind().array())
                     s.append("        ").append(p.pointee()).append(" *").append(p.name()).append(" = vmc_w_arg_array(vmc_wc, sizeof *")
                      .append(p.name()).append(", ").append(countOf(e, p)).append(");\n");
-            s.append("        if (!vmc_w_args_ok(vmc_wc))\n            return VMC_W_BAD_ARGS;\n");
+            // a synchronous call flagged ASYNC would run and have its reply (and the pending async error) dropped
+            s.append("        if (!vmc_w_args_ok(vmc_wc)").append(e.async() ? "" : " || vmc_wc->async").append(")\n            return VMC_W_BAD_ARGS;\n");
             String call = hooks.contains(e.symbol()) ? "vmc_w_hook_" + e.symbol() + "(vmc_fn" + (callArgs.isEmpty() ? "" : ", ")
                                                        : "vmc_fn(";
             s.append("        CUresult vmc_st = vmc_fn ? ").append(call).append(String.join(", ", callArgs))

@@ -115,7 +115,9 @@ final class Layouts {
         s.append("/* The typed wire forms of the internal operations (`layout` lines of the spec), written and read with the\n")
          .append(" * same code by the client and the worker (protocol/src/main/gen/Layouts.java says what each field kind becomes). */\n")
          .append("#ifndef ").append(guard).append("\n#define ").append(guard).append("\n\n#include <stdint.h>\n#include <stddef.h>\n")
-         .append(includes).append("#include \"vmc_io.h\"\n");
+         .append(includes).append("#include \"vmc_io.h\"\n\n")
+         .append("/* a counted array's bytes are its count (at most 2^32 - 1) times its element size: no overflow in 64 bits */\n")
+         .append("_Static_assert(sizeof(size_t) >= 8, \"the layouts' readers need a 64-bit size_t\");\n");
         for (Layout l : layouts) {
             List<String> users = new ArrayList<>();
             for (Uses u : uses) {
@@ -179,7 +181,8 @@ final class Layouts {
         return "    " + a + " = vmc_in_view(in, (size_t)a->" + f.count() + " * " + f.elementSize() + ");\n";
     }
 
-    /** Element i of a counted integer array as read from a frame (its bytes are little-endian and unaligned). */
+    /** Element i of a counted integer array as read from a frame (its bytes are little-endian and unaligned); valid
+     *  only after a read that left the input good, for i below the count. */
     private static String elementReader(Layout l, Field f) {
         int w = WIDTH.get(f.type());
         return "\n/* element i of " + l.name() + "." + f.name() + " as read (i < " + f.count() + ") */\n"
