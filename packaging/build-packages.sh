@@ -66,8 +66,9 @@ License: Apache-2.0 and MIT and BSD-3-Clause and EPL-2.0 and CDDL-1.1 or GPL-2 w
  Each third-party jar carries its own licence in its META-INF (picocli's names it in its Maven POM only):
  Apache-2.0 (Netty, Caffeine, Guava, gRPC, jetcd, Jackson, the Prometheus client, picocli, perfmark, failsafe,
  jspecify, error_prone_annotations), MIT (JCuda, jelf, SLF4J), BSD-3-Clause (protobuf-java), EPL-2.0 or
- Apache-2.0 (Vert.x), CDDL-1.1 or GPL-2 with the Classpath exception (javax.annotation-api). On Debian systems
- the Apache and GPL texts are in /usr/share/common-licenses.
+ Apache-2.0 (Vert.x), CDDL-1.1 or GPL-2 with the Classpath exception (javax.annotation-api); JNA is offered under
+ LGPL-2.1+ or Apache-2.0 and used under Apache-2.0. On Debian systems the Apache and GPL texts are in
+ /usr/share/common-licenses.
 
 Files: opt/vmcuda/cuda/*
 Copyright: NVIDIA Corporation

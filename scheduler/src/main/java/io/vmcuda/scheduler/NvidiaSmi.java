@@ -11,10 +11,11 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * nvidia-smi as a data source: live memory use and utilization (the driver API has no such query without
- * a context), and the inventory when JCuda cannot load. Output is CSV without header or units.
+ * nvidia-smi as a data source: the inventory when JCuda cannot load, and the live figures (memory use,
+ * utilisation, health, per-process memory) where NVML cannot be loaded in-process. Output is CSV without
+ * header or units.
  */
-final class NvidiaSmi {
+final class NvidiaSmi implements GpuTelemetry {
     static final String USAGE_QUERY = "index,uuid,memory.used,utilization.gpu";
     static final String INVENTORY_QUERY = "index,name,uuid,memory.total,compute_cap";
     static final String PROCESS_QUERY = "pid,used_memory";
@@ -32,16 +33,23 @@ final class NvidiaSmi {
         return parseInventory(run("--query-gpu=" + INVENTORY_QUERY));
     }
 
-    Map<String, GpuUsage> usage() throws GpuQueryException {
+    @Override
+    public String source() {
+        return "nvidia-smi";
+    }
+
+    @Override
+    public Map<String, GpuUsage> usage() throws GpuQueryException {
         return parseUsage(run("--query-gpu=" + USAGE_QUERY));
     }
 
-    Map<String, GpuHealth> health() throws GpuQueryException {
+    @Override
+    public Map<String, GpuHealth> health() throws GpuQueryException {
         return parseHealth(run("--query-gpu=" + HEALTH_QUERY));
     }
 
-    /** Device memory each process uses, by pid (as the daemon sees pids), summed over its GPUs. */
-    Map<Long, Long> processMemory() throws GpuQueryException {
+    @Override
+    public Map<Long, Long> processMemory() throws GpuQueryException {
         return parseProcessMemory(run("--query-compute-apps=" + PROCESS_QUERY));
     }
 

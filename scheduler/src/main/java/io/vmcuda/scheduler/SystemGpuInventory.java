@@ -11,8 +11,9 @@ import java.util.logging.Logger;
 
 /**
  * The real host's GPUs: inventory from the driver API (JCuda), else from nvidia-smi, else none with a
- * reason; live usage from nvidia-smi, sampled at most every {@link #USAGE_REFRESH_NANOS} and off the
- * caller's thread so that placement decisions never wait on a subprocess.
+ * reason; live usage and health from NVML in this process ({@link GpuTelemetry}), or nvidia-smi where NVML does
+ * not load, sampled at most every {@link #USAGE_REFRESH_NANOS} and off the caller's thread so that placement
+ * decisions never wait on the driver.
  */
 public final class SystemGpuInventory implements GpuInventory {
     private static final Logger LOG = Logger.getLogger(SystemGpuInventory.class.getName());
@@ -20,18 +21,18 @@ public final class SystemGpuInventory implements GpuInventory {
 
     private final List<GpuInfo> gpus;
     private final String unavailableReason;
-    private final NvidiaSmi smi; // null when nvidia-smi is not usable
+    private final GpuTelemetry live; // NVML or nvidia-smi; null when neither answers
     private final ExecutorService sampler;
     private final AtomicBoolean sampling = new AtomicBoolean();
     private volatile Map<String, GpuUsage> lastUsage = Map.of();
     private volatile Map<String, GpuHealth> lastHealth = Map.of();
     private volatile long lastSampleNanos;
 
-    private SystemGpuInventory(List<GpuInfo> gpus, String unavailableReason, NvidiaSmi smi) {
+    private SystemGpuInventory(List<GpuInfo> gpus, String unavailableReason, GpuTelemetry live) {
         this.gpus = List.copyOf(gpus);
         this.unavailableReason = unavailableReason;
-        this.smi = smi;
-        this.sampler = smi == null ? null : Executors.newSingleThreadExecutor(r -> {
+        this.live = live;
+        this.sampler = live == null ? null : Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "gpu-usage-sampler");
             t.setDaemon(true);
             return t;
@@ -48,7 +49,7 @@ public final class SystemGpuInventory implements GpuInventory {
         } else {
             try {
                 List<GpuInfo> gpus = JcudaDeviceQuery.query();
-                if (!gpus.isEmpty()) return found(gpus, "driver API via " + libcuda.get(), smiIfWorking(smi));
+                if (!gpus.isEmpty()) return found(gpus, "driver API via " + libcuda.get(), telemetry(smi));
                 jcudaProblem = "the driver reports 0 devices";
             } catch (GpuQueryException e) {
                 jcudaProblem = e.getMessage();
@@ -61,7 +62,7 @@ public final class SystemGpuInventory implements GpuInventory {
         try {
             List<GpuInfo> gpus = smi.inventory();
             if (!gpus.isEmpty()) {
-                return found(gpus, "nvidia-smi (driver API: " + jcudaProblem + ")", smi);
+                return found(gpus, "nvidia-smi (driver API: " + jcudaProblem + ")", telemetry(smi));
             }
         } catch (GpuQueryException e) {
             // nvidia-smi is only the fallback; the driver API's reason is the one worth reporting
@@ -70,24 +71,37 @@ public final class SystemGpuInventory implements GpuInventory {
         return new SystemGpuInventory(List.of(), jcudaProblem, null);
     }
 
-    private static SystemGpuInventory found(List<GpuInfo> gpus, String source, NvidiaSmi smi) {
+    private static SystemGpuInventory found(List<GpuInfo> gpus, String source, GpuTelemetry live) {
         StringBuilder line = new StringBuilder().append(gpus.size()).append(" GPU(s) from ").append(source);
         for (GpuInfo g : gpus) {
             line.append("; ").append(g.index()).append(": ").append(g.name()).append(' ').append(g.uuid())
                     .append(' ').append(g.memoryTotalBytes() >> 20).append(" MiB cc ").append(g.computeCapability());
         }
         LOG.info(line.toString());
-        SystemGpuInventory inv = new SystemGpuInventory(gpus, null, smi);
+        SystemGpuInventory inv = new SystemGpuInventory(gpus, null, live);
         inv.refreshUsageNow();
         return inv;
     }
 
-    private static NvidiaSmi smiIfWorking(NvidiaSmi smi) {
+    /** NVML in this process where it loads and answers, else nvidia-smi if it answers, else null. */
+    private static GpuTelemetry telemetry(NvidiaSmi smi) {
+        String nvmlProblem;
+        try {
+            GpuTelemetry nvml = GpuTelemetry.nvml(Path.of("libnvidia-ml.so.1"));
+            nvml.usage();
+            LOG.info("live GPU figures from " + nvml.source());
+            return nvml;
+        } catch (GpuQueryException e) {
+            nvmlProblem = e.getMessage();
+        } catch (Throwable t) { // JNA's own native part missing or refused (a noexec temp dir): nvidia-smi then
+            nvmlProblem = "NVML through JNA unusable: " + oneLine(t);
+        }
         try {
             smi.usage();
+            LOG.info("live GPU figures from nvidia-smi (NVML: " + nvmlProblem + ")");
             return smi;
         } catch (GpuQueryException e) {
-            LOG.info("live GPU memory/utilization unavailable: " + e.getMessage());
+            LOG.info("live GPU memory/utilization unavailable: NVML: " + nvmlProblem + "; " + e.getMessage());
             return null;
         }
     }
@@ -104,7 +118,7 @@ public final class SystemGpuInventory implements GpuInventory {
 
     @Override
     public Optional<GpuUsage> usage(String uuid) {
-        if (smi != null && System.nanoTime() - lastSampleNanos > USAGE_REFRESH_NANOS
+        if (live != null && System.nanoTime() - lastSampleNanos > USAGE_REFRESH_NANOS
                 && sampling.compareAndSet(false, true)) {
             sampler.execute(() -> {
                 try {
@@ -125,9 +139,9 @@ public final class SystemGpuInventory implements GpuInventory {
 
     @Override
     public Optional<java.util.Map<Long, Long>> processMemory() {
-        if (smi == null) return Optional.empty();
+        if (live == null) return Optional.empty();
         try {
-            return Optional.of(smi.processMemory());
+            return Optional.of(live.processMemory());
         } catch (GpuQueryException e) {
             LOG.fine("per-process GPU memory unavailable: " + e.getMessage());
             return Optional.empty();
@@ -135,14 +149,14 @@ public final class SystemGpuInventory implements GpuInventory {
     }
 
     private void refreshUsageNow() {
-        if (smi == null) return;
+        if (live == null) return;
         try {
-            lastUsage = smi.usage();
+            lastUsage = live.usage();
         } catch (GpuQueryException e) {
             LOG.fine("GPU usage sample failed: " + e.getMessage());
         }
         try {
-            lastHealth = smi.health();
+            lastHealth = live.health();
         } catch (GpuQueryException e) {
             lastHealth = Map.of(); // no stale temperature or ECC count for a GPU that stopped answering
             LOG.fine("GPU health sample failed: " + e.getMessage());

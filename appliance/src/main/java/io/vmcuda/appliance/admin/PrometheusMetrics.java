@@ -80,7 +80,7 @@ final class PrometheusMetrics {
         JvmMetrics.builder().constLabels(constant).register(registry);
     }
 
-    /** Per GPU of the inventory (fixed for the daemon's life); memory and utilisation when nvidia-smi tells. */
+    /** Per GPU of the inventory (fixed for the daemon's life); memory, utilisation and health when the driver tells (SystemGpuInventory). */
     private void registerGpus(StatusSource src, Labels constant) {
         List<GpuInfo> gpus = src.inventory().gpus();
         Info info = Info.builder().name("vmcuda_gpu").help("The appliance's GPUs: model and compute capability.")
@@ -92,25 +92,25 @@ final class PrometheusMetrics {
         });
         perGpu(constant, "vmcuda_gpu_memory_total_bytes", "The GPU's memory.", gpus,
                 (cb, g) -> cb.call(g.memoryTotalBytes(), Integer.toString(g.index()), g.uuid()));
-        perGpu(constant, "vmcuda_gpu_memory_used_bytes", "GPU memory in use (nvidia-smi; absent when unknown).", gpus, (cb, g) -> {
+        perGpu(constant, "vmcuda_gpu_memory_used_bytes", "GPU memory in use (NVML, or nvidia-smi without it; absent when unknown).", gpus, (cb, g) -> {
             GpuUsage u = src.inventory().usage(g.uuid()).orElse(null);
             if (u != null && u.memoryUsedBytes() >= 0) cb.call(u.memoryUsedBytes(), Integer.toString(g.index()), g.uuid());
         });
-        perGpu(constant, "vmcuda_gpu_utilization_ratio", "GPU utilisation, 0 to 1 (nvidia-smi; absent when unknown).", gpus, (cb, g) -> {
+        perGpu(constant, "vmcuda_gpu_utilization_ratio", "GPU utilisation, 0 to 1 (NVML, or nvidia-smi without it; absent when unknown).", gpus, (cb, g) -> {
             GpuUsage u = src.inventory().usage(g.uuid()).orElse(null);
             if (u != null && u.utilizationPercent() >= 0) cb.call(u.utilizationPercent() / 100.0, Integer.toString(g.index()), g.uuid());
         });
         // health, as DCGM-exporter users expect it per GPU (each absent where the GPU does not tell)
-        perGpu(constant, "vmcuda_gpu_temperature_celsius", "GPU temperature (nvidia-smi).", gpus, (cb, g) -> src.inventory()
+        perGpu(constant, "vmcuda_gpu_temperature_celsius", "GPU temperature (NVML, or nvidia-smi without it).", gpus, (cb, g) -> src.inventory()
                 .health(g.uuid()).filter(h -> h.temperatureCelsius() >= 0)
                 .ifPresent(h -> cb.call(h.temperatureCelsius(), Integer.toString(g.index()), g.uuid())));
-        perGpu(constant, "vmcuda_gpu_power_watts", "GPU power draw (nvidia-smi).", gpus, (cb, g) -> src.inventory()
+        perGpu(constant, "vmcuda_gpu_power_watts", "GPU power draw (NVML, or nvidia-smi without it).", gpus, (cb, g) -> src.inventory()
                 .health(g.uuid()).filter(h -> h.powerWatts() >= 0)
                 .ifPresent(h -> cb.call(h.powerWatts(), Integer.toString(g.index()), g.uuid())));
-        perGpu(constant, "vmcuda_gpu_sm_clock_hertz", "GPU SM clock (nvidia-smi).", gpus, (cb, g) -> src.inventory()
+        perGpu(constant, "vmcuda_gpu_sm_clock_hertz", "GPU SM clock (NVML, or nvidia-smi without it).", gpus, (cb, g) -> src.inventory()
                 .health(g.uuid()).filter(h -> h.smClockMhz() >= 0)
                 .ifPresent(h -> cb.call(h.smClockMhz() * 1e6, Integer.toString(g.index()), g.uuid())));
-        perGpu(constant, "vmcuda_gpu_ecc_uncorrected_errors", "Uncorrected ECC errors since the driver loaded (nvidia-smi, "
+        perGpu(constant, "vmcuda_gpu_ecc_uncorrected_errors", "Uncorrected ECC errors since the driver loaded (NVML or nvidia-smi, "
                 + "volatile count; absent with ECC off).", gpus, (cb, g) -> src.inventory()
                 .health(g.uuid()).filter(h -> h.eccUncorrectedErrors() >= 0)
                 .ifPresent(h -> cb.call(h.eccUncorrectedErrors(), Integer.toString(g.index()), g.uuid())));

@@ -13,7 +13,7 @@ import java.util.logging.Logger;
  * Enforces each tenant's device-memory quota (tenant.NAME.max_memory_bytes) from outside the tenant's
  * process. The worker library counts the program's allocations, but the worker is the tenant's own
  * program, whose code runs on the appliance (its constructors do) and can reach NVIDIA's driver directly
- * or overwrite the count. So the daemon asks the driver (nvidia-smi) every worker.quota_check_s how much
+ * or overwrite the count. So the daemon asks the driver (NVML, or nvidia-smi) every worker.quota_check_s how much
  * device memory each process uses, and kills a session whose worker process tree uses more than its
  * quota plus worker.quota_slack_bytes per GPU of the session: the CUDA context and the driver's own
  * reservations, which the quota does not count (about 0.5 GiB per GPU on an H100/H200).
@@ -38,7 +38,7 @@ final class QuotaWatch {
         this.kill = kill;
     }
 
-    /** One check; asks the driver only when a running session has a quota. Blocks for an nvidia-smi run. */
+    /** One check; asks the driver only when a running session has a quota. Blocks for the driver's answer (ms with NVML, tens of ms with nvidia-smi). */
     void check(Collection<Session> active) {
         List<Watched> watched = new ArrayList<>();
         for (Session s : active) {
@@ -56,7 +56,7 @@ final class QuotaWatch {
         if (used.isEmpty()) {
             if (!warnedBlind) {
                 LOG.warning("tenant memory quotas are enforced only inside the workers: the driver does not report "
-                        + "per-process GPU memory here (nvidia-smi --query-compute-apps)");
+                        + "per-process GPU memory here (NVML's or nvidia-smi's list of compute processes)");
                 warnedBlind = true;
             }
             return;

@@ -129,7 +129,7 @@ public final class SessionManager implements WorkerEvents {
         QuotaWatch watch = new QuotaWatch(inventory, slackBytes, this::killOverQuota);
         AtomicBoolean running = new AtomicBoolean();
         timer.scheduleWithFixedDelay(() -> {
-            // nvidia-smi takes tens of ms: off the timer thread, and never two at once
+            // the driver's answer can take tens of ms (nvidia-smi): off the timer thread, and never two at once
             if (running.compareAndSet(false, true)) {
                 blocking.execute(() -> {
                     try {
