@@ -181,7 +181,7 @@ fi
 if want programs; then
     say ""
     say "== static-runtime samples and driver-API programs: native vs vmcuda (ring, tcp)"
-    for p in "$D"/cuda-static/* "$D"/driver/drv_api "$D"/driver/rt_static "$D"/driver/graph_topology "$D"/driver/drv_hostmap "$D"/driver/drv_threads "$D"/driver/drv_fork; do
+    for p in "$D"/cuda-static/* "$D"/driver/drv_api "$D"/driver/rt_static "$D"/driver/graph_topology "$D"/driver/drv_hostmap "$D"/driver/drv_threads "$D"/driver/drv_fork "$D"/driver/drv_capture_query; do
         [ -f "$p" ] && [ -x "$p" ] || continue
         compare "$(basename "$p")" "$p"
     done

@@ -45,8 +45,38 @@ cudaError_t vmc_call_begin(struct vmc_call *c, uint32_t id, int async) {
     return vmc_call_begin_ex(c, id, async, id < VMC_DRV_FIRST_ID);
 }
 
+/* Stream capture begun by any thread of this process through either front end (set before the call is sent, so
+ * that a query racing with it is ordered before it), and an error that leaves the context unusable reported by the
+ * worker: until either, the driver front end answers cuStreamIsCapturing on the default streams itself. */
+static int capture_begun, context_fault;
+
+static int begins_capture(uint32_t id) {
+    switch (id) {
+    case VMC_API_cudaStreamBeginCapture:
+    case VMC_API_cudaStreamBeginCapture_ptsz:
+    case VMC_DRV_cuStreamBeginCapture:
+    case VMC_DRV_cuStreamBeginCapture_ptsz:
+    case VMC_DRV_cuStreamBeginCapture_v2:
+    case VMC_DRV_cuStreamBeginCapture_v2_ptsz:
+    case VMC_DRV_cuStreamBeginCaptureToGraph:
+    case VMC_DRV_cuStreamBeginCaptureToGraph_ptsz: return 1;
+    default: return 0;
+    }
+}
+
+/* The sticky errors of CUDA's runtime and driver (the same numbers in both): the context is unusable after them,
+ * and every call says so. 46: the session's devices are gone. */
+static int is_context_fault(int32_t status) {
+    return status == 46 || status == 214 || status == 700 || status == 702 || (status >= 710 && status <= 719);
+}
+
+int vmc_capture_ever_begun(void) { return __atomic_load_n(&capture_begun, __ATOMIC_ACQUIRE); }
+int vmc_context_fault_seen(void) { return __atomic_load_n(&context_fault, __ATOMIC_ACQUIRE); }
+
 cudaError_t vmc_call_begin_ex(struct vmc_call *c, uint32_t id, int async, int runtime_call) {
     cudaError_t err = cudaSuccess;
+    if (begins_capture(id))
+        __atomic_store_n(&capture_begun, 1, __ATOMIC_RELEASE);
     if (runtime_call)
         __atomic_add_fetch(&runtime_epoch, 1, __ATOMIC_ACQ_REL);
     if (runtime_call && async)
@@ -159,7 +189,9 @@ static cudaError_t await_reply(struct vmc_call *c) {
         return vmc_session_lost(c->conn, "unexpected frame from the worker");
     vmc_in_init(&c->reply, c->conn->payload, h.len);
     int32_t status = (int32_t)vmc_in_u32(&c->reply);
-    (void)vmc_in_u32(&c->reply); /* async_error: the worker thread's own last-error state already holds it */
+    int32_t async_error = (int32_t)vmc_in_u32(&c->reply); /* the worker thread's own last-error state holds it */
+    if (is_context_fault(status) || is_context_fault(async_error))
+        __atomic_store_n(&context_fault, 1, __ATOMIC_RELEASE);
     c->replied = 1;
     if (status != 0 && c->id < VMC_DRV_FIRST_ID)
         local_error = 0; /* the worker's runtime now holds a newer last error than any answered here */

@@ -53,6 +53,12 @@ struct vmc_out *vmc_call_args(struct vmc_call *c);
 void vmc_arg_u32(struct vmc_call *c, uint32_t v);
 void vmc_arg_u64(struct vmc_call *c, uint64_t v);
 
+/* 1 once any thread of this process has begun a stream capture (runtime or driver API). */
+int vmc_capture_ever_begun(void);
+/* 1 once the worker has answered a call with an error that leaves the context unusable (a kernel's illegal
+ * address, a launch failure, ...) or the session's devices unavailable. */
+int vmc_context_fault_seen(void);
+
 /* Sends the frame. Sync calls wait for the REPLY and return its status; async calls return cudaSuccess. */
 cudaError_t vmc_call_finish(struct vmc_call *c);
 /* A function the client core calls with the call's id and status after each synchronous call's reply, on the

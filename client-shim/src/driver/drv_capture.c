@@ -1,4 +1,4 @@
-/* Stream capture state: cuStreamGetCaptureInfo in each of its ABIs. cuBLAS (and so cuSOLVER, cuSPARSE's
+/* Stream capture state: cuStreamGetCaptureInfo in each of its ABIs, and cuStreamIsCapturing. cuBLAS (and so cuSOLVER, cuSPARSE's
  * users, PyTorch) asks before its calls whether the stream is being captured into a graph. The worker
  * answers with the driver's own arrays of dependency nodes and edge data copied; as the driver's arrays,
  * ours stay valid until the calling thread asks again. */
@@ -7,6 +7,8 @@
 
 #include "drv.h"
 #include "drv_call.h"
+#include "shim_call.h"
+#include "shim_session.h"
 #include "vmc_drv_api.h"
 #include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
@@ -121,4 +123,40 @@ __attribute__((visibility("default"))) CUresult cuStreamGetCaptureInfo_v3_ptsz(C
                                                                                size_t *numDependencies_out) {
     return capture_info(VMC_DRV_cuStreamGetCaptureInfo_v3_ptsz, hStream, 1, captureStatus_out, id_out, graph_out,
                         dependencies_out, edgeData_out, numDependencies_out);
+}
+
+/* ---- cuStreamIsCapturing: asked before nearly every PyTorch operation (811 of the 1,746 round trips of 20 GPT
+ * training steps) ----
+ * Answered here while the answer cannot be anything but "not capturing": no thread of this process has begun a
+ * capture (through either front end: a stream only captures after a begin, or after waiting on an event recorded
+ * by a capturing stream, which needs a begin too), the stream is a default stream (a handle the driver cannot
+ * reject), the thread has a current context and a working session, and no call has reported an error that leaves
+ * the context unusable (the driver would then return that error). Anything else goes to the worker. */
+CUresult vmc_forward_cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+CUresult vmc_forward_cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+
+static int surely_not_capturing(CUstream stream) {
+    if (vmc_capture_ever_begun() || vmc_context_fault_seen() || !vmc_thread_has_conn())
+        return 0;
+    if (stream != NULL && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD)
+        return 0;
+    CUcontext ctx = NULL;
+    return cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != NULL;
+}
+
+__attribute__((visibility("default"))) CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus) {
+    if (captureStatus && surely_not_capturing(hStream)) {
+        *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+        return CUDA_SUCCESS;
+    }
+    return vmc_forward_cuStreamIsCapturing(hStream, captureStatus);
+}
+
+__attribute__((visibility("default"))) CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
+                                                                         CUstreamCaptureStatus *captureStatus) {
+    if (captureStatus && surely_not_capturing(hStream)) {
+        *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+        return CUDA_SUCCESS;
+    }
+    return vmc_forward_cuStreamIsCapturing_ptsz(hStream, captureStatus);
 }

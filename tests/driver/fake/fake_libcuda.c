@@ -513,7 +513,13 @@ static CUresult f_cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) { (void)s
 static CUresult f_cuStreamGetFlags(CUstream s, unsigned *f) { (void)s; *f = 0; return CUDA_SUCCESS; }
 static CUresult f_cuStreamGetPriority(CUstream s, int *p) { (void)s; *p = 0; return CUDA_SUCCESS; }
 static CUresult f_cuStreamGetId(CUstream s, unsigned long long *id) { *id = (unsigned long long)(uintptr_t)s; return CUDA_SUCCESS; }
-static CUresult f_cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *c) { (void)s; *c = CU_STREAM_CAPTURE_STATUS_NONE; return CUDA_SUCCESS; }
+static CUresult f_cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *c) {
+    (void)s;
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    *c = CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
 /* no stream is ever capturing here */
 static CUresult f_cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *c, cuuint64_t *id, CUgraph *g,
                                          const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *n) {

@@ -139,6 +139,18 @@ class DriverFrontEndTest {
             assertTrue(p.stderr().matches("(?s).*vmcuda stats: +3 (a)?sync +vmc_drv_MappedCopy.*")
                     || p.stderr().matches("(?s).*vmcuda stats: +[12] async +vmc_drv_MappedCopy.*"), pctx);
 
+            // cuStreamIsCapturing on the default streams before any capture is answered by the client (PyTorch asks
+            // it before nearly every operation); once a capture begins (here refused by the stand-in driver, which
+            // does not capture), every query goes to the worker: 13 of the 113 reach it
+            Map<String, String> stats = new HashMap<>(env(d, "shm"));
+            stats.put("VMCUDA_STATS", "1");
+            ProgramRunner.Result cq = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
+                    "127.0.0.1:" + d.port, "--", driverDir.resolve("drv_capture_query").toString()), stats, driverDir,
+                    work.resolve("drv_capture_query"));
+            assertEquals(Files.readString(root.resolve("tests/driver/drv_capture_query.expected")), cq.stdout(), cq.describe());
+            assertEquals(0, cq.exitCode(), cq.describe());
+            assertTrue(cq.stderr().matches("(?s).*vmcuda stats: +13 sync +cuStreamIsCapturing\\n.*"), cq.describe());
+
             // two threads taking turns on one stream: the worker runs their launches in the order they were
             // issued (the stand-in driver runs a launch when the worker dispatches it, so any reordering shows)
             // a fork after the GPU was used: the child's calls fail, the parent's go on intact (over the call
