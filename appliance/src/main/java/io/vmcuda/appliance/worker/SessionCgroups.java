@@ -103,9 +103,9 @@ public final class SessionCgroups {
         if (mounts.unified() != null) {
             Path own = mounts.unified();
             // started from a process that an earlier daemon moved to its leaf (a shell beside it, a second daemon):
-            // that daemon's cgroup is set up already; nesting leaf in leaf would end where no controller is left
-            if (own.getFileName() != null && own.getFileName().toString().equals(DAEMON_LEAF)
-                    && Files.isDirectory(own.resolveSibling(WORKERS))) {
+            // the cgroup to set up is the one above (that daemon's, set up or not: it may have lost a race with a
+            // fork); nesting leaf in leaf would end where no controller is left
+            if (own.getFileName() != null && own.getFileName().toString().equals(DAEMON_LEAF)) {
                 own = own.getParent();
             }
             Set<String> offered = Set.of(Files.readString(own.resolve("cgroup.controllers")).trim().split("\\s+"));
@@ -153,14 +153,23 @@ public final class SessionCgroups {
             if (!moveOwnProcesses) throw busy;
         }
         Path leaf = Files.createDirectories(dir.resolve(DAEMON_LEAF));
-        for (long pid : CgroupFiles.pids(dir)) {
+        // a process of the cgroup may fork between the move and the write (a shell that started the daemon polls
+        // it): moved again, a few times
+        for (int attempt = 1; ; attempt++) {
+            for (long pid : CgroupFiles.pids(dir)) {
+                try {
+                    CgroupFiles.write(leaf.resolve("cgroup.procs"), Long.toString(pid));
+                } catch (IOException gone) {
+                    if (ProcessHandle.of(pid).isPresent()) throw gone;
+                }
+            }
             try {
-                CgroupFiles.write(leaf.resolve("cgroup.procs"), Long.toString(pid));
-            } catch (IOException gone) {
-                if (ProcessHandle.of(pid).isPresent()) throw gone;
+                CgroupFiles.write(control, enable);
+                return;
+            } catch (IOException busy) {
+                if (attempt == 20) throw busy;
             }
         }
-        CgroupFiles.write(control, enable);
     }
 
     /** Kills and removes what the sessions of daemons no longer running left (a daemon killed before it cleaned up). */
