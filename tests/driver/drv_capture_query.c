@@ -9,14 +9,9 @@ static const char *status_name(CUstreamCaptureStatus s) {
 }
 
 int main(void) {
-    CUdevice dev;
-    CUcontext ctx;
     CUstream stream;
     CUstreamCaptureStatus s = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    CU(cuInit(0));
-    CU(cuDeviceGet(&dev, 0));
-    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CU(cuCtxSetCurrent(ctx));
+    use_primary_context();
     int none = 0;
     for (int i = 0; i < 50; i++) {
         s = CU_STREAM_CAPTURE_STATUS_ACTIVE;

@@ -23,6 +23,17 @@ static int failures;
         }                                                                                          \
     } while (0)
 
+/* cuInit, then device 0's primary context current on this thread: how these programs start. */
+__attribute__((unused)) static CUcontext use_primary_context(void) {
+    CUdevice dev;
+    CUcontext ctx;
+    CU(cuInit(0));
+    CU(cuDeviceGet(&dev, 0));
+    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
 static void check(int ok, const char *what) {
     printf("%s: %s\n", what, ok ? "ok" : "WRONG");
     if (!ok)

@@ -10,13 +10,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: drv_exit STATUS|kill\n");
         return 64;
     }
-    CUdevice dev;
-    CUcontext ctx;
     CUdeviceptr p;
-    CU(cuInit(0));
-    CU(cuDeviceGet(&dev, 0));
-    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CU(cuCtxSetCurrent(ctx));
+    use_primary_context();
     CU(cuMemAlloc(&p, 1 << 20));
     CU(cuMemsetD8(p, 7, 1 << 20));
     CU(cuMemFree(p));

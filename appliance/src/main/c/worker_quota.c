@@ -255,7 +255,7 @@ cudaError_t vmc_w_hook_cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
  * A refusal is the driver's own CUDA_ERROR_OUT_OF_MEMORY (the driver API keeps no last-error state to leave
  * behind). */
 
-static CUresult refuse_driver(const char *call, uint64_t bytes) {
+CUresult vmc_w_quota_refuse_driver(const char *call, uint64_t bytes) {
     vmc_w_log("quota: refused %s of %" PRIu64 " bytes", call, bytes);
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -268,7 +268,7 @@ static CUresult settle_driver(CUresult st, CUdeviceptr *dptr, uint64_t want) {
 }
 
 #define DRIVER_ALLOC(call, size, dptr, alloc) \
-    VMC_W_QUOTA_ALLOC(size, dptr, 0, CUDA_SUCCESS, refuse_driver(call, size), alloc)
+    VMC_W_QUOTA_ALLOC(size, dptr, 0, CUDA_SUCCESS, vmc_w_quota_refuse_driver(call, size), alloc)
 
 CUresult vmc_w_hook_cuMemAlloc_v2(PFN_cuMemAlloc_v3020 real, CUdeviceptr_v2 *dptr, size_t bytesize) {
     DRIVER_ALLOC("cuMemAlloc_v2", bytesize, dptr, real(dptr, bytesize));
@@ -299,9 +299,9 @@ CUresult vmc_w_hook_cuMemAllocPitch_v2(PFN_cuMemAllocPitch_v3020 real, CUdevicep
         return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     uint64_t want;
     if (__builtin_mul_overflow((uint64_t)WidthInBytes, (uint64_t)Height, &want))
-        return refuse_driver("cuMemAllocPitch_v2", UINT64_MAX);
+        return vmc_w_quota_refuse_driver("cuMemAllocPitch_v2", UINT64_MAX);
     if (!reserve(want))
-        return refuse_driver("cuMemAllocPitch_v2", want);
+        return vmc_w_quota_refuse_driver("cuMemAllocPitch_v2", want);
     CUresult st = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     uint64_t got;
     if (st == CUDA_SUCCESS && dptr && *dptr && pPitch &&
@@ -312,7 +312,7 @@ CUresult vmc_w_hook_cuMemAllocPitch_v2(PFN_cuMemAllocPitch_v3020 real, CUdevicep
                 free_mem(*dptr);
             *dptr = 0;
             unreserve(want);
-            return refuse_driver("cuMemAllocPitch_v2", got);
+            return vmc_w_quota_refuse_driver("cuMemAllocPitch_v2", got);
         }
         want = got;
     }

@@ -17,6 +17,9 @@ int vmc_w_quota_reserve(uint64_t bytes);
 void vmc_w_quota_settle(int allocated, uintptr_t key, uint64_t bytes);
 /* The allocation known by `key` is gone: its bytes no longer count. */
 void vmc_w_quota_release(uintptr_t key);
+/* A driver allocation refused: one log line, and the driver's own CUDA_ERROR_OUT_OF_MEMORY (the driver API keeps
+ * no last-error state to leave behind). */
+CUresult vmc_w_quota_refuse_driver(const char *call, uint64_t bytes);
 /* A runtime allocation refused: fails as the GPU does when full (the thread's last error included). */
 cudaError_t vmc_w_quota_refuse(const char *call, uint64_t bytes);
 /* A pitched allocation made (st) after `want` bytes were reserved: it counts `got` (the pitch times the

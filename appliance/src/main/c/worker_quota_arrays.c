@@ -108,11 +108,6 @@ cudaError_t vmc_w_hook_cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArra
 
 /* ---- the driver's arrays: refused past the quota with the driver's own out-of-memory error ---- */
 
-static CUresult refuse_array(const char *call, uint64_t bytes) {
-    vmc_w_log("quota: refused %s of %" PRIu64 " bytes", call, bytes);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-}
-
 static uint64_t driver_bytes(size_t width, size_t height, size_t depth, CUarray_format format, unsigned channels) {
     return product(product(width, at_least_1(height), at_least_1(depth)), 1, driver_element(format, channels));
 }
@@ -122,7 +117,7 @@ CUresult vmc_w_hook_cuArrayCreate_v2(PFN_cuArrayCreate_v3020 real, CUarray *pHan
         return real(pHandle, pAllocateArray);
     const CUDA_ARRAY_DESCRIPTOR_v2 *d = pAllocateArray;
     uint64_t bytes = driver_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels);
-    VMC_W_QUOTA_ALLOC(bytes, pHandle, HANDLE_TAG, CUDA_SUCCESS, refuse_array("cuArrayCreate_v2", bytes), real(pHandle, d));
+    VMC_W_QUOTA_ALLOC(bytes, pHandle, HANDLE_TAG, CUDA_SUCCESS, vmc_w_quota_refuse_driver("cuArrayCreate_v2", bytes), real(pHandle, d));
 }
 
 CUresult vmc_w_hook_cuArray3DCreate_v2(PFN_cuArray3DCreate_v3020 real, CUarray *pHandle,
@@ -131,7 +126,7 @@ CUresult vmc_w_hook_cuArray3DCreate_v2(PFN_cuArray3DCreate_v3020 real, CUarray *
         return real(pHandle, pAllocateArray);
     const CUDA_ARRAY3D_DESCRIPTOR_v2 *d = pAllocateArray;
     uint64_t bytes = driver_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
-    VMC_W_QUOTA_ALLOC(bytes, pHandle, HANDLE_TAG, CUDA_SUCCESS, refuse_array("cuArray3DCreate_v2", bytes), real(pHandle, d));
+    VMC_W_QUOTA_ALLOC(bytes, pHandle, HANDLE_TAG, CUDA_SUCCESS, vmc_w_quota_refuse_driver("cuArray3DCreate_v2", bytes), real(pHandle, d));
 }
 
 CUresult vmc_w_hook_cuMipmappedArrayCreate(PFN_cuMipmappedArrayCreate_v5000 real, CUmipmappedArray *pHandle,
@@ -140,7 +135,7 @@ CUresult vmc_w_hook_cuMipmappedArrayCreate(PFN_cuMipmappedArrayCreate_v5000 real
         return real(pHandle, pMipmappedArrayDesc, numMipmapLevels);
     const CUDA_ARRAY3D_DESCRIPTOR_v2 *d = pMipmappedArrayDesc;
     uint64_t bytes = driver_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
-    VMC_W_QUOTA_ALLOC(bytes, pHandle, HANDLE_TAG, CUDA_SUCCESS, refuse_array("cuMipmappedArrayCreate", bytes), real(pHandle, d, numMipmapLevels));
+    VMC_W_QUOTA_ALLOC(bytes, pHandle, HANDLE_TAG, CUDA_SUCCESS, vmc_w_quota_refuse_driver("cuMipmappedArrayCreate", bytes), real(pHandle, d, numMipmapLevels));
 }
 
 CUresult vmc_w_hook_cuArrayDestroy(PFN_cuArrayDestroy_v2000 real, CUarray hArray) {

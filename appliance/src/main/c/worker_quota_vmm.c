@@ -55,11 +55,10 @@ CUresult vmc_w_hook_cuMemCreate(PFN_cuMemCreate_v10020 real, CUmemGenericAllocat
     handles_promised += room;
     pthread_mutex_unlock(&lock);
     if (!room || !vmc_w_quota_reserve(size)) {
-        vmc_w_log("quota: refused cuMemCreate of %zu bytes", size);
         pthread_mutex_lock(&lock);
         handles_promised -= room;
         pthread_mutex_unlock(&lock);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return vmc_w_quota_refuse_driver("cuMemCreate", size);
     }
     CUresult st = real(handle, size, prop, flags);
     int made = st == CUDA_SUCCESS && handle && *handle;
