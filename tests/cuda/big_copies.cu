@@ -1,4 +1,4 @@
-// Large synchronous copies (32 MiB and more: over TCP vmcuda stripes them over several connections,
+// Large synchronous copies (4 MiB and more: over TCP vmcuda stripes them over several connections,
 // client-shim/src/shim_stripe.c). Checks what a program would notice if striping went wrong:
 //   - exact round trips at sizes that do not divide evenly, at odd offsets inside one allocation;
 //   - ordering: a copy issued while a kernel is still running on the default stream lands after it
@@ -63,6 +63,7 @@ static size_t count_value(const unsigned char *p, size_t n, unsigned char v) {
 int main() {
     CK(cudaMalloc(&dev, ALLOC));
     round_trip("round trip 32 MiB", 0, 0, 32u << 20, 1);
+    round_trip("round trip 4 MiB + 4097 at odd offsets (1 MiB stripes)", 8191, 5, (4u << 20) + 4097, 4);
     round_trip("round trip 64 MiB + 12345 at odd offsets", 4097, 3, (64u << 20) + 12345, 2);
     round_trip("round trip of the whole allocation", 0, 0, ALLOC, 3);
 

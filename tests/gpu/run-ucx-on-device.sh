@@ -81,8 +81,10 @@ grep -q "registered with the runtime" <(cat "$WORK"/state-main/sessions/*/worker
 # ---- benchmark: one table, native and every transport side by side ---------------------------------
 if [ -x "$CARRY/bench/vmcuda_bench" ]; then
     say ""
-    say "== tests/bench/compare.sh vmcuda_bench: native | tcp | shm | ucx-tcp | ucx-sm (GB/s rows: ratio > 1 = vmcuda faster)"
-    COLUMNS="tcp shm ucx-tcp:VMCUDA_TRANSPORT=ucx,UCX_TLS=tcp,LD_LIBRARY_PATH=$REAL_CUDART_DIR:$UCX_LIB ucx-sm:VMCUDA_TRANSPORT=ucx,UCX_TLS=sm,LD_LIBRARY_PATH=$REAL_CUDART_DIR:$UCX_LIB@127.0.0.1:${PORT[sm]}" \
+    # ucx-tcp-1: the same as ucx-tcp on one connection (tcp_streams 1: no striping), what one UCX stream moves
+    say "== tests/bench/compare.sh vmcuda_bench: native | tcp | shm | ucx-tcp | ucx-tcp-1 | ucx-sm (GB/s rows: ratio > 1 = vmcuda faster)"
+    ucx_env="VMCUDA_TRANSPORT=ucx,LD_LIBRARY_PATH=$REAL_CUDART_DIR:$UCX_LIB"
+    COLUMNS="tcp shm ucx-tcp:$ucx_env,UCX_TLS=tcp ucx-tcp-1:$ucx_env,UCX_TLS=tcp,VMCUDA_TCP_STREAMS=1 ucx-sm:$ucx_env,UCX_TLS=sm@127.0.0.1:${PORT[sm]}" \
         LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout -k 5 300 bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" \
         "$ROOT/bin/vmcuda" "127.0.0.1:${PORT[main]}" >"$OUT/bench-ucx.txt" 2>&1 || fail "compare.sh failed (see bench-ucx.txt)"
     cat "$OUT/bench-ucx.txt"

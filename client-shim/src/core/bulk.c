@@ -83,16 +83,16 @@ static cudaError_t stripe_to_host(uint8_t *host, uint64_t device, size_t n, unsi
 }
 
 /* How many stripes a copy gets: only synchronous copies of plain device memory that lie inside one
- * allocation (so that every stripe fails or succeeds as the whole copy would natively); from
- * vmc_stream_stripe_min() bytes over the byte stream, from the ring's own threshold through a ring (never for some). */
+ * allocation (so that every stripe fails or succeeds as the whole copy would natively); as the byte stream's
+ * policy says, or through a ring as its transport's says (never for some). */
 static unsigned stripes_for(uint32_t symbol, uint64_t device, size_t count, unsigned mode, const struct vmc_ring *ring) {
-    size_t min = ring ? ring->stripe_min : vmc_stream_stripe_min();
+    struct vmc_stripe_policy policy = ring ? ring->stripe : vmc_stream_stripe_policy();
     struct vmc_range r;
-    if (symbol != VMC_NO_INDEX || (mode & COPY_ASYNC) || min == 0 || count < min)
+    if (symbol != VMC_NO_INDEX || (mode & COPY_ASYNC) || policy.min == 0 || count < policy.min)
         return 1;
     if (!vmc_ranges_find(&device_ranges, (const void *)(uintptr_t)device, &r) || device + count > r.base + r.size)
         return 1;
-    return vmc_stripe_ways(count, min);
+    return vmc_stripe_ways(count, policy);
 }
 
 /* Host-to-device: memory shared with the worker where it lies; else the connection's ring (transport.h)

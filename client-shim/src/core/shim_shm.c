@@ -121,7 +121,7 @@ static struct vmc_ring *new_ring(uint8_t *base, size_t size, size_t slot_size, u
     struct shm_ring *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    *s = (struct shm_ring){{&shm_ops, slot_size, slots, VMC_SHM_MIN_BYTES, 0, ""}, base, size, lane};
+    *s = (struct shm_ring){{&shm_ops, slot_size, slots, VMC_SHM_MIN_BYTES, {0, 0}, ""}, base, size, lane};
     return &s->ring;
 }
 

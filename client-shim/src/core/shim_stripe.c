@@ -7,21 +7,17 @@
 #include "shim_session.h"
 
 #define MAX_STRIPES 8
-#define STRIPE_BLOCKS_MIN (8u << 20) /* each stripe at least two 4 MiB blocks, so that it pipelines */
-#define TLS_STRIPE_BYTES_MIN (1u << 20) /* over TLS the cores' encryption, not the pipeline, bounds a stripe */
 
 /* Set once a helper thread could not join the session: from then on copies use one connection. */
 static int helpers_cannot_join;
 
-size_t vmc_stream_stripe_min(void) { return vmc_client_config()->tls_ca[0] ? VMC_TLS_STRIPE_MIN : VMC_STRIPE_MIN; }
-
-unsigned vmc_stripe_ways(size_t count, size_t min) {
+unsigned vmc_stripe_ways(size_t count, struct vmc_stripe_policy policy) {
     const struct vmc_client_config *cfg = vmc_client_config();
     /* Multi-GPU sessions: a helper's connection has device 0 current, not the caller's device. */
-    if (cfg->tcp_streams <= 1 || cfg->gpus != 1 || count < min ||
+    if (cfg->tcp_streams <= 1 || cfg->gpus != 1 || policy.min == 0 || count < policy.min || policy.piece == 0 ||
         __atomic_load_n(&helpers_cannot_join, __ATOMIC_RELAXED))
         return 1;
-    size_t by_size = count / (cfg->tls_ca[0] ? TLS_STRIPE_BYTES_MIN : STRIPE_BLOCKS_MIN);
+    size_t by_size = count / policy.piece;
     unsigned ways = cfg->tcp_streams < MAX_STRIPES ? cfg->tcp_streams : MAX_STRIPES;
     return by_size < ways ? (unsigned)by_size : ways;
 }

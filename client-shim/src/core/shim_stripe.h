@@ -15,23 +15,33 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
-#define VMC_STRIPE_MIN (32u << 20)
-/* Over TLS one connection moves what one core encrypts and the worker's decrypts: about 2 GB/s on the H200
- * host against 5-7 for plain TCP (H200 run 72, tests/bench/results/h200-run72-tls-variants), so striping pays
- * from smaller copies, in smaller stripes. */
-#define VMC_TLS_STRIPE_MIN (4u << 20)
+/* When a copy is striped: from `min` bytes (0: never), in stripes of at least `piece` bytes each. */
+struct vmc_stripe_policy {
+    size_t min;
+    size_t piece;
+};
 
-/* The byte stream's striping threshold for this client: VMC_TLS_STRIPE_MIN with TLS (tls_ca), else VMC_STRIPE_MIN.
- * (Run 73 striped from 8 MiB: 16 MiB over TLS went from about 2 to 6 GB/s, 4 MiB stayed at 2.2.) */
-size_t vmc_stream_stripe_min(void);
+/* The byte stream's policy, over TCP and TLS alike: from VMC_STRIPE_MIN bytes in stripes of VMC_STRIPE_PIECE or
+ * more. A stripe of one 4 MiB block does not pipeline on its connection (received, then copied), but four of
+ * them move at once: H200 run 88 (BENCHMARKS.md "Striping from 4 MiB"), loopback TCP, 4 MiB 4.6-6.9 -> 10.6-12.5
+ * GB/s and 16 MiB 3.3-6.1 -> 12.3-14.3 against striping from 32 MiB in 8 MiB stripes; 1 MiB stripes of 256 KiB
+ * gained little more (5.9-7.2 against 4.6-6.6 GB/s) and lost some at 4 MiB. Over TLS one connection moves what
+ * one core encrypts (about 2 GB/s, run 72), and striping from 4 MiB in 1 MiB stripes was measured first (run 73:
+ * 16 MiB from 2 to 6 GB/s). */
+#define VMC_STRIPE_MIN (4u << 20)
+#define VMC_STRIPE_PIECE (1u << 20)
+
+static inline struct vmc_stripe_policy vmc_stream_stripe_policy(void) {
+    return (struct vmc_stripe_policy){VMC_STRIPE_MIN, VMC_STRIPE_PIECE};
+}
 
 /* Moves one stripe over the calling thread's own connection: host <-> [device, device + n). */
 typedef cudaError_t (*vmc_stripe_fn)(uint8_t *host, uint64_t device, size_t n, unsigned mode);
 
-/* How many stripes a synchronous copy of `count` bytes should be cut into (1: do not stripe): from `min` bytes
- * (vmc_stream_stripe_min() over the byte stream; a ring's transport may start lower), each stripe at least
- * 8 MiB (1 MiB over TLS). */
-unsigned vmc_stripe_ways(size_t count, size_t min);
+/* How many stripes a synchronous copy of `count` bytes should be cut into under `policy` (1: do not stripe):
+ * vmc_stream_stripe_policy() over the byte stream, the ring's own through a ring (transport.h). At most
+ * tcp_streams (client.conf), and only in single-GPU sessions. */
+unsigned vmc_stripe_ways(size_t count, struct vmc_stripe_policy policy);
 
 /* Moves `count` bytes in up to `ways` stripes with `move` and returns the first error among them (in
  * address order), or cudaSuccess. First waits for the work the calling thread queued before on the

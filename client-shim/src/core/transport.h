@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
+#include "shim_stripe.h"
+
 struct vmc_conn;
 struct vmc_ring;
 
@@ -44,8 +46,9 @@ struct vmc_ring {
     size_t slot_size;
     uint32_t slots;
     size_t min_bytes; /* copies smaller than this take the byte stream */
-    size_t stripe_min; /* copies from this size on are striped over several connections, each with its own
-                        * ring (0: never, the ring alone is faster) */
+    /* when copies are striped over several connections, each with its own ring (min 0: never, the ring alone is
+     * faster) */
+    struct vmc_stripe_policy stripe;
     char why[160];
 };
 

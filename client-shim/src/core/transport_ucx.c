@@ -29,7 +29,12 @@
 #include "vmc_internal.h"
 
 #define SLOTS 4
-#define UCX_STRIPE_MIN (16u << 20)
+/* One UCX stream moves 3.5-4.5 GB/s over UCX's tcp (emulated puts and gets) and 5-7 GB/s over its shared memory
+ * (single-copy CMA) on the H200 host, each agent thread serving one ring: copies from 512 KiB are striped over
+ * several connections in stripes of 256 KiB or more (the ring's smallest copy), so a mid-sized copy uses as many
+ * streams as a large one (BENCHMARKS.md "UCX striping"). */
+#define UCX_STRIPE_MIN (512u << 10)
+#define UCX_STRIPE_PIECE VMC_SHM_MIN_BYTES
 /* A put or get that makes no progress for this long means the appliance is unreachable over UCX. */
 #define STALL_NS (15ll * 1000000000ll)
 /* The same for the first flush of a new end point, which proves that UCX reaches the appliance at all. */
@@ -260,9 +265,7 @@ static struct ucx_ring *connect_ring(const uint8_t *rkey, const uint8_t *address
         snprintf(why, why_len, "out of memory");
         return NULL;
     }
-    /* UCX over tcp moves one stream at a few GB/s (sw-emulated puts): copies from 16 MiB are cut into stripes
-     * of 8 MiB on connections of their own, which the agent serves on a thread each (GPU run 53) */
-    u->ring = (struct vmc_ring){&ucx_ops, vmc_block_size(), SLOTS, VMC_SHM_MIN_BYTES, UCX_STRIPE_MIN, ""};
+    u->ring = (struct vmc_ring){&ucx_ops, vmc_block_size(), SLOTS, VMC_SHM_MIN_BYTES, {UCX_STRIPE_MIN, UCX_STRIPE_PIECE}, ""};
     u->remote_base = base;
     ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE};
     ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |

@@ -87,28 +87,29 @@ int main(void) {
     refusing_thread = pthread_self();
 
     /* how many stripes */
-    CHECK(vmc_stripe_ways(VMC_STRIPE_MIN - 1, VMC_STRIPE_MIN) == 1, "a copy below the threshold is striped");
-    CHECK(vmc_stripe_ways(VMC_STRIPE_MIN, VMC_STRIPE_MIN) == 4, "32 MiB: %u stripes, expected 4 (8 MiB each)", vmc_stripe_ways(VMC_STRIPE_MIN, VMC_STRIPE_MIN));
-    CHECK(vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN) == 4, "1 GiB with tcp_streams 4: %u", vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN));
-    CHECK(vmc_stream_stripe_min() == VMC_STRIPE_MIN, "without TLS the byte stream stripes from 32 MiB");
-    snprintf(config.tls_ca, sizeof config.tls_ca, "/etc/vmcuda/appliance.pem"); /* over TLS: from 4 MiB, 1 MiB stripes */
-    CHECK(vmc_stream_stripe_min() == VMC_TLS_STRIPE_MIN, "with TLS the byte stream stripes from 4 MiB");
-    CHECK(vmc_stripe_ways(VMC_TLS_STRIPE_MIN, vmc_stream_stripe_min()) == 4, "4 MiB over TLS: %u stripes, expected 4",
-          vmc_stripe_ways(VMC_TLS_STRIPE_MIN, vmc_stream_stripe_min()));
-    CHECK(vmc_stripe_ways(VMC_TLS_STRIPE_MIN - 1, vmc_stream_stripe_min()) == 1, "below 4 MiB over TLS is striped");
-    config.tls_ca[0] = 0;
-    /* a ring's transport may stripe from a lower size (UCX: 16 MiB), still 8 MiB a stripe at least */
-    CHECK(vmc_stripe_ways(16u << 20, 16u << 20) == 2, "16 MiB from 16 MiB: %u stripes, expected 2", vmc_stripe_ways(16u << 20, 16u << 20));
-    CHECK(vmc_stripe_ways((16u << 20) - 1, 16u << 20) == 1, "below a ring's threshold it is striped");
+    struct vmc_stripe_policy stream = vmc_stream_stripe_policy();
+    CHECK(stream.min == (4u << 20) && stream.piece == (1u << 20), "the byte stream stripes from 4 MiB in 1 MiB stripes");
+    CHECK(vmc_stripe_ways((4u << 20) - 1, stream) == 1, "a copy below the threshold is striped");
+    CHECK(vmc_stripe_ways(4u << 20, stream) == 4, "4 MiB: %u stripes, expected 4 (1 MiB each)", vmc_stripe_ways(4u << 20, stream));
+    CHECK(vmc_stripe_ways(1u << 30, stream) == 4, "1 GiB with tcp_streams 4: %u", vmc_stripe_ways(1u << 30, stream));
+    config.tcp_streams = 8;
+    CHECK(vmc_stripe_ways(6u << 20, stream) == 6, "6 MiB with tcp_streams 8: %u stripes, expected 6", vmc_stripe_ways(6u << 20, stream));
+    config.tcp_streams = 4;
+    /* a ring's transport has a policy of its own (UCX: from 512 KiB in stripes of 256 KiB or more) */
+    struct vmc_stripe_policy ring = {512u << 10, 256u << 10};
+    CHECK(vmc_stripe_ways(512u << 10, ring) == 2, "512 KiB: %u stripes, expected 2", vmc_stripe_ways(512u << 10, ring));
+    CHECK(vmc_stripe_ways(1u << 20, ring) == 4, "1 MiB: %u stripes, expected 4", vmc_stripe_ways(1u << 20, ring));
+    CHECK(vmc_stripe_ways((512u << 10) - 1, ring) == 1, "below a ring's threshold it is striped");
+    CHECK(vmc_stripe_ways(1u << 30, (struct vmc_stripe_policy){0, 0}) == 1, "a ring that never stripes is striped");
     config.gpus = 2;
-    CHECK(vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN) == 1, "a multi-GPU session is striped");
+    CHECK(vmc_stripe_ways(1u << 30, stream) == 1, "a multi-GPU session is striped");
     config.gpus = 1;
     config.tcp_streams = 1;
-    CHECK(vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN) == 1, "tcp_streams 1 stripes");
+    CHECK(vmc_stripe_ways(1u << 30, stream) == 1, "tcp_streams 1 stripes");
     config.tcp_streams = 4;
 
     /* exact coverage, sizes that do not divide evenly, on several threads at once */
-    one_copy(VMC_STRIPE_MIN, 4);
+    one_copy(32u << 20, 4);
     one_copy((64u << 20) + 12345, 4);
     one_copy((96u << 20) + 1, 3);
     one_copy((40u << 20) + 7, 2);
@@ -138,7 +139,7 @@ int main(void) {
     st = vmc_striped_copy(4, host, 0, 64u << 20, 0, move_to_device);
     CHECK(st == cudaSuccess && memcmp(device_memory, host, 64u << 20) == 0, "stripes of refused helpers were lost");
     CHECK(n_seen == 1 && pthread_equal(seen_threads[0], pthread_self()), "refused stripes not moved by the caller");
-    CHECK(vmc_stripe_ways(1u << 30, VMC_STRIPE_MIN) == 1, "striping goes on after a helper could not join");
+    CHECK(vmc_stripe_ways(1u << 30, vmc_stream_stripe_policy()) == 1, "striping goes on after a helper could not join");
 
     free(host);
     free(device_memory);
