@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Assembles the vmcuda appliance bundle (called by the packaging module at `package`):
+# Assembles the vmcuda appliance bundle (called by the packaging module at `prepare-package`):
 #
 #   vmcuda-VERSION/
 #     bin/      vmcudad, vmcuda, vmcuda-rewrite (the launchers from the repo's bin/)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks what build-packages.sh built (run by the packaging module at `verify`; skipped by -DskipTests):
+# Checks what the packaging module built: the jdeb plugin's two .debs, build-client-tarball.sh's tarball (run at
+# `verify`; skipped by -DskipTests):
 #   1. vmcuda-client .deb: control fields, conffiles, maintainer scripts, file list (dpkg-deb -f / -c / -I)
 #   2. vmcuda-appliance .deb: the same, the systemd unit, every daemon key in vmcudad.properties
 #   3. the client tarball: install.sh --prefix into a temporary directory; a tiny C program linked against

@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$version" ] && [ -n "$outdir" ] || {
     echo "usage: build-ova.sh --version V --out-dir DIR [--appliance-deb FILE] [--disk-gib N] [--mirror URL]" >&2; exit 2; }
-# Default: the appliance package build-packages.sh wrote into the same directory.
+# Default: the appliance package that the packaging module (jdeb) wrote into the same directory.
 [ -n "$deb" ] || deb="$outdir/vmcuda-appliance_$(printf '%s' "$version" | sed 's/-/~/g')_amd64.deb"
 [ -f "$deb" ] || { echo "build-ova: appliance package $deb not found (mvn -B package builds it)" >&2; exit 1; }
 deb="$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")"
