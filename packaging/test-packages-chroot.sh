@@ -2,7 +2,7 @@
 # The packages' life on a clean Debian 12 (issue 18 item 1), as apt runs it there, non-interactively: install both
 # .debs with their dependencies, the appliance's first start (vmcudad-prestart: tenant, operator token, TLS
 # certificate, all in a drop-in), operator edits of both conffiles and a removed /etc/ld.so.conf.d/vmcuda.conf,
-# an upgrade to a newer version of each (no conffile prompt may stop it: stdin is /dev/null), then a purge that
+# an upgrade to a newer version of each (no conffile prompt may stop it: stdin is /dev/null), a downgrade back, then a purge that
 # leaves nothing of vmcuda behind. Run by the packaging module at `verify` (skipped by -DskipTests).
 # Needs root, debootstrap (installed when missing, as the build installs its packages) and the Debian mirror;
 # the bootstrapped root is kept as a tarball in OUT_DIR (chroot-base.tar) for the next run.
@@ -101,7 +101,16 @@ grep -qx "appliance = 10.0.0.1:7070" "$root/etc/vmcuda/client.conf" || fail "the
     fail "the upgrade lost what the first start generated"; ok
 [ "$(in_root stat -c '%a %U %G' /etc/vmcuda/client.conf)" = "640 root vmcuda" ] || fail "client.conf after the upgrade is $(in_root stat -c '%a %U %G' /etc/vmcuda/client.conf)"; ok
 
-# ---- 4. purge: nothing of vmcuda stays ----
+# ---- 4. downgrade back to the first version, with nothing to answer; the operator's edits stay ----
+in_root apt-get install -y -q --allow-downgrades --no-install-recommends /tmp/pkgs/appliance-1.deb /tmp/pkgs/client-1.deb \
+    >>"$outdir/chroot-apt.log" 2>&1 || fail "downgrading both packages (see $outdir/chroot-apt.log)"
+[ "$(installed vmcuda-appliance)" = "install ok installed $debversion" ] || fail "appliance after the downgrade: $(installed vmcuda-appliance)"; ok
+[ "$(installed vmcuda-client)" = "install ok installed $debversion" ] || fail "client after the downgrade: $(installed vmcuda-client)"; ok
+grep -qx "log.level = debug" "$root/etc/vmcuda/vmcudad.properties" || fail "the downgrade lost the operator's edit of vmcudad.properties"; ok
+grep -qx "appliance = 10.0.0.1:7070" "$root/etc/vmcuda/client.conf" || fail "the downgrade lost the edit of client.conf"; ok
+[ -s "$root/etc/vmcuda/tls/vmcudad.pem" ] || fail "the downgrade lost what the first start generated"; ok
+
+# ---- 5. purge: nothing of vmcuda stays ----
 in_root apt-get purge -y -q vmcuda-appliance vmcuda-client >>"$outdir/chroot-apt.log" 2>&1 || fail "purging (see $outdir/chroot-apt.log)"
 [ -z "$(installed vmcuda-appliance)" ] || [ "$(installed vmcuda-appliance | cut -d' ' -f1-3)" = "unknown ok not-installed" ] ||
     fail "appliance after the purge: $(installed vmcuda-appliance)"; ok
@@ -109,4 +118,4 @@ for d in etc/vmcuda opt/vmcuda var/lib/vmcuda usr/lib/vmcuda; do
     [ ! -e "$root/$d" ] || fail "/$d is left after the purge: $(find "$root/$d" | head -5 | paste -sd' ')"; ok
 done
 in_root ldconfig -p | grep -q /usr/lib/vmcuda && fail "the loader still lists /usr/lib/vmcuda"; ok
-echo "test-packages-chroot: all $checks checks passed (install, first start, upgrade with operator edits, purge on Debian 12)"
+echo "test-packages-chroot: all $checks checks passed (install, first start, upgrade and downgrade with operator edits, purge on Debian 12)"

@@ -446,6 +446,34 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
     iso_kill_mid_copy h2d
     iso_kill_mid_copy d2h
 
+    # a client that dies inside a host callback: the worker's stream waits on a callback nobody will finish
+    iso_die_in_callback() {
+        local base pid kids t0 t1 gone=0 after
+        base="$(gpu_used)"
+        vm "$ISO/cb-die" "$ISO/die_in_callback" &
+        pid=$!
+        if ! wait_for 60 "$ISO/cb-die.err" "in the callback"; then
+            fail "isolation: die_in_callback never reached its callback: $(head -c 300 "$ISO/cb-die.err")"; kill -9 "$pid" 2>/dev/null; return
+        fi
+        kids="$(daemon_children)"
+        wait "$pid" 2>/dev/null # it SIGKILLs itself a second after entering the callback
+        t0="$(now)"
+        for _ in $(seq 1 100); do
+            gone=1
+            for k in $kids; do kill -0 "$k" 2>/dev/null && gone=0; done
+            [ $gone = 1 ] && break
+            sleep 0.02
+        done
+        t1="$(now)"
+        sleep 2
+        after="$(gpu_used)"
+        say "client SIGKILLed inside a host callback: worker gone after $(secs "$t0" "$t1") s; GPU memory used ${base} MiB before, ${after} MiB after"
+        [ -n "$kids" ] || fail "isolation: no worker seen while die_in_callback was in its callback"
+        [ $gone = 1 ] || fail "isolation: worker still alive after its client died inside a host callback"
+        [ -n "$base" ] && [ -n "$after" ] && [ "$after" -gt $((base + 64)) ] && fail "isolation: GPU memory not back to baseline after the client died in a callback"
+    }
+    iso_die_in_callback
+
     # a kernel with an illegal address beside a healthy session on the same GPU
     vm "$ISO/healthy" "$ISO/long_runner" 30 100 &
     hp=$!
