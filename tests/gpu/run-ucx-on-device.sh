@@ -3,8 +3,8 @@
 # no UCX: tests/gpu/prepare-carry.sh packs this machine's UCX libraries (Debian libucx0) and drv_bulk into
 # .carry/ucx.tar.xz. Two appliances from the bundle on the one GPU:
 #   main   sandboxed workers (root), UCX offered: clients reach its agents over UCX's tcp transport, as a
-#          client on another host would (its agents run as the session's uid, where UCX's shared-memory
-#          transports cannot map the client's segments);
+#          client on another host would (its agents run as the session's uid, in IPC and PID namespaces of
+#          their own: out of reach of UCX's shared-memory transports);
 #   sm     unsandboxed workers (worker.sandbox = false, the client's own uid), UCX_TLS=sm: UCX over shared
 #          memory.
 # Checks (client GPU-less, tests/gpu/gpuless.sh): drv_bulk natively and through vmcuda over tcp, shm, ucx-tcp

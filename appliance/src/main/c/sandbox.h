@@ -27,8 +27,9 @@ struct sandbox_opts {
     int n_keep;
     const char *region[SANDBOX_MAX_REGIONS]; /* --region PATH: shared-memory region the worker gets open O_RDWR */
     int n_region;
-    const char *ucx_agent;       /* --ucx-agent PATH: vmcuda-ucx-agent, started outside the namespaces as --uid for
-                                  * the worker's bulk copies over UCX (its socket in $VMCUDA_UCX_AGENT_FD), or NULL */
+    const char *ucx_agent;       /* --ucx-agent PATH: vmcuda-ucx-agent, started outside the worker's namespaces (in
+                                  * mount, PID and IPC namespaces of its own) as --uid for the worker's bulk copies
+                                  * over UCX (its socket in $VMCUDA_UCX_AGENT_FD), or NULL */
     const char *cgroup[SANDBOX_MAX_CGROUPS]; /* --cgroup DIR: the session's cgroup(s), joined first (as root, before
                                   * anything is started), so the UCX agent and the worker count against their limits */
     int n_cgroup;
@@ -41,9 +42,6 @@ struct sandbox_opts {
     const char *exe;             /* EXECUTABLE after -- */
     char **argv;                 /* ARGV0 [ARGS...] after EXECUTABLE (NULL-terminated, points into argv) */
 };
-
-/* Installs the worker's system-call filter (sandbox_seccomp.c); returns 0, or -1 with a reason in why. */
-int sandbox_seccomp(char *why, size_t why_len);
 
 /* Parses argv; returns 0, or -1 with a one-line reason in err. Never allocates. */
 int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size_t err_len);

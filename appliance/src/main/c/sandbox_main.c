@@ -8,9 +8,16 @@
  *      read-only) before any mount hides them; a region that cannot be opened is skipped with one warning
  *      (the client then uses its other data path). The session directory and every --keep path (O_PATH)
  *      are opened in step 4, in the worker's mount namespace, before the new /tmp hides what lies below it;
- *   2b. with --ucx-agent, starts vmcuda-ucx-agent (ucx_agent.h) here, outside the namespaces to come (it needs
- *      the network and the RDMA devices), as the worker's uid and group, with nothing inherited but its end
- *      of a new socket pair; the worker gets the other end in $VMCUDA_UCX_AGENT_FD;
+ *   2b. with --ucx-agent, starts vmcuda-ucx-agent (ucx_agent.h) here, outside the worker's namespaces to come (it
+ *      needs the host's network and RDMA devices), as the worker's uid and group, with nothing inherited but its
+ *      end of a new socket pair; the worker gets the other end in $VMCUDA_UCX_AGENT_FD. The agent has mount, PID
+ *      and IPC namespaces of its own (start_ucx_agent(): every mount read-only, /dev included, a private /tmp
+ *      with only the --keep paths in it and an empty /dev/shm, --hide covered, alone in its PID namespace), no new privileges, and installs its own system-call
+ *      filter (sandbox_seccomp.c: no exec, no new processes, sockets of the families UCX and rdma-core use). What
+ *      it keeps: the host's network, the RDMA devices, read access to what its uid may read of the host's file
+ *      system, and the rings its worker hands it. UCX trusts its peers, so whoever reaches the agent's UCX end
+ *      point can still read and write the agent's memory and run code in it, within all of that
+ *      (docs/ucx.md "Security");
  *   3. unshare(mount, network, IPC, PID namespaces) and forks: the worker is PID 1 of its PID namespace;
  *      this process stays outside as its parent, turns SIGTERM/SIGINT/SIGHUP into SIGKILL for it and exits
  *      with its status (128 + signal when killed), so the daemon's process handle behaves as the worker's;
@@ -56,6 +63,7 @@
 #include <unistd.h>
 
 #include "sandbox.h"
+#include "sandbox_seccomp.h"
 
 extern char **environ;
 
@@ -134,8 +142,9 @@ static unsigned long mount_flags(const char *opts) {
     return f;
 }
 
-/* Every mount of this (new, private) namespace read-only, except /proc and /dev. */
-static void remount_read_only(void) {
+/* Every mount of this (new, private) namespace read-only, except /proc, and /dev unless `with_dev` (device nodes
+ * still open read-write on a read-only mount: only the file system itself becomes read-only). */
+static void remount_read_only(int with_dev) {
     FILE *f = fopen("/proc/self/mountinfo", "re");
     if (!f)
         die("open /proc/self/mountinfo");
@@ -151,7 +160,7 @@ static void remount_read_only(void) {
             continue;
         char *mp = field[4];
         unescape(mp);
-        if (under(mp, "/proc") || under(mp, "/dev"))
+        if (under(mp, "/proc") || (!with_dev && under(mp, "/dev")))
             continue;
         unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY | mount_flags(field[5]);
         if (mount(NULL, mp, NULL, flags, NULL) != 0) {
@@ -241,10 +250,10 @@ static void drop_privileges(const struct sandbox_opts *o, const struct passwd *p
     umask(077);
 }
 
-static void mount_common(void) {
+static void mount_common(int with_dev) {
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
         die("make mounts private");
-    remount_read_only();
+    remount_read_only(with_dev);
 }
 
 static void mount_tmp(const struct sandbox_opts *o) {
@@ -254,11 +263,28 @@ static void mount_tmp(const struct sandbox_opts *o) {
         die("mount a private tmpfs on /tmp");
 }
 
-/* An empty, read-only tmpfs over `dir`; bind_fd() puts the workdir back below it afterwards. */
-static void hide_dir(const char *dir) {
+/* A private /tmp, with the --keep paths below the old one (the worker library's directory, the CUDA and UCX
+ * libraries' where the daemon was told they lie there) bound back read-only: opened first, while the old /tmp is
+ * still in sight. */
+static void private_tmp(const struct sandbox_opts *o) {
+    int keep_fd[SANDBOX_MAX_KEEP];
+    for (int i = 0; i < o->n_keep; i++) {
+        keep_fd[i] = open(o->keep[i], O_PATH | O_CLOEXEC);
+        if (keep_fd[i] < 0 && errno != ENOENT)
+            die("open %s", o->keep[i]);
+    }
+    mount_tmp(o);
+    for (int i = 0; i < o->n_keep; i++)
+        if (keep_fd[i] >= 0 && under(o->keep[i], "/tmp"))
+            bind_fd(keep_fd[i], o->keep[i], 0);
+}
+
+/* An empty tmpfs over `dir`, root's (the worker's bind_fd() puts its workdir back below it afterwards), or
+ * mounted read-only where nothing is put back. */
+static void hide_dir(const char *dir, int read_only) {
     if (under(dir, "/tmp"))
         return; /* the private /tmp hides it already */
-    if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0755") != 0)
+    if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | (read_only ? MS_RDONLY : 0), "size=64k,mode=0755") != 0)
         die("hide %s", dir);
 }
 
@@ -341,19 +367,56 @@ static void die_with_launcher(void) {
         _exit(125); /* the launcher is gone: nobody would reap or account for this worker */
 }
 
-/* Step 2b: the worker's UCX agent. Returns the worker's end of its socket pair (close-on-exec until step 6). */
+/* The UCX agent's file system view, made in its new mount namespace (as root, before it drops privileges): every
+ * mount read-only, /dev too (its device nodes, /dev/infiniband among them, still open read-write); a private tmpfs
+ * on /tmp (empty but for the --keep paths the worker gets too, read-only: they name where the libraries lie, UCX's
+ * among them) and an empty one on /dev/shm, so that nothing the agent writes reaches the host's and nothing of the
+ * host's /tmp and shared memory is in its sight; --hide (the daemon's state: every session's directory, the binary
+ * cache, the records) covered by an empty read-only tmpfs; a /proc of its PID namespace, where it is alone. The
+ * session directory is the worker's, not bound here. */
+static void agent_mounts(const struct sandbox_opts *o) {
+    mount_common(1);
+    private_tmp(o);
+    char data[64];
+    snprintf(data, sizeof data, "size=%s,mode=1777", o->tmp_size);
+    if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data) != 0 && errno != ENOENT)
+        die("UCX agent: mount a private tmpfs on /dev/shm");
+    if (o->hide)
+        hide_dir(o->hide, 1);
+    mount_proc();
+}
+
+/* Step 2b: the worker's UCX agent. Returns the worker's end of its socket pair (close-on-exec until step 6).
+ *
+ * The agent is this launcher's child, as the worker is, and runs as the worker's uid with no privileges, in
+ * the host's network namespace (the host's NICs and RDMA devices are what it is for), but in mount, PID and IPC
+ * namespaces of its own: agent_mounts() above; PID 1 of a PID namespace where it is alone (it can name no other
+ * process: no signals, no /proc/PID of the worker or of anything else of the host's); no System V IPC of the
+ * host's. UCX's shared-memory transports then take the agent for a process of another host (UCX compares the
+ * IPC and PID namespaces) -- they could not reach it anyway, since it runs as another uid than any client.
+ * The namespaces are made here because they need privilege the agent never has; its system-call filter it
+ * installs itself once it runs (ucx_agent.c says why). It is reaped and killed by this launcher (wait_child),
+ * and its parent-death signal still reaches it as PID 1: the kernel forces a SIGKILL sent from an ancestor
+ * namespace. */
 static int start_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw, const int *inherited, int n_inherited) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         die("socketpair for the UCX agent");
-    pid_t pid = fork();
+    /* clone(2) itself, as bubblewrap does: fork() cannot make a child in a new PID namespace, and an
+     * unshare(CLONE_NEWPID) here would make the worker's own unshare(CLONE_NEWPID) (step 3) fail. Without the C
+     * library's fork handlers: this launcher has one thread, and the child only sets up and executes. */
+    pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | SIGCHLD, NULL, NULL, NULL, 0);
     if (pid < 0)
-        die("fork the UCX agent");
+        die("start the UCX agent in mount, PID and IPC namespaces of its own");
     if (pid == 0) {
         for (int i = 0; i < n_inherited; i++) /* what the worker inherits is not the agent's */
             if (inherited[i] >= 0)
                 close(inherited[i]);
         close(sv[0]);
+        int exe = open(o->ucx_agent, O_PATH | O_CLOEXEC); /* before a mount can hide it */
+        if (exe < 0)
+            die("open %s", o->ucx_agent);
+        agent_mounts(o);
         /* the worker's limits that make sense for it: no core dumps, private files, a neutral directory */
         struct rlimit core = {0, 0}, nofile = {o->nofile, o->nofile};
         setrlimit(RLIMIT_CORE, &core);
@@ -369,7 +432,9 @@ static int start_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw
         snprintf(num, sizeof num, "%d", sv[1]);
         if (fcntl(sv[1], F_SETFD, 0) != 0)
             die("UCX agent: socket");
-        execl(o->ucx_agent, "vmcuda-ucx-agent", num, (char *)NULL);
+        char *args[] = {"vmcuda-ucx-agent", num, NULL};
+        /* (an ELF program: through a close-on-exec descriptor a script could not be run) */
+        syscall(SYS_execveat, exe, "", args, environ, AT_EMPTY_PATH);
         die("execute %s", o->ucx_agent);
     }
     close(sv[1]);
@@ -430,7 +495,7 @@ static int probe(const struct sandbox_opts *o) {
         die("must run as root to build the sandbox (it runs as uid %u)", (unsigned)geteuid());
     }
     enter_namespaces(NULL, 0);
-    mount_common();
+    mount_common(0);
     mount_tmp(o);
     mount_proc();
     drop_privileges(o, pw);
@@ -446,13 +511,14 @@ static int probe(const struct sandbox_opts *o) {
         die("probe: the sandbox reached the network");
     }
     char why[160];
-    if (sandbox_seccomp(why, sizeof why) != 0) {
+    if (sandbox_seccomp(SANDBOX_FILTER_WORKER, why, sizeof why) != 0) {
         errno = 0;
         die("probe: %s", why);
     }
-    if (unshare(CLONE_NEWUSER) == 0 || socket(AF_INET, SOCK_STREAM, 0) >= 0) {
+    int wrong = sandbox_seccomp_check(SANDBOX_FILTER_WORKER, 0); /* each wrong one is a line on stderr */
+    if (wrong) {
         errno = 0;
-        die("probe: the system-call filter lets a user namespace or an INET socket through");
+        die("probe: the system-call filter is wrong in %d of its checks (above)", wrong);
     }
     printf("vmcuda-sandbox: probe ok: user %s (uid %u), private mount/network/IPC/PID namespaces, system-call filter\n", o->user,
            (unsigned)pw->pw_uid);
@@ -531,21 +597,12 @@ int main(int argc, char **argv) {
 
     /* 4. the file system view. Bind sources must be mounts of this namespace: open them here, before
      * the new /tmp hides what lies below the old one. */
-    mount_common();
+    mount_common(0);
     int work_fd = open_path(o.workdir);
     int lend_fd = o.lend ? open_path(o.lend) : -1;
-    int keep_fd[SANDBOX_MAX_KEEP];
-    for (int i = 0; i < o.n_keep; i++) {
-        keep_fd[i] = open(o.keep[i], O_PATH | O_CLOEXEC);
-        if (keep_fd[i] < 0 && errno != ENOENT)
-            die("open %s", o.keep[i]);
-    }
-    mount_tmp(&o);
-    for (int i = 0; i < o.n_keep; i++)
-        if (keep_fd[i] >= 0 && under(o.keep[i], "/tmp"))
-            bind_fd(keep_fd[i], o.keep[i], 0);
+    private_tmp(&o);
     if (o.hide) /* the daemon's state (other sessions, the binary cache, records) out of sight */
-        hide_dir(o.hide);
+        hide_dir(o.hide, 0);
     bind_fd(work_fd, o.workdir, 1);
     if (lend_fd >= 0) /* what the daemon lends this session (module images), read-only */
         bind_fd(lend_fd, o.lend, 0);
@@ -589,7 +646,7 @@ int main(int argc, char **argv) {
     }
     /* 7. the system-call filter, last: the steps above needed what it denies */
     char why[160];
-    if (sandbox_seccomp(why, sizeof why) != 0) {
+    if (sandbox_seccomp(SANDBOX_FILTER_WORKER, why, sizeof why) != 0) {
         errno = 0;
         die("%s", why);
     }

@@ -7,7 +7,26 @@
  * (the NIC moves the bytes) and over UCX's tcp or shared-memory transports carries out the client's puts
  * and gets, one thread per ring. It exits when the worker's end
  * closes (the worker exited or was killed). UCX's own settings (UCX_TLS, UCX_NET_DEVICES, ...) come from
- * its environment. */
+ * its environment.
+ *
+ * Confinement. UCX trusts its peers: whoever reaches this process's UCX end point (the tenant's client, or
+ * anyone on the network who finds its port) can read and write its memory and run code in it (docs/ucx.md
+ * "Security"). So the agent is given as little as it can work with:
+ *   - from vmcuda-sandbox (sandbox_main.c, start_ucx_agent; it needs privilege): the session's uid, no
+ *     privileges, no new privileges; mount, PID and IPC namespaces of its own: every mount read-only (/dev
+ *     too), a private /tmp (only the worker's library directories in it, read-only) and /dev/shm, the
+ *     daemon's state directory covered, alone in its PID namespace (no other process to signal, trace or
+ *     read through /proc), no System V IPC of the host's;
+ *   - from itself, first thing in main(), in every mode: no new privileges and its system-call filter
+ *     (sandbox_seccomp.c): the worker's deny list (no namespaces, mounts, ptrace, other processes' memory,
+ *     modules, BPF, io_uring, ...), no execve/execveat, no fork/vfork/clone but threads, and sockets only of
+ *     AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK (NETLINK_ROUTE and NETLINK_RDMA).
+ * What a taken-over agent keeps: the host's network (no network namespace: the NICs and RDMA devices are what
+ * it is for), the RDMA devices, read access to what the session's uid may read of the host's file system,
+ * writes to its private /tmp and /dev/shm only, executable memory (UCX patches code at run time), the rings
+ * its worker hands it (the worker's bulk-copy buffers, not the GPU), and its UCX end points, where any peer
+ * that reaches them can still read and write this process's memory: UCX has no peer authentication. An agent
+ * started by an unsandboxed worker has its filter and no new privileges only. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -27,6 +46,7 @@
 #include <unistd.h>
 #include <ucp/api/ucp.h>
 
+#include "sandbox_seccomp.h"
 #include "ucx_agent.h"
 
 #define MAX_RINGS 256
@@ -280,18 +300,54 @@ static int probe(void) {
     }
     ucp_worker_destroy(w);
     ucp_cleanup(context);
-    printf("vmcuda-ucx-agent: probe ok: UCX %s\n", ucp_get_version_string());
+    printf("vmcuda-ucx-agent: probe ok: UCX %s, under the agent's system-call filter\n", ucp_get_version_string());
     return 0;
 }
 
+/* The agent's own part of its confinement, first thing in main() and in every mode: no new privileges and its
+ * system-call filter. Here rather than in vmcuda-sandbox before it executes this program: the filter denies
+ * execve, which that exec needs (a filter cannot allow one exec and no more); an agent that an unsandboxed
+ * worker starts is confined the same way; and nothing of the worker's or of a UCX peer's has been read yet
+ * (before main() only the libraries' constructors have run). Installed before UCX starts, so that UCX runs
+ * under it from its first call: the probe and the self-test show that it can. */
+static int confine(void) {
+    char why[160] = "prctl(PR_SET_NO_NEW_PRIVS) failed";
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || sandbox_seccomp(SANDBOX_FILTER_UCX_AGENT, why, sizeof why) != 0) {
+        say("cannot install its system-call filter: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
+/* --self-test (for the tests): confined as in every mode, it tries what its filter must deny and let through,
+ * shows its own Seccomp and NoNewPrivs lines, then starts UCX as --probe does; 0 when all came out right. */
+static int self_test(void) {
+    int wrong = sandbox_seccomp_check(SANDBOX_FILTER_UCX_AGENT, 1);
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Seccomp:", 8) == 0 || strncmp(line, "NoNewPrivs:", 11) == 0)
+            fputs(line, stdout);
+    if (f)
+        fclose(f);
+    printf("vmcuda-ucx-agent: self-test: %d check(s) wrong\n", wrong);
+    fflush(stdout);
+    return probe() != 0 || wrong ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+    if (confine() != 0)
+        return 1;
     if (argc == 2 && strcmp(argv[1], "--probe") == 0)
         return probe();
+    if (argc == 2 && strcmp(argv[1], "--self-test") == 0)
+        return self_test();
     char *end = NULL;
     long sock = argc == 2 ? strtol(argv[1], &end, 10) : -1;
     if (sock < 0 || !end || *end) {
         fprintf(stderr, "usage: vmcuda-ucx-agent FD  (started by the vmcuda worker; FD is its socket)\n"
-                        "       vmcuda-ucx-agent --probe  (does UCX start here?)\n");
+                        "       vmcuda-ucx-agent --probe  (does UCX start here?)\n"
+                        "       vmcuda-ucx-agent --self-test  (does its system-call filter hold, and UCX start under it?)\n");
         return 2;
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);

@@ -2,8 +2,9 @@
  * pair per worker, one request and one reply per message (PROTOCOL.md "Bulk copies over UCX").
  *
  * The worker cannot speak UCX itself: the sandbox gives it no network and no RDMA device. So a small
- * process of ours, started outside the sandbox's namespaces with the session's uid, holds the UCX end
- * point: the worker makes a ring (a memfd it maps and registers with the CUDA runtime) and hands its
+ * process of ours, started outside the worker's namespaces (in the host's network namespace, with mount, PID
+ * and IPC namespaces and a system-call filter of its own: ucx_agent.c "Confinement") with the session's uid,
+ * holds the UCX end point: the worker makes a ring (a memfd it maps and registers with the CUDA runtime) and hands its
  * descriptor to the agent, which maps the same pages and registers them with UCX. The client's puts and
  * gets then land in the ring that the worker's GPU DMA reads and writes: no copy by the CPU on the
  * appliance. Everything the worker sends is tenant-controlled and checked as such. */

@@ -2,7 +2,9 @@ package io.vmcuda.tests;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -92,13 +94,30 @@ class UcxTransportTest {
     /**
      * UCX's shared-memory transports need the client and the agent to be one user (UCX's segments are the
      * creator's alone): that holds for an unsandboxed appliance run by the client's user, which is what this
-     * checks. A sandboxed session's agent runs as the session's own uid, where UCX cannot map the other
-     * side's segments; the client then says why it uses TCP (next test).
+     * checks. A sandboxed session's agent is out of their reach (next test).
      */
     @Test
     void copiesOverUcxSharedMemoryArriveIntact() throws Exception {
         try (DaemonProcess d = daemon("sm", "daemon-ucx-sm.log", Map.of("worker.sandbox", "false"))) {
             copiesMatch(d, "sm");
+        }
+    }
+
+    /**
+     * A sandboxed session's agent has IPC and PID namespaces of its own, so UCX takes it for a process of another
+     * host: none of its shared-memory transports reaches it (they could not anyway: it runs as the session's uid,
+     * whose segments the client cannot map, nor it the client's), and the client says so and uses TCP. Before the
+     * agent had its own namespaces, UCX tried and the client aborted in UCX (an assertion in ucp_worker_destroy).
+     */
+    @Test
+    void aSandboxedSessionsAgentIsOutOfReachOfSharedMemoryAndTheClientUsesTcp() throws Exception {
+        assumeTrue(DaemonProcess.currentUid() == 0, "the sandbox needs root");
+        try (DaemonProcess d = daemon("sm", "daemon-ucx-sm-sandboxed.log", Map.of())) {
+            ProgramRunner.Result r = ProgramRunner.run(viaVmcuda(d), clientEnv(d, "sm"), driverDir, work.resolve("drv_bulk-sm-sandboxed"));
+            String ctx = "\n" + r.describe() + "--- worker logs ---\n" + workerLogs(d);
+            assertEquals(expected, r.stdout(), ctx);
+            assertEquals(0, r.exitCode(), ctx);
+            assertTrue(r.stderr().contains("vmcuda: transport ucx not used: UCX end point: Destination is unreachable; bulk copies go over TCP"), ctx);
         }
     }
 
@@ -130,7 +149,9 @@ class UcxTransportTest {
         try (DaemonProcess d = daemon("tcp", "daemon-ucx-killclient.log", Map.of())) {
             Process client = startCopying(d, work.resolve("loop-client"));
             try {
-                assertFalse(agents(d).isEmpty(), "no UCX agent running\n" + workerLogs(d));
+                List<ProcessHandle> running = agents(d);
+                assertFalse(running.isEmpty(), "no UCX agent running\n" + workerLogs(d));
+                assertConfined(running.get(0));
             } finally {
                 client.destroyForcibly();
             }
@@ -177,6 +198,22 @@ class UcxTransportTest {
             throw e;
         }
         return p;
+    }
+
+    /**
+     * A session's agent in the middle of its copies (appliance UcxAgentTest checks the confinement itself): under its
+     * system-call filter with no new privileges; when sandboxed (as root), in mount, PID and IPC namespaces of its
+     * own, in the host's network namespace.
+     */
+    private static void assertConfined(ProcessHandle agent) throws IOException {
+        Path proc = Path.of("/proc", Long.toString(agent.pid()));
+        String status = read(proc.resolve("status"));
+        assertTrue(status.contains("\nSeccomp:\t2\n") && status.contains("\nNoNewPrivs:\t1\n"), status);
+        if (DaemonProcess.currentUid() != 0) return; // unsandboxed
+        for (String ns : List.of("mnt", "pid", "ipc")) {
+            assertNotEquals(Files.readSymbolicLink(Path.of("/proc/self/ns", ns)), Files.readSymbolicLink(proc.resolve("ns/" + ns)), ns);
+        }
+        assertEquals(Files.readSymbolicLink(Path.of("/proc/self/ns/net")), Files.readSymbolicLink(proc.resolve("ns/net")));
     }
 
     private static List<ProcessHandle> agents(DaemonProcess d) {

@@ -22,7 +22,8 @@ import java.util.logging.Logger;
  * and any peer that sends its put and get messages directly), it writes and reads the address a peer names
  * without checking it against a registration. A peer that reaches an agent can therefore read and write
  * that agent's memory, and take it over: a process running as the session's uid outside the worker's
- * sandbox, with the host's network. {@code auto} offers UCX only on an appliance without tenants (one
+ * sandbox, with the host's network (confined otherwise: read-only mounts, PID and IPC namespaces and a
+ * system-call filter of its own; docs/ucx.md "Security"). {@code auto} offers UCX only on an appliance without tenants (one
  * trusted user, as in the demo); with tenants the operator must say {@code true}, and the daemon says
  * what that means (docs/ucx.md "Security").
  */
@@ -48,7 +49,8 @@ public final class UcxAgent {
             if (!config.tenants().isEmpty()) {
                 LOG.warning("worker.ucx = true with tenants: UCX trusts its peers, so a tenant's client (or anyone "
                         + "who reaches a session's UCX agent) can read and write that agent's memory and run code in "
-                        + "it, as the session's uid outside the worker sandbox, with this host's network; offer UCX "
+                        + "it, as the session's uid outside the worker sandbox (sandboxed, in a confinement of its own: "
+                        + "read-only mounts, PID and IPC namespaces, a system-call filter), with this host's network; offer UCX "
                         + "to tenants only on a fabric you trust (docs/ucx.md \"Security\")");
             }
             return agent;
