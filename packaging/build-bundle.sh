@@ -80,8 +80,8 @@ fi
 
 # --- Java runtime --------------------------------------------------------------------------
 # Base modules: logging, Unsafe for Netty (jdk.unsupported), EC crypto for TLS (loaded as a
-# provider, which jdeps cannot see). jdeps adds whatever the classes really reference (java.sql
-# for Jackson's date types among them), so a new dependency cannot silently break the bundle. jdeps is run on the extracted classes, not the jars: several jars are
+# provider, which jdeps cannot see). jdeps adds whatever the classes really reference (java.naming
+# for gRPC's DNS look-ups among them), so a new dependency cannot silently break the bundle. jdeps is run on the extracted classes, not the jars: several jars are
 # named modules that `require` optional modules we do not ship (jdeps would refuse them).
 jlink="$java_home/bin/jlink"
 jdeps="$java_home/bin/jdeps"
@@ -103,7 +103,7 @@ else
     echo "build-bundle: WARNING: jdeps or unzip unavailable; using base modules only" >&2
 fi
 # Modules that jdeps finds referenced only by code the daemon never runs, left out (together ~13 MB of JRE):
-# java.desktop (Jackson's optional java.beans annotations support, which it loads only if present) and
+# java.desktop (JNA's helpers for AWT windows, which the daemon never calls) and
 # java.compiler (Vert.x compiling Java verticles from source; jetcd uses Vert.x only as a gRPC client).
 # The GPU pool run (tests/gpu/run-pool-on-device.sh) runs the bundle, pool included, on this JRE.
 optional_only="java.desktop java.compiler"

@@ -32,8 +32,9 @@ REAL_CUDART_DIR="$(dirname "$(readlink -f "$(ldconfig -p | awk '/libcudart\.so\.
 
 # start_daemon LOG PORT STATE_DIR CONFIG [VAR=VALUE...]: vmcudad from the bundle on 127.0.0.1:PORT (admin PORT+1)
 # in a process group of its own (its pid in DAEMON_PID), with VAR=VALUE in its environment, waited for until it
-# listens (0) or up to 60 s (1). One after the other: JCuda unpacks its native library into /tmp under a fixed
-# name, and two JVMs doing it at once crash in the dynamic loader (packaged daemons each have a PrivateTmp).
+# listens (0) or up to 60 s (1). One after the other (JCuda, which the daemon used before, unpacked its native
+# library into /tmp under a fixed name, and two JVMs doing it at once crashed in the dynamic loader; JNA unpacks
+# into a file of its own per JVM).
 start_daemon() {
     local log=$1 port=$2 state=$3 config=$4
     shift 4

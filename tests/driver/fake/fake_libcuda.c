@@ -7,7 +7,8 @@
  *
  * The worker loads it when the daemon's worker.extra_env sets VMCUDA_WORKER_LIBCUDA to its path. Its
  * cuGetProcAddress knows each function by name; calls it does not implement are logged on stderr (the
- * session's worker.log) and fail with CUDA_ERROR_NOT_SUPPORTED. */
+ * session's worker.log) and fail with CUDA_ERROR_NOT_SUPPORTED. The few entry points the daemon's GPU
+ * inventory calls by symbol are exported too (at the end). */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <pthread.h>
@@ -1103,4 +1104,57 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
     *pfn = NULL;
     if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     return CUDA_SUCCESS;
+}
+
+/* ---- the entry points a process calls by symbol, as NVIDIA's libcuda.so.1 exports them all: those of the
+ * daemon's GPU inventory (scheduler's CudaDriverQuery, through JNA; tests/src/test/java/.../CudaDriverQueryTest),
+ * under the names cuda.h maps the API to. vmcuda_fake_fail makes the next calls of one of them return an error,
+ * for that test's failure paths (the worker never calls it). ---- */
+
+static char fail_symbol[64];
+static CUresult fail_result;
+
+EXPORT void vmcuda_fake_fail(const char *symbol, CUresult result) {
+    snprintf(fail_symbol, sizeof fail_symbol, "%s", symbol ? symbol : "");
+    fail_result = result;
+}
+
+static int failing(const char *symbol) { return fail_symbol[0] && !strcmp(fail_symbol, symbol); }
+
+EXPORT CUresult cuInit(unsigned flags) { return failing("cuInit") ? fail_result : f_cuInit(flags); }
+EXPORT CUresult cuDeviceGetCount(int *n) { return failing("cuDeviceGetCount") ? fail_result : f_cuDeviceGetCount(n); }
+EXPORT CUresult cuDeviceGet(CUdevice *d, int i) { return failing("cuDeviceGet") ? fail_result : f_cuDeviceGet(d, i); }
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+    return failing("cuDeviceGetName") ? fail_result : f_cuDeviceGetName(name, len, d);
+}
+EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d) {
+    return failing("cuDeviceGetUuid_v2") ? fail_result : f_cuDeviceGetUuid(u, d);
+}
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) {
+    return failing("cuDeviceTotalMem_v2") ? fail_result : f_cuDeviceTotalMem(b, d);
+}
+EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
+    return failing("cuDeviceGetAttribute") ? fail_result : f_cuDeviceGetAttribute(v, a, d);
+}
+
+/* The names of the results this stand-in returns; others are unknown to it, as an unknown number is to NVIDIA's. */
+EXPORT CUresult cuGetErrorName(CUresult error, const char **name) {
+    static const struct {
+        CUresult r;
+        const char *name;
+    } names[] = {
+        {CUDA_SUCCESS, "CUDA_SUCCESS"}, {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE"},
+        {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY"}, {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED"},
+        {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE"}, {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE"},
+        {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS"}, {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED"},
+        {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN"},
+    };
+    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].r == error) {
+            *name = names[i].name;
+            return CUDA_SUCCESS;
+        }
+    *name = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
 }

@@ -13,9 +13,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Finds the NVIDIA driver's {@code libcuda.so.1} the way the dynamic linker would, without loading it.
- * JCuda's native library links against libcuda.so.1, so touching any JCuda class on a host without the
- * driver ends in an UnsatisfiedLinkError thrown from a static initializer; looking first lets the
- * inventory say plainly "no NVIDIA driver" instead.
+ * {@link CudaDriverQuery} then loads exactly that file, the log names it, and on a host without the driver
+ * the inventory says plainly "no NVIDIA driver" instead of relaying a loader error.
  */
 public final class LibcudaLocator {
     public static final String LIBRARY = "libcuda.so.1";

@@ -11,9 +11,9 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * nvidia-smi as a data source: the inventory when JCuda cannot load, and the live figures (memory use,
- * utilisation, health, per-process memory) where NVML cannot be loaded in-process. Output is CSV without
- * header or units.
+ * nvidia-smi as a data source: the inventory when the CUDA driver API does not answer, and the live figures
+ * (memory use, utilisation, health, per-process memory) where NVML cannot be loaded in-process. Output is CSV
+ * without header or units.
  */
 final class NvidiaSmi implements GpuTelemetry {
     static final String USAGE_QUERY = "index,uuid,memory.used,utilization.gpu";

@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Logger;
 
 /**
- * The real host's GPUs: inventory from the driver API (JCuda), else from nvidia-smi, else none with a
+ * The real host's GPUs: inventory from the driver API (libcuda through JNA), else from nvidia-smi, else none with a
  * reason; live usage and health from NVML in this process ({@link GpuTelemetry}), or nvidia-smi where NVML does
  * not load, sampled at most every {@link #USAGE_REFRESH_NANOS} and off the caller's thread so that placement
  * decisions never wait on the driver.
@@ -43,32 +43,32 @@ public final class SystemGpuInventory implements GpuInventory {
     public static SystemGpuInventory detect() {
         NvidiaSmi smi = new NvidiaSmi("nvidia-smi");
         Optional<Path> libcuda = LibcudaLocator.find();
-        String jcudaProblem;
+        String driverProblem;
         if (libcuda.isEmpty()) {
-            jcudaProblem = LibcudaLocator.LIBRARY + " not found (no NVIDIA driver on this host)";
+            driverProblem = LibcudaLocator.LIBRARY + " not found (no NVIDIA driver on this host)";
         } else {
             try {
-                List<GpuInfo> gpus = JcudaDeviceQuery.query();
+                List<GpuInfo> gpus = CudaDriverQuery.query(libcuda.get());
                 if (!gpus.isEmpty()) return found(gpus, "driver API via " + libcuda.get(), telemetry(smi));
-                jcudaProblem = "the driver reports 0 devices";
+                driverProblem = "the driver reports 0 devices";
             } catch (GpuQueryException e) {
-                jcudaProblem = e.getMessage();
+                driverProblem = e.getMessage();
             } catch (Throwable t) {
-                // UnsatisfiedLinkError, a failing cuInit, or anything else from the native layer:
+                // JNA's own native part missing or refused (a noexec temp dir), or anything else from the native layer:
                 // the daemon must still start, so every Throwable becomes a reason string.
-                jcudaProblem = "CUDA driver API unusable: " + oneLine(t);
+                driverProblem = "CUDA driver API unusable: " + oneLine(t);
             }
         }
         try {
             List<GpuInfo> gpus = smi.inventory();
             if (!gpus.isEmpty()) {
-                return found(gpus, "nvidia-smi (driver API: " + jcudaProblem + ")", telemetry(smi));
+                return found(gpus, "nvidia-smi (driver API: " + driverProblem + ")", telemetry(smi));
             }
         } catch (GpuQueryException e) {
             // nvidia-smi is only the fallback; the driver API's reason is the one worth reporting
         }
-        LOG.warning("no GPU: " + jcudaProblem);
-        return new SystemGpuInventory(List.of(), jcudaProblem, null);
+        LOG.warning("no GPU: " + driverProblem);
+        return new SystemGpuInventory(List.of(), driverProblem, null);
     }
 
     private static SystemGpuInventory found(List<GpuInfo> gpus, String source, GpuTelemetry live) {

@@ -13,7 +13,7 @@ class InventoryParsingTest {
     void uuidIsFormattedLikeNvidiaSmi() {
         byte[] b = new byte[16];
         for (int i = 0; i < 16; i++) b[i] = (byte) (0xa0 + i);
-        assertEquals("GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf", JcudaDeviceQuery.formatUuid(b));
+        assertEquals("GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf", CudaDriverQuery.formatUuid(b));
     }
 
     @Test

@@ -108,7 +108,7 @@ final class PoolMember implements AutoCloseable {
                 .orTimeout(Pool.CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
                 .handle((r, e) -> {
                     if (e != null || r.getKvs().isEmpty()) return java.util.Optional.<List<String>>empty();
-                    TicketRecord t = PoolJson.read(r.getKvs().get(0).getValue(), TicketRecord.class);
+                    TicketRecord t = PoolJson.readTicket(r.getKvs().get(0).getValue());
                     if (t == null || t.gpus() == null || t.gpus().contains(null) || !settings.name().equals(t.appliance())
                             || !tenant.equals(t.tenant())) {
                         return java.util.Optional.<List<String>>empty();

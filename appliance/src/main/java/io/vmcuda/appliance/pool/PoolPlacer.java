@@ -69,7 +69,7 @@ final class PoolPlacer {
                 List<KeyValue> registrations = Pool.await(etcd.getKVClient().get(keys.appliances(), atRevision)).getKvs();
                 List<TicketRecord> tickets = new ArrayList<>();
                 for (KeyValue kv : Pool.await(etcd.getKVClient().get(keys.tickets(), atRevision)).getKvs()) {
-                    TicketRecord t = PoolJson.read(kv.getValue(), TicketRecord.class);
+                    TicketRecord t = PoolJson.readTicket(kv.getValue());
                     if (t != null) tickets.add(t);
                 }
                 long inFlight = tickets.stream().filter(t -> tenant.equals(t.tenant())).count();
@@ -134,7 +134,7 @@ final class PoolPlacer {
         }
         List<PoolAppliance> pool = new ArrayList<>();
         for (KeyValue kv : registrations) {
-            ApplianceRecord r = PoolJson.read(kv.getValue(), ApplianceRecord.class);
+            ApplianceRecord r = PoolJson.readAppliance(kv.getValue());
             try {
                 Map<String, Integer> mine = new HashMap<>();
                 for (ApplianceRecord.Gpu g : r.gpus()) mine.put(g.uuid(), promised.getOrDefault(r.name() + " " + g.uuid(), 0));

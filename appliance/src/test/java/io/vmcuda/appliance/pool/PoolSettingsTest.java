@@ -83,10 +83,49 @@ class PoolSettingsTest {
     void registrationsReadBackAsWritten() {
         ApplianceRecord r = new ApplianceRecord("a", "h:7070", "v", List.of("m"), 4, 1, false, 5, null,
                 List.of(new ApplianceRecord.Gpu(0, "GPU-1", "NVIDIA H100", 80L << 30, "9.0", 1, -1, -1)));
-        ApplianceRecord back = PoolJson.read(PoolJson.write(r), ApplianceRecord.class);
+        ApplianceRecord back = PoolJson.readAppliance(PoolJson.write(r));
         assertEquals(r, back);
-        assertTrue(PoolJson.write(r).toString(java.nio.charset.StandardCharsets.UTF_8).contains("\"slots_per_gpu\":4"));
-        assertEquals(null, PoolJson.read(io.etcd.jetcd.ByteSequence.from("{not json", java.nio.charset.StandardCharsets.UTF_8),
-                ApplianceRecord.class));
+        // the pool's format, byte for byte what the appliances wrote with Jackson's data binding (SNAKE_CASE, records)
+        assertEquals("{\"name\":\"a\",\"endpoint\":\"h:7070\",\"version\":\"v\",\"shm_hosts\":[\"m\"],\"slots_per_gpu\":4,"
+                + "\"sessions\":1,\"draining\":false,\"updated_ms\":5,\"no_gpu_reason\":null,\"gpus\":[{\"index\":0,\"uuid\":\"GPU-1\","
+                + "\"name\":\"NVIDIA H100\",\"memory_total\":85899345920,\"compute_capability\":\"9.0\",\"sessions\":1,"
+                + "\"memory_used\":-1,\"utilization\":-1}]}", text(PoolJson.write(r)));
+        ApplianceRecord gpuless = new ApplianceRecord(null, null, null, null, 0, 0, true, 0, "no gpu", null);
+        assertEquals("{\"name\":null,\"endpoint\":null,\"version\":null,\"shm_hosts\":null,\"slots_per_gpu\":0,\"sessions\":0,"
+                + "\"draining\":true,\"updated_ms\":0,\"no_gpu_reason\":\"no gpu\",\"gpus\":null}", text(PoolJson.write(gpuless)));
+        assertEquals(gpuless, PoolJson.readAppliance(PoolJson.write(gpuless)));
+        assertEquals(null, PoolJson.readAppliance(json("{not json")));
+    }
+
+    @Test
+    void ticketsReadBackAsWritten() {
+        TicketRecord t = new TicketRecord("a", List.of("GPU-1", "GPU-2"), "t", 77);
+        assertEquals("{\"appliance\":\"a\",\"gpus\":[\"GPU-1\",\"GPU-2\"],\"tenant\":\"t\",\"created_ms\":77}",
+                text(PoolJson.write(t)));
+        assertEquals(t, PoolJson.readTicket(PoolJson.write(t)));
+    }
+
+    /** A later version's fields are skipped, missing ones are null (0, false), and a value of the wrong kind is refused. */
+    @Test
+    void poolValuesAreReadTolerantlyButNotBlindly() {
+        assertEquals(new ApplianceRecord("x", null, null, null, 4, 0, false, 0, null, java.util.Arrays.asList((ApplianceRecord.Gpu) null)),
+                PoolJson.readAppliance(json("{\"name\":\"x\",\"extra\":{\"a\":[1,{\"b\":2}]},\"gpus\":[null],"
+                        + "\"slots_per_gpu\":\"4\",\"draining\":null,\"later\":[]}")));
+        assertEquals(new ApplianceRecord.Gpu(3, "GPU-3", null, 0, null, 0, 0, 0),
+                PoolJson.readAppliance(json("{\"gpus\":[{\"uuid\":\"GPU-3\",\"index\":3,\"mig\":{\"slices\":7}}]}")).gpus().get(0));
+        assertEquals(new TicketRecord(null, null, null, 1), PoolJson.readTicket(json("{\"created_ms\":1.5}")));
+        assertEquals(null, PoolJson.readTicket(json("{\"gpus\":\"x\"}")));
+        assertEquals(null, PoolJson.readAppliance(json("[]")));
+        assertEquals(null, PoolJson.readAppliance(json("")));
+        assertEquals(null, PoolJson.readAppliance(json("{\"slots_per_gpu\":99999999999}")));
+        assertEquals(null, PoolJson.readAppliance(json("{\"name\":\"x\",\"gpus\":[{\"index\":0}")));
+    }
+
+    private static io.etcd.jetcd.ByteSequence json(String s) {
+        return io.etcd.jetcd.ByteSequence.from(s, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static String text(io.etcd.jetcd.ByteSequence b) {
+        return b.toString(java.nio.charset.StandardCharsets.UTF_8);
     }
 }
