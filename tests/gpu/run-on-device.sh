@@ -132,6 +132,15 @@ if [ $up != 1 ]; then
     exit 1
 fi
 say "daemon: up on 127.0.0.1:$PORT (admin $ADMIN)"
+# the inventory must come from the driver API (CudaDriverQuery through JNA), with nvidia-smi's UUIDs
+inventory="$(grep -o '[0-9]* GPU(s) from .*' "$OUT/daemon.log" | head -1)"
+say "inventory: $inventory"
+case "$inventory" in
+    *"GPU(s) from driver API via "*) ;;
+    *) fail "the daemon's GPU inventory did not come from the CUDA driver API" ;;
+esac
+smi_uuid="$(nvidia-smi --query-gpu=uuid --format=csv,noheader -i 0 2>/dev/null | tr -d ' ')"
+[ -n "$smi_uuid" ] && { echo "$inventory" | grep -q "$smi_uuid" || fail "GPU 0's UUID $smi_uuid (nvidia-smi) is not in the inventory"; }
 http_get "/status?format=table" 2>&1 | head -20 | sed 's/^/  /' | tee -a "$SUMMARY"
 say "vmcuda smi (the client port's view, no admin token):"
 "$ROOT/bin/vmcuda" smi --appliance "127.0.0.1:$PORT" 2>&1 | head -12 | sed 's/^/  /' | tee -a "$SUMMARY"
