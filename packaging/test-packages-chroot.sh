@@ -62,6 +62,10 @@ for p in client appliance; do
     rm -rf "$outdir/repack"
     dpkg-deb -R "$outdir/vmcuda-${p}_${debversion}_amd64.deb" "$outdir/repack"
     sed -i "s/^Version: .*/Version: ${debversion}+upgrade1/" "$outdir/repack/DEBIAN/control"
+    # the newer version changes a shipped conffile the operator will have edited too: dpkg's conffile question
+    conf="$outdir/repack/etc/vmcuda/$([ $p = client ] && echo client.conf || echo vmcudad.properties)"
+    echo "# changed in ${debversion}+upgrade1" >>"$conf"
+    (cd "$outdir/repack" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | xargs -0 md5sum >DEBIAN/md5sums)
     dpkg-deb --root-owner-group -b "$outdir/repack" "$root/tmp/pkgs/$p-2.deb" >/dev/null
     rm -rf "$outdir/repack"
 done
@@ -90,25 +94,33 @@ echo "appliance = 10.0.0.1:7070" >>"$root/etc/vmcuda/client.conf"
 rm "$root/etc/ld.so.conf.d/vmcuda.conf" # as the docs advise on a machine with NVIDIA's own runtime
 
 # ---- 3. upgrade, with nothing to answer ----
-in_root apt-get install -y -q --no-install-recommends /tmp/pkgs/appliance-2.deb /tmp/pkgs/client-2.deb \
+# non-interactively, as README "Install" says: the operator's edited conffiles stay, the new ones land beside them
+keep_edits=(-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+in_root apt-get install -y -q "${keep_edits[@]}" --no-install-recommends /tmp/pkgs/appliance-2.deb /tmp/pkgs/client-2.deb \
     >>"$outdir/chroot-apt.log" 2>&1 || fail "upgrading both packages (see $outdir/chroot-apt.log)"
 [ "$(installed vmcuda-appliance)" = "install ok installed ${debversion}+upgrade1" ] || fail "appliance after the upgrade: $(installed vmcuda-appliance)"; ok
 [ "$(installed vmcuda-client)" = "install ok installed ${debversion}+upgrade1" ] || fail "client after the upgrade: $(installed vmcuda-client)"; ok
 grep -qx "log.level = debug" "$root/etc/vmcuda/vmcudad.properties" || fail "the upgrade lost the operator's edit of vmcudad.properties"; ok
 grep -qx "appliance = 10.0.0.1:7070" "$root/etc/vmcuda/client.conf" || fail "the upgrade lost the edit of client.conf"; ok
+for f in vmcudad.properties client.conf; do
+    grep -q "changed in ${debversion}+upgrade1" "$root/etc/vmcuda/$f.dpkg-dist" 2>/dev/null ||
+        fail "the upgrade's new $f is not beside the operator's as $f.dpkg-dist"; ok
+done
 [ ! -e "$root/etc/ld.so.conf.d/vmcuda.conf" ] || fail "the upgrade brought back the removed /etc/ld.so.conf.d/vmcuda.conf"; ok
 [ -s "$root/etc/vmcuda/tls/vmcudad.pem" ] && [ -s "$root/etc/vmcuda/vmcudad.d/50-generated.properties" ] ||
     fail "the upgrade lost what the first start generated"; ok
 [ "$(in_root stat -c '%a %U %G' /etc/vmcuda/client.conf)" = "640 root vmcuda" ] || fail "client.conf after the upgrade is $(in_root stat -c '%a %U %G' /etc/vmcuda/client.conf)"; ok
 
 # ---- 4. downgrade back to the first version, with nothing to answer; the operator's edits stay ----
-in_root apt-get install -y -q --allow-downgrades --no-install-recommends /tmp/pkgs/appliance-1.deb /tmp/pkgs/client-1.deb \
+in_root apt-get install -y -q "${keep_edits[@]}" --allow-downgrades --no-install-recommends /tmp/pkgs/appliance-1.deb /tmp/pkgs/client-1.deb \
     >>"$outdir/chroot-apt.log" 2>&1 || fail "downgrading both packages (see $outdir/chroot-apt.log)"
 [ "$(installed vmcuda-appliance)" = "install ok installed $debversion" ] || fail "appliance after the downgrade: $(installed vmcuda-appliance)"; ok
 [ "$(installed vmcuda-client)" = "install ok installed $debversion" ] || fail "client after the downgrade: $(installed vmcuda-client)"; ok
 grep -qx "log.level = debug" "$root/etc/vmcuda/vmcudad.properties" || fail "the downgrade lost the operator's edit of vmcudad.properties"; ok
 grep -qx "appliance = 10.0.0.1:7070" "$root/etc/vmcuda/client.conf" || fail "the downgrade lost the edit of client.conf"; ok
 [ -s "$root/etc/vmcuda/tls/vmcudad.pem" ] || fail "the downgrade lost what the first start generated"; ok
+[ "$(in_root stat -c '%a %U %G' /etc/vmcuda/client.conf)" = "640 root vmcuda" ] || fail "client.conf after the downgrade is $(in_root stat -c '%a %U %G' /etc/vmcuda/client.conf)"; ok
+[ ! -e "$root/etc/ld.so.conf.d/vmcuda.conf" ] || fail "the downgrade brought back the removed /etc/ld.so.conf.d/vmcuda.conf"; ok
 
 # ---- 5. purge: nothing of vmcuda stays ----
 in_root apt-get purge -y -q vmcuda-appliance vmcuda-client >>"$outdir/chroot-apt.log" 2>&1 || fail "purging (see $outdir/chroot-apt.log)"

@@ -457,8 +457,13 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
 
     # a client that dies inside a host callback: the worker's stream waits on a callback nobody will finish
     iso_die_in_callback() {
-        local base pid kids t0 t1 gone=0 after
+        local base pid kids t0 t1 gone=0 after prev
+        # a baseline that has settled: memory of the sessions killed just before may still be on its way back
         base="$(gpu_used)"
+        for _ in $(seq 1 10); do
+            sleep 0.5; prev="$base"; base="$(gpu_used)"
+            [ "$base" = "$prev" ] && break
+        done
         vm "$ISO/cb-die" "$ISO/die_in_callback" &
         pid=$!
         if ! wait_for 60 "$ISO/cb-die.err" "in the callback"; then

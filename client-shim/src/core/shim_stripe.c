@@ -32,9 +32,13 @@ struct stripe_job {
     unsigned char unserved[MAX_STRIPES]; /* a helper without a connection leaves its stripe to the caller */
 };
 
-/* Stripe `part` of `ways`: page-aligned contiguous pieces, the last one takes the remainder. */
+/* Stripe `part` of `ways`: contiguous pieces of whole pages, the last one takes the remainder. Shares are rounded
+ * down, so that no stripe is shorter than the policy's piece (vmc_stripe_ways gives at most count / piece ways, and
+ * pieces are whole pages): a ring's stripe of its smallest size still goes through the ring. */
 static void stripe_bounds(const struct stripe_job *j, unsigned part, unsigned ways, size_t *off, size_t *n) {
-    size_t share = (j->count / ways + 4095) & ~(size_t)4095;
+    size_t share = (j->count / ways) & ~(size_t)4095;
+    if (share == 0) /* a copy of less than a page a stripe: the first takes it all */
+        share = j->count;
     *off = (size_t)part * share;
     if (*off >= j->count)
         *n = 0;

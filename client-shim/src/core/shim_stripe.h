@@ -24,10 +24,10 @@ struct vmc_stripe_policy {
 /* The byte stream's policy, over TCP and TLS alike: from VMC_STRIPE_MIN bytes in stripes of VMC_STRIPE_PIECE or
  * more. A stripe of one 4 MiB block does not pipeline on its connection (received, then copied), but four of
  * them move at once: H200 run 88 (BENCHMARKS.md "Striping from 4 MiB"), loopback TCP, 4 MiB 4.6-6.9 -> 10.6-12.5
- * GB/s and 16 MiB 3.3-6.1 -> 12.3-14.3 against striping from 32 MiB in 8 MiB stripes; 1 MiB stripes of 256 KiB
- * gained little more (5.9-7.2 against 4.6-6.6 GB/s) and lost some at 4 MiB. Over TLS one connection moves what
- * one core encrypts (about 2 GB/s, run 72), and striping from 4 MiB in 1 MiB stripes was measured first (run 73:
- * 16 MiB from 2 to 6 GB/s). */
+ * GB/s and 16 MiB 3.3-6.1 -> 12.3-14.3 against striping from 32 MiB in 8 MiB stripes; striping 1 MiB in 256 KiB
+ * stripes gained little (5.9-7.2 GB/s against 5.8-6.6 unstriped) and lost some at 4 MiB. Over TLS, where one
+ * connection moves what one core encrypts (about 2 GB/s, run 72), copies were striped from 4 MiB in 1 MiB stripes
+ * already (run 73, striping from 8 MiB: 16 MiB from about 2 to 6 GB/s). */
 #define VMC_STRIPE_MIN (4u << 20)
 #define VMC_STRIPE_PIECE (1u << 20)
 

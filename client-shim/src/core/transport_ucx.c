@@ -32,7 +32,7 @@
 /* One UCX stream moves 3.5-4.5 GB/s over UCX's tcp (emulated puts and gets) and 5-7 GB/s over its shared memory
  * (single-copy CMA) on the H200 host, each agent thread serving one ring: copies from 512 KiB are striped over
  * several connections in stripes of 256 KiB or more (the ring's smallest copy), so a mid-sized copy uses as many
- * streams as a large one (BENCHMARKS.md "UCX striping"). */
+ * streams as a large one (BENCHMARKS.md "Striping from 4 MiB, and UCX striping"). */
 #define UCX_STRIPE_MIN (512u << 10)
 #define UCX_STRIPE_PIECE VMC_SHM_MIN_BYTES
 /* A put or get that makes no progress for this long means the appliance is unreachable over UCX. */

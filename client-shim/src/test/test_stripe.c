@@ -40,6 +40,7 @@ static uint8_t *device_memory; /* "device address" d is device_memory + d */
 static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t seen_threads[16];
 static int n_seen, n_moves;
+static size_t smallest_move = SIZE_MAX;
 static uint64_t failing_offset = UINT64_MAX; /* the stripe containing it fails */
 
 static void note_thread(void) {
@@ -53,9 +54,17 @@ static void note_thread(void) {
     pthread_mutex_unlock(&seen_lock);
 }
 
+static void note_size(size_t n) {
+    pthread_mutex_lock(&seen_lock);
+    if (n < smallest_move)
+        smallest_move = n;
+    pthread_mutex_unlock(&seen_lock);
+}
+
 static cudaError_t move_to_device(uint8_t *host, uint64_t device, size_t n, unsigned mode) {
     (void)mode;
     note_thread();
+    note_size(n);
     if (failing_offset >= device && failing_offset < device + n)
         return device == 0 ? cudaErrorInvalidValue : cudaErrorIllegalAddress;
     memcpy(device_memory + device, host, n);
@@ -64,6 +73,7 @@ static cudaError_t move_to_device(uint8_t *host, uint64_t device, size_t n, unsi
 
 static void reset(void) {
     n_seen = n_moves = syncs = 0;
+    smallest_move = SIZE_MAX;
     failing_offset = UINT64_MAX;
 }
 
@@ -113,6 +123,14 @@ int main(void) {
     one_copy((64u << 20) + 12345, 4);
     one_copy((96u << 20) + 1, 3);
     one_copy((40u << 20) + 7, 2);
+    /* no stripe shorter than the policy's piece: a UCX ring's stripes of 256 KiB still go through the ring */
+    struct vmc_stripe_policy ucx = {512u << 10, 256u << 10};
+    size_t odd[] = {(1u << 20) + 100, (768u << 10) + 100, (512u << 10) + 4095, (5u << 20) - 1};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        unsigned ways = vmc_stripe_ways(odd[i], ucx);
+        one_copy(odd[i], ways);
+        CHECK(ways > 1 && smallest_move >= ucx.piece, "%zu bytes in %u ways: a stripe of %zu bytes", odd[i], ways, smallest_move);
+    }
     CHECK(n_seen == 2, "two stripes ran on %d threads", n_seen);
 
     /* per-thread default stream: that one is synchronized first */

@@ -11,8 +11,9 @@
  *   2b. with --ucx-agent, starts vmcuda-ucx-agent (ucx_agent.h) here, outside the worker's namespaces to come (it
  *      needs the host's network and RDMA devices), as the worker's uid and group, with nothing inherited but its
  *      end of a new socket pair; the worker gets the other end in $VMCUDA_UCX_AGENT_FD. The agent has mount, PID
- *      and IPC namespaces of its own (start_ucx_agent(): every mount read-only, /dev included, a private /tmp
- *      with only the --keep paths in it and an empty /dev/shm, --hide covered, alone in its PID namespace), no new privileges, and installs its own system-call
+ *      and IPC namespaces of its own (start_ucx_agent(): every mount read-only, a private /tmp with only the --keep
+ *      paths in it, a /dev of its own with a few devices (no GPU) and an empty /dev/shm, --hide covered, alone in its
+ *      PID namespace), no new privileges, and installs its own system-call
  *      filter (sandbox_seccomp.c: no exec, no new processes, sockets of the families UCX and rdma-core use). What
  *      it keeps: the host's network, the RDMA devices, read access to what its uid may read of the host's file
  *      system, and the rings its worker hands it. UCX trusts its peers, so whoever reaches the agent's UCX end
@@ -367,20 +368,56 @@ static void die_with_launcher(void) {
         _exit(125); /* the launcher is gone: nobody would reap or account for this worker */
 }
 
+/* The devices the agent may open: the few every program expects, and those UCX's transports use (rdma-core's
+ * /dev/infiniband, the knem and xpmem single-copy modules) where the host has them. Not the GPUs (/dev/nvidia*,
+ * mode 0666 for the workers' uids): the agent moves host memory only, and a taken-over agent must not reach a GPU
+ * outside its session's assignment. Nor anything else of the host's /dev. */
+static const char *const agent_devices[] = {"null", "zero", "full", "random", "urandom", "infiniband", "knem", "xpmem"};
+
+/* The agent's /dev: a read-only tmpfs holding binds of agent_devices[] and an empty private tmpfs on shm. Built in
+ * the agent's own /tmp (a tmpfs of this namespace), then moved over /dev. */
+static void agent_dev(const struct sandbox_opts *o) {
+    const char *stage = "/tmp/.vmcuda-agent-dev";
+    if (mkdir(stage, 0755) != 0 || mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755") != 0)
+        die("UCX agent: a tmpfs for its /dev");
+    char src[64], dst[96];
+    for (size_t i = 0; i < sizeof agent_devices / sizeof agent_devices[0]; i++) {
+        snprintf(src, sizeof src, "/dev/%s", agent_devices[i]);
+        snprintf(dst, sizeof dst, "%s/%s", stage, agent_devices[i]);
+        struct stat st;
+        if (stat(src, &st) != 0)
+            continue; /* not on this host */
+        int point = S_ISDIR(st.st_mode) ? mkdir(dst, 0755) : open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (point < 0)
+            die("UCX agent: mount point %s", dst);
+        if (!S_ISDIR(st.st_mode))
+            close(point);
+        if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) != 0)
+            die("UCX agent: bind %s", src);
+    }
+    char data[64];
+    snprintf(data, sizeof data, "size=%s,mode=1777", o->tmp_size);
+    snprintf(dst, sizeof dst, "%s/shm", stage);
+    if (mkdir(dst, 01777) != 0 || mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data) != 0)
+        die("UCX agent: a private tmpfs on /dev/shm");
+    if (mount(stage, "/dev", NULL, MS_MOVE, NULL) != 0)
+        die("UCX agent: move its /dev in place");
+    if (mount(NULL, "/dev", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) != 0)
+        die("UCX agent: remount its /dev read-only");
+    rmdir(stage);
+}
+
 /* The UCX agent's file system view, made in its new mount namespace (as root, before it drops privileges): every
- * mount read-only, /dev too (its device nodes, /dev/infiniband among them, still open read-write); a private tmpfs
- * on /tmp (empty but for the --keep paths the worker gets too, read-only: they name where the libraries lie, UCX's
- * among them) and an empty one on /dev/shm, so that nothing the agent writes reaches the host's and nothing of the
- * host's /tmp and shared memory is in its sight; --hide (the daemon's state: every session's directory, the binary
- * cache, the records) covered by an empty read-only tmpfs; a /proc of its PID namespace, where it is alone. The
- * session directory is the worker's, not bound here. */
+ * mount read-only; a private tmpfs on /tmp (empty but for the --keep paths the worker gets too, read-only: they
+ * name where the libraries lie, UCX's among them); a /dev of its own (agent_dev(): a few devices, no GPU, an empty
+ * private /dev/shm), so that nothing the agent writes reaches the host's and nothing of the host's /tmp, shared
+ * memory and devices is in its sight; --hide (the daemon's state: every session's directory, the binary cache,
+ * the records) covered by an empty read-only tmpfs; a /proc of its PID namespace, where it is alone. The session
+ * directory is the worker's, not bound here. */
 static void agent_mounts(const struct sandbox_opts *o) {
     mount_common(1);
     private_tmp(o);
-    char data[64];
-    snprintf(data, sizeof data, "size=%s,mode=1777", o->tmp_size);
-    if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data) != 0 && errno != ENOENT)
-        die("UCX agent: mount a private tmpfs on /dev/shm");
+    agent_dev(o);
     if (o->hide)
         hide_dir(o->hide, 1);
     mount_proc();

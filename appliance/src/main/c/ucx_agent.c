@@ -13,9 +13,10 @@
  * anyone on the network who finds its port) can read and write its memory and run code in it (docs/ucx.md
  * "Security"). So the agent is given as little as it can work with:
  *   - from vmcuda-sandbox (sandbox_main.c, start_ucx_agent; it needs privilege): the session's uid, no
- *     privileges, no new privileges; mount, PID and IPC namespaces of its own: every mount read-only (/dev
- *     too), a private /tmp (only the worker's library directories in it, read-only) and /dev/shm, the
- *     daemon's state directory covered, alone in its PID namespace (no other process to signal, trace or
+ *     privileges, no new privileges; mount, PID and IPC namespaces of its own: every mount read-only, a
+ *     private /tmp (only the worker's library directories in it, read-only), a /dev of its own (null, zero,
+ *     full, random, urandom and the RDMA devices; no GPU) with an empty private /dev/shm, the daemon's state
+ *     directory covered, alone in its PID namespace (no other process to signal, trace or
  *     read through /proc), no System V IPC of the host's;
  *   - from itself, first thing in main(), in every mode: no new privileges and its system-call filter
  *     (sandbox_seccomp.c): the worker's deny list (no namespaces, mounts, ptrace, other processes' memory,
@@ -24,7 +25,7 @@
  * What a taken-over agent keeps: the host's network (no network namespace: the NICs and RDMA devices are what
  * it is for), the RDMA devices, read access to what the session's uid may read of the host's file system,
  * writes to its private /tmp and /dev/shm only, executable memory (UCX patches code at run time), the rings
- * its worker hands it (the worker's bulk-copy buffers, not the GPU), and its UCX end points, where any peer
+ * its worker hands it (the worker's bulk-copy buffers; no GPU device is in its /dev), and its UCX end points, where any peer
  * that reaches them can still read and write this process's memory: UCX has no peer authentication. An agent
  * started by an unsandboxed worker has its filter and no new privileges only. */
 #define _GNU_SOURCE

@@ -165,6 +165,14 @@ class UcxAgentTest {
                             () -> Files.writeString(inside(root, outside), "x"), outside + " writable in the agent's namespace");
                     assertTrue(String.valueOf(e.getReason()).contains("Read-only file system"), outside + ": " + e.getReason());
                 }
+                // its own /dev: a few devices and the RDMA ones, no GPU and nothing else of the host's (/dev/tty is on
+                // every host, so a host /dev would fail here)
+                List<String> allowed = List.of("null", "zero", "full", "random", "urandom", "infiniband", "knem", "xpmem", "shm");
+                try (Stream<Path> devs = Files.list(inside(root, Path.of("/dev")))) {
+                    List<String> seen = devs.map(p -> p.getFileName().toString()).sorted().toList();
+                    assertTrue(allowed.containsAll(seen), "the agent's /dev holds more than it needs: " + seen + ctx);
+                    assertTrue(seen.containsAll(List.of("null", "urandom", "shm")), "the agent's /dev lacks the basics: " + seen);
+                }
                 for (String mount : writableMounts(Files.readAllLines(proc.resolve("mountinfo")))) {
                     assertTrue(List.of("/tmp", "/dev/shm", "/proc").contains(mount), mount + " is writable in the agent's namespace");
                 }
