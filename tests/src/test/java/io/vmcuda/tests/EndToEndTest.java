@@ -151,9 +151,11 @@ class EndToEndTest {
 
         // A worker was really forked for each session: its log and its record exist.
         Path records = daemon.stateDir.resolve("sessions.jsonl");
-        // a record is written after its session's clean-up, a little after the session counts as ended
-        DaemonProcess.await(expected + " session records", 10_000, () -> Files.isRegularFile(records)
-                && Files.readString(records).lines().filter(l -> !l.isBlank()).count() >= expected);
+        // a record is written after its session's clean-up, a little after the session counts as ended: wait for
+        // every session /status counted (each program name ran one or two), or the calls compared below would miss
+        // the last ones' records
+        DaemonProcess.await(total + " session records", 10_000, () -> Files.isRegularFile(records)
+                && Files.readString(records).lines().filter(l -> !l.isBlank()).count() >= total);
         String jsonl = Files.readString(records);
         long lines = jsonl.lines().filter(l -> !l.isBlank()).count();
         assertTrue(lines >= expected, records + " has " + lines + " records, expected >= " + expected + "\n" + jsonl);
