@@ -257,12 +257,15 @@ static void mount_common(int with_dev) {
     remount_read_only(with_dev);
 }
 
-static void mount_tmp(const struct sandbox_opts *o) {
+/* A private tmpfs of the session's size (--tmp-size) on `dir`, writable by all as /tmp is. */
+static void session_tmpfs(const struct sandbox_opts *o, const char *dir, unsigned long flags) {
     char data[64];
     snprintf(data, sizeof data, "size=%s,mode=1777", o->tmp_size);
-    if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, data) != 0)
-        die("mount a private tmpfs on /tmp");
+    if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | flags, data) != 0)
+        die("mount a private tmpfs on %s", dir);
 }
+
+static void mount_tmp(const struct sandbox_opts *o) { session_tmpfs(o, "/tmp", 0); }
 
 /* A private /tmp, with the --keep paths below the old one (the worker library's directory, the CUDA and UCX
  * libraries' where the daemon was told they lie there) bound back read-only: opened first, while the old /tmp is
@@ -395,11 +398,10 @@ static void agent_dev(const struct sandbox_opts *o) {
         if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) != 0)
             die("UCX agent: bind %s", src);
     }
-    char data[64];
-    snprintf(data, sizeof data, "size=%s,mode=1777", o->tmp_size);
     snprintf(dst, sizeof dst, "%s/shm", stage);
-    if (mkdir(dst, 01777) != 0 || mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data) != 0)
-        die("UCX agent: a private tmpfs on /dev/shm");
+    if (mkdir(dst, 01777) != 0)
+        die("UCX agent: mount point %s", dst);
+    session_tmpfs(o, dst, MS_NOEXEC);
     if (mount(stage, "/dev", NULL, MS_MOVE, NULL) != 0)
         die("UCX agent: move its /dev in place");
     if (mount(NULL, "/dev", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) != 0)
