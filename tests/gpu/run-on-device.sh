@@ -422,6 +422,16 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
         for i in $(seq 1 $(($1 * 20))); do grep -q "$3" "$2" 2>/dev/null && return 0; sleep 0.05; done
         return 1
     }
+    await_gone() { # PIDS: prints 1 once none of them is alive (within 2 s), else 0
+        local k alive
+        for _ in $(seq 1 100); do
+            alive=0
+            for k in $1; do kill -0 "$k" 2>/dev/null && alive=1; done
+            [ $alive = 0 ] && { echo 1; return; }
+            sleep 0.02
+        done
+        echo 0
+    }
     iso_kill_mid_copy() { # MODE (h2d|d2h)
         local mode="$1" base pid t0 t1 gone=0 after
         base="$(gpu_used)"
@@ -437,12 +447,7 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
         pkill -9 -f "^$ISO/big_copy" 2>/dev/null
         wait "$pid" 2>/dev/null
         t0="$(now)"
-        for _ in $(seq 1 100); do
-            gone=1
-            for k in $kids; do kill -0 "$k" 2>/dev/null && gone=0; done
-            [ $gone = 1 ] && break
-            sleep 0.02
-        done
+        gone="$(await_gone "$kids")"
         t1="$(now)"
         sleep 2
         after="$(gpu_used)"
@@ -472,12 +477,7 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
         kids="$(daemon_children)"
         wait "$pid" 2>/dev/null # it SIGKILLs itself a second after entering the callback
         t0="$(now)"
-        for _ in $(seq 1 100); do
-            gone=1
-            for k in $kids; do kill -0 "$k" 2>/dev/null && gone=0; done
-            [ $gone = 1 ] && break
-            sleep 0.02
-        done
+        gone="$(await_gone "$kids")"
         t1="$(now)"
         sleep 2
         after="$(gpu_used)"
