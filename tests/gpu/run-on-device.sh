@@ -333,7 +333,8 @@ fi
 # Files back: $OUT/bench.txt (every table) and $OUT/bandwidth.png (tests/bench/plot.py); diffs.txt is
 # removed when empty, so with all checks passing that is 8 files (with diffs, the plot stays in $WORK).
 # Budget: BENCH_BUDGET seconds for the whole section (default 240); each step runs under `timeout`.
-#   1. tcp_ceiling + compare.sh vmcuda_bench: H2D/D2H pageable+pinned 4 KiB..1 GiB, small-call latency, launches
+#   1. tcp_ceiling + compare.sh vmcuda_bench: H2D/D2H pageable+pinned 4 KiB..1 GiB (best of 20; and the mean of a
+#      loop of 1000 for 4-256 KiB pageable), small-call latency, launches
 #   2. tests/bench/gpu-suite.sh: block-size sweep, Table-1 workloads end to end, 1/4/16 concurrent clients
 #   3. tests/bench/plot.py: bandwidth vs transfer size and vs block size
 [ -s "$DIFFS" ] || rm -f "$DIFFS" # sections 3-5 wrote their diffs by now; nothing below writes any

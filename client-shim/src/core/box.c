@@ -122,7 +122,7 @@ cudaError_t vmc_box_copy(int to_device, const struct vmc_box *b, void *host, siz
     if (total && b->d > 1 && rows < b->h)
         return cudaErrorInvalidValue;
     /* an asynchronous upload must return once its bytes have left the buffer: the byte stream gives that */
-    struct vmc_ring *ring = total && !(to_device && (mode & BOX_ASYNC)) ? vmc_ring_for((size_t)total) : NULL;
+    struct vmc_ring *ring = total && !(to_device && (mode & BOX_ASYNC)) ? vmc_ring_for((size_t)total, to_device) : NULL;
     if (ring)
         return through_ring(ring, to_device, b, host, pitch, rows, stream, mode);
     int dense = total == 0 || ((b->h <= 1 && b->d <= 1) || (pitch == b->w && (b->d <= 1 || rows == b->h)));

@@ -71,13 +71,13 @@ static cudaError_t socket_device_to_host(void *dst, uint32_t symbol, uint64_t sr
 /* One stripe of a striped copy (shim_stripe.h), on the calling thread's own connection: through its ring
  * when it has one. */
 static cudaError_t stripe_to_device(uint8_t *host, uint64_t device, size_t n, unsigned mode) {
-    if (vmc_ring_for(n))
+    if (vmc_ring_for(n, 1))
         return vmc_ring_to_device(VMC_NO_INDEX, device, host, n, 0, mode);
     return socket_host_to_device(VMC_NO_INDEX, device, host, n, 0, mode);
 }
 
 static cudaError_t stripe_to_host(uint8_t *host, uint64_t device, size_t n, unsigned mode) {
-    if (vmc_ring_for(n))
+    if (vmc_ring_for(n, 0))
         return vmc_ring_to_host(host, VMC_NO_INDEX, device, n, 0, mode);
     return socket_device_to_host(host, VMC_NO_INDEX, device, n, 0, mode);
 }
@@ -107,7 +107,7 @@ cudaError_t vmc_copy_to_device(uint32_t symbol, uint64_t dst, const void *src, s
         return vmc_hostmap_copy(dst, src, count, stream_arg, mode, 1);
     /* An async copy must return once its bytes have left the buffer, without waiting for the stream:
      * the socket gives that; the ring would wait for the device copy. */
-    struct vmc_ring *ring = (mode & COPY_ASYNC) ? NULL : vmc_ring_for(count);
+    struct vmc_ring *ring = (mode & COPY_ASYNC) ? NULL : vmc_ring_for(count, 1);
     unsigned ways = stripes_for(symbol, dst, count, mode, ring);
     if (ways > 1)
         return vmc_striped_copy(ways, (uint8_t *)(uintptr_t)src, dst, count, mode, stripe_to_device);
@@ -120,7 +120,7 @@ cudaError_t vmc_copy_to_host(void *dst, uint32_t symbol, uint64_t src, size_t co
     cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
     if (symbol == VMC_NO_INDEX && vmc_hostmap_contains(dst, count))
         return vmc_hostmap_copy(src, dst, count, stream_arg, mode, 0);
-    struct vmc_ring *ring = vmc_ring_for(count);
+    struct vmc_ring *ring = vmc_ring_for(count, 0);
     unsigned ways = stripes_for(symbol, src, count, mode, ring);
     if (ways > 1)
         return vmc_striped_copy(ways, dst, src, count, mode, stripe_to_host);

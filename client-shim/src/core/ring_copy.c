@@ -55,9 +55,7 @@ cudaError_t vmc_ring_upload(struct vmc_call *c, uint32_t blocks, vmc_ring_mover 
         if (vmc_ring_give(conn, k) != 0)
             return vmc_session_lost(conn, "cannot send to the worker");
     }
-    while (freed < blocks)
-        if (vmc_ring_take(conn, freed++) != 0)
-            return vmc_session_lost(conn, "ring out of step");
+    /* the worker hands back only the slots this copy fills again; the others are free once it has replied */
     return vmc_call_await(c);
 }
 
@@ -72,7 +70,9 @@ cudaError_t vmc_ring_download(struct vmc_call *c, uint32_t blocks, vmc_ring_move
             return vmc_session_lost(conn, "ring out of step");
         if (drain(ctx, ring, k, k % ring->slots) != 0)
             return vmc_ring_failed(conn);
-        if (vmc_ring_give(conn, k) != 0)
+        /* a slot goes back only when the worker fills it again in this copy: it sends the trailing REPLY without
+         * waiting for the others, which are free once this call returns (the connection's next copy comes after) */
+        if (k + ring->slots < blocks && vmc_ring_give(conn, k) != 0)
             return vmc_session_lost(conn, "cannot send to the worker");
     }
     return vmc_call_await(c);

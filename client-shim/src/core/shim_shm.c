@@ -178,13 +178,16 @@ void *vmc_shm_new_file_at(void *hint, size_t size, int reserve, char *path, size
     vmc_shm_open_to_worker(fd);
     void *base = MAP_FAILED;
     /* reserved: the pages are taken now, where /dev/shm running out later would kill this process (SIGBUS)
-     * at a write */
+     * at a write; and mapped now, as a native program's page-locked memory is, so that no first write faults
+     * (a call pipe faulted at every new page until it had wrapped once: H200 run 98, 16 KiB copies inline took
+     * 20.9 us in a program's first 20, 10.5 us on average over 1000 after 50) */
+    int populate = reserve ? MAP_POPULATE : 0;
     if (ftruncate(fd, (off_t)size) == 0 && (!reserve || posix_fallocate(fd, 0, (off_t)size) == 0)) {
         /* at the hint when it is free here (never over a mapping of this process), else where the kernel likes */
         if (hint)
-            base = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+            base = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE | populate, fd, 0);
         if (base == MAP_FAILED)
-            base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | populate, fd, 0);
     }
     close(fd);
     if (base == MAP_FAILED) {

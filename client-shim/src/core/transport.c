@@ -19,15 +19,19 @@ static void attach(struct vmc_conn *conn) {
     }
 }
 
-struct vmc_ring *vmc_ring_for(size_t count) {
-    if (count < VMC_RING_MIN_PIPED || vmc_client_config()->transport == VMC_TRANSPORT_TCP)
+/* The least a copy in this direction must have to take the ring when calls go through shared memory. */
+static size_t piped_ring_min(int to_device) {
+    return (to_device ? VMC_PIPED_INLINE_TO_DEVICE_MAX : VMC_PIPED_INLINE_TO_HOST_MAX) + 1;
+}
+
+struct vmc_ring *vmc_ring_for(size_t count, int to_device) {
+    if (count < piped_ring_min(to_device) || vmc_client_config()->transport == VMC_TRANSPORT_TCP)
         return NULL;
     cudaError_t err;
     struct vmc_conn *conn = vmc_thread_conn(&err);
     if (!conn)
         return NULL;
-    /* through the pipe a token exchange costs about a microsecond, and a ring wins from small sizes */
-    size_t min = conn->pipe_state == 1 ? VMC_RING_MIN_PIPED : VMC_SHM_MIN_BYTES;
+    size_t min = conn->pipe_state == 1 ? piped_ring_min(to_device) : VMC_SHM_MIN_BYTES;
     if (count < min)
         return NULL;
     if (conn->ring_state == 0)

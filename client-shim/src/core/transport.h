@@ -52,9 +52,9 @@ struct vmc_ring {
     char why[160];
 };
 
-/* The calling thread's connection's ring for a synchronous copy of `count` bytes (attaching one the first
- * time a copy is large enough), or NULL: the byte stream carries it. */
-struct vmc_ring *vmc_ring_for(size_t count);
+/* The calling thread's connection's ring for a synchronous copy of `count` bytes to the device or from it
+ * (attaching one the first time a copy is large enough), or NULL: the byte stream carries it. */
+struct vmc_ring *vmc_ring_for(size_t count, int to_device);
 
 /* Copies through the calling thread's connection's ring; same arguments and statuses as the byte-stream
  * copies in bulk.c (synchronous copies only). */

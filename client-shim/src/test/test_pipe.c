@@ -220,6 +220,37 @@ static void test_scribbles(void) {
     free_pair(&pr);
 }
 
+/* Reading in place: bytes that lie whole before the ring's wrap are shown where they are and stay unread until
+ * skipped; bytes that wrap, or not all there yet, are not shown, and a plain read still gets them right. */
+static void test_peek(void) {
+    struct pair pr;
+    make_pair(&pr);
+    struct vmc_pipe client, worker;
+    const char *why = NULL;
+    CHECK(vmc_pipe_open(&client, pr.base, pr.size, 1, pr.sock[0], &why) == 0 &&
+              vmc_pipe_open(&worker, pr.base, pr.size, 0, pr.sock[1], &why) == 0, "both views open");
+    uint8_t *out = malloc(CAPACITY), *in = malloc(CAPACITY);
+    const void *at = NULL;
+    fill(out, 100, 1);
+    CHECK(vmc_pipe_write(&client, out, 100) == 0, "100 bytes written");
+    CHECK(vmc_pipe_peek(&worker, 100, POLL_NS, &at) == 0 && at && memcmp(at, out, 100) == 0, "peek shows them in place");
+    CHECK(vmc_pipe_readable(&worker) == 100, "and leaves them unread");
+    CHECK(vmc_pipe_peek(&worker, 101, POLL_NS, &at) == 0 && !at, "more than is there is not shown");
+    vmc_pipe_skip(&worker, 100);
+    CHECK(vmc_pipe_readable(&worker) == 0, "skip reads them");
+    fill(out, CAPACITY - 200, 2); /* up to 100 bytes before the wrap */
+    CHECK(vmc_pipe_write(&client, out, CAPACITY - 200) == 0 && vmc_pipe_read(&worker, in, CAPACITY - 200, POLL_NS) == 0,
+          "the ring filled up to 100 bytes before its end");
+    fill(out, 300, 3);
+    CHECK(vmc_pipe_write(&client, out, 300) == 0, "300 bytes written across the wrap");
+    CHECK(vmc_pipe_peek(&worker, 300, POLL_NS, &at) == 0 && !at, "bytes across the wrap are not shown");
+    CHECK(vmc_pipe_peek(&worker, 100, POLL_NS, &at) == 0 && at && memcmp(at, out, 100) == 0, "the part before it is");
+    CHECK(vmc_pipe_read(&worker, in, 300, POLL_NS) == 0 && memcmp(in, out, 300) == 0, "a read gets all 300 right");
+    free(out);
+    free(in);
+    free_pair(&pr);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     test_echo(0);
@@ -228,5 +259,6 @@ int main(void) {
     test_peer_gone_under_signals();
     test_socket_speaks();
     test_scribbles();
+    test_peek();
     return check_summary("test_pipe");
 }

@@ -13,8 +13,6 @@
 #define BUFFERS 2
 /* Copies up to this size travel in one write each way (they are latency-bound, not bandwidth-bound). */
 #define SMALL_COPY (64u << 10)
-/* Copies to the device up to this size go through pageable memory (small_copy_buffer). */
-#define SMALL_UPLOAD (32u << 10)
 
 extern cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
 extern cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s);
@@ -86,7 +84,8 @@ static int staging(struct vmc_wconn *c) {
 /* Small copies to the device go as a native program's small pageable copies go: from pageable memory with
  * the stream-ordered copy, which the driver stages itself and returns from once the bytes are staged, where
  * a copy through pinned staging must then wait for the DMA. Measured on the H100 (GPU runs of 2026-11-23,
- * co-located): 4 KiB 0.34 -> 0.51 GB/s, 16 KiB 0.78 -> 0.92, but 64 KiB 2.9 -> 2.6, hence the limit. The
+ * co-located): 4 KiB 0.34 -> 0.51 GB/s, 16 KiB 0.78 -> 0.92, but 64 KiB 2.9 -> 2.6, hence the limit
+ * (VMC_PAGEABLE_UPLOAD_MAX, wire.spec: co-located clients send copies up to it inline). The
  * other direction stays on pinned staging: a copy into pageable memory waits for the DMA too, and then
  * copies once more (64 KiB from the device: 3.2 GB/s staged, 1.9 pageable). NULL when out of memory. */
 static void *small_copy_buffer(struct vmc_wconn *c) {
@@ -179,14 +178,22 @@ enum vmc_w_result vmc_w_memcpy_host_to_device(struct vmc_wcall *wc) {
         return VMC_W_FATAL;
     cudaStream_t stream = vmc_w_copy_stream(stream_arg, mode);
     struct vmc_device_side dst = vmc_w_device_side(symbol, dst_arg);
-    void *small = count <= SMALL_UPLOAD && !(mode & COPY_COMPLETE) ? small_copy_buffer(c) : NULL;
+    void *small = count <= VMC_PAGEABLE_UPLOAD_MAX && !(mode & COPY_COMPLETE) ? small_copy_buffer(c) : NULL;
     if (small) {
-        if (vmc_w_read_bytes(c, small, (size_t)count) != 0)
+        /* through a call pipe the bytes are read where they lie when they can be (the driver stages them
+         * before the copy returns, and only then are they marked read), else copied out first */
+        const void *in_pipe = NULL;
+        if (c->piped && count && vmc_pipe_peek(&c->pipe, (size_t)count, vmc_poll_ns(), &in_pipe) != 0)
             return VMC_W_FATAL;
+        if (!in_pipe && vmc_w_read_bytes(c, small, (size_t)count) != 0)
+            return VMC_W_FATAL;
+        void *from = in_pipe ? (void *)(uintptr_t)in_pipe : small;
         /* the API the program called, from pageable memory: a synchronous copy synchronizes the stream first
          * and returns once the bytes are staged, an asynchronous one is ordered on its stream */
         int async = (mode & COPY_ASYNC) != 0;
-        cudaError_t st = count ? vmc_w_copy_block(&dst, 0, small, (size_t)count, 1, async, stream, mode) : cudaSuccess;
+        cudaError_t st = count ? vmc_w_copy_block(&dst, 0, from, (size_t)count, 1, async, stream, mode) : cudaSuccess;
+        if (in_pipe)
+            vmc_pipe_skip(&c->pipe, (size_t)count);
         vmc_w_order_submitted(wc);
         return answer_upload(wc, count, st);
     }

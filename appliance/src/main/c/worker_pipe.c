@@ -26,7 +26,8 @@ enum vmc_w_result vmc_w_pipe_attach(struct vmc_wcall *wc) {
         vmc_w_reply_status(wc, cudaErrorInvalidValue);
         return VMC_W_DONE;
     }
-    void *base = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    /* mapped in now: the first pass through the pipe must not fault at every new page */
+    void *base = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     close(fd);
     const char *why = "cannot map it";
     if (base == MAP_FAILED || vmc_pipe_open(&c->pipe, base, (size_t)size, 0, c->fd, &why) != 0) {

@@ -166,6 +166,31 @@ static void wake_if_sleeping(uint32_t *sleeping, uint32_t *seq) {
     }
 }
 
+int vmc_pipe_peek(struct vmc_pipe *p, size_t n, long poll_ns, const void **at) {
+    *at = NULL;
+    uint64_t avail = unread(p);
+    if (avail == 0) {
+        int rc = wait_for(p, unread, &p->rx->data_seq, &p->rx->consumer_sleeping, poll_ns);
+        if (rc != 0)
+            return rc;
+        avail = unread(p);
+    }
+    if (avail == UINT64_MAX) {
+        errno = EPROTO;
+        return -1;
+    }
+    uint64_t off = p->tail & (p->capacity - 1);
+    if (avail >= n && n <= p->capacity - off)
+        *at = p->rx_data + off;
+    return 0;
+}
+
+void vmc_pipe_skip(struct vmc_pipe *p, size_t n) {
+    p->tail += n;
+    __atomic_store_n(&p->rx->tail, p->tail, __ATOMIC_SEQ_CST);
+    wake_if_sleeping(&p->rx->producer_sleeping, &p->rx->space_seq);
+}
+
 /* How many bytes one step moves at ring position `pos`: no more than wanted, than available, than what is
  * left before the ring wraps. */
 static size_t step(uint64_t pos, size_t wanted, uint64_t available, uint64_t capacity) {

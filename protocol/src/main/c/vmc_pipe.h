@@ -67,5 +67,12 @@ int vmc_pipe_write(struct vmc_pipe *p, const void *src, size_t n);
 int vmc_pipe_read(struct vmc_pipe *p, void *dst, size_t n, long poll_ns);
 /* Bytes waiting to be read (0 when the header is scribbled). */
 uint64_t vmc_pipe_readable(const struct vmc_pipe *p);
+/* Reading in place (a small copy's bytes handed to the GPU driver without a copy of ours): waits, as read
+ * does, until some bytes are there; then *at points at the next n of them when all n are there and do not
+ * wrap the ring, else it is NULL (read them with vmc_pipe_read). 0, or what read returns. The bytes stay
+ * unread until vmc_pipe_skip(p, n); n is at most the capacity. */
+int vmc_pipe_peek(struct vmc_pipe *p, size_t n, long poll_ns, const void **at);
+/* Marks n bytes that peek showed as read. */
+void vmc_pipe_skip(struct vmc_pipe *p, size_t n);
 
 #endif
