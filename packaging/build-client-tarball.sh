@@ -3,6 +3,7 @@
 # the packaging module at `package`, after jdeb built the client .deb): files/ holds exactly what
 # vmcuda-client_DEBVERSION_amd64.deb installs (its data archive, less lintian's overrides), and install.sh copies it.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/debian-version.sh"
 
 version="" repo="" outdir=""
 while [ $# -gt 0 ]; do
@@ -17,7 +18,7 @@ for v in version repo outdir; do
     [ -n "${!v}" ] || { echo "build-client-tarball: --${v//_/-} is required" >&2; exit 2; }
 done
 
-deb="$outdir/vmcuda-client_$(printf '%s' "$version" | sed 's/-/~/g')_amd64.deb"
+deb="$outdir/vmcuda-client_$(debian_version "$version")_amd64.deb"
 [ -f "$deb" ] || { echo "build-client-tarball: no $deb (jdeb builds it first)" >&2; exit 1; }
 tname="vmcuda-client-$version"
 stage="$outdir/pkg/client-tar"

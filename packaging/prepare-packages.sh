@@ -15,6 +15,7 @@
 #   doc/              what both packages install in /usr/share/doc/PACKAGE: docs/*.md, the machine-readable copyright
 #                     (packaging/copyright) and the changelog (a native package: one entry per build, naming its commit)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/debian-version.sh"
 
 version="" repo="" bundle="" outdir="" cuda_home="/usr/local/cuda"
 while [ $# -gt 0 ]; do
@@ -58,7 +59,7 @@ cp "$here/copyright" "$pkg/doc/copyright"
 # the changelog's date: the commit's (or SOURCE_DATE_EPOCH), so that a rebuild of the same sources is the same file
 epoch="${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null || echo 0)}"
 maintainer="$(sed -n 's/^Maintainer: //p' "$here/client/DEBIAN/control")"
-printf 'vmcuda (%s) unstable; urgency=medium\n\n  * Built from %s.\n\n -- %s  %s\n' "$(printf '%s' "$version" | sed 's/-/~/g')" \
+printf 'vmcuda (%s) unstable; urgency=medium\n\n  * Built from %s.\n\n -- %s  %s\n' "$(debian_version "$version")" \
     "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "an unversioned tree")" "$maintainer" \
     "$(date -u -R -d "@$epoch")" | gzip -9n > "$pkg/doc/changelog.gz"
 

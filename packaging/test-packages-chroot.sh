@@ -8,6 +8,7 @@
 # the bootstrapped root is kept as a tarball in OUT_DIR (chroot-base.tar) for the next run.
 # Usage: test-packages-chroot.sh --version V --repo-root DIR --out-dir DIR
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/debian-version.sh"
 
 version="" repo="" outdir=""
 while [ $# -gt 0 ]; do
@@ -22,7 +23,7 @@ if [ "$(id -u)" != 0 ]; then
     echo "test-packages-chroot: skipped: a chroot needs root (CI runs it as root)"
     exit 0
 fi
-debversion="$(printf '%s' "$version" | sed 's/-/~/g')"
+debversion="$(debian_version "$version")"
 root="$outdir/chroot"
 base="$outdir/chroot-base.tar"
 checks=0

@@ -12,6 +12,7 @@
 #   5. lintian on both .debs: nothing but the overrides they ship (each with its reason)
 # Usage: test-packages.sh --version V --repo-root DIR --out-dir DIR [--cuda-home DIR]
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/debian-version.sh"
 
 version="" repo="" outdir="" cuda_home=/usr/local/cuda
 while [ $# -gt 0 ]; do
@@ -23,7 +24,7 @@ while [ $# -gt 0 ]; do
         *) echo "test-packages: unknown argument $1" >&2; exit 2 ;;
     esac
 done
-debversion="$(printf '%s' "$version" | sed 's/-/~/g')"
+debversion="$(debian_version "$version")"
 cdeb="$outdir/vmcuda-client_${debversion}_amd64.deb"
 adeb="$outdir/vmcuda-appliance_${debversion}_amd64.deb"
 ctar="$outdir/vmcuda-client-$version-linux-x86_64.tar.gz"

@@ -22,6 +22,7 @@
 # Usage: build-ova.sh --version V --out-dir DIR [--appliance-deb FILE] [--disk-gib N] [--mirror URL]
 #        [--work-dir DIR] [--keep-work]
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../debian-version.sh"
 
 version="" deb="" outdir="" disk_gib=8 mirror="http://deb.debian.org/debian" work="" keep_work=false
 while [ $# -gt 0 ]; do
@@ -39,7 +40,7 @@ done
 [ -n "$version" ] && [ -n "$outdir" ] || {
     echo "usage: build-ova.sh --version V --out-dir DIR [--appliance-deb FILE] [--disk-gib N] [--mirror URL]" >&2; exit 2; }
 # Default: the appliance package that the packaging module (jdeb) wrote into the same directory.
-[ -n "$deb" ] || deb="$outdir/vmcuda-appliance_$(printf '%s' "$version" | sed 's/-/~/g')_amd64.deb"
+[ -n "$deb" ] || deb="$outdir/vmcuda-appliance_$(debian_version "$version")_amd64.deb"
 [ -f "$deb" ] || { echo "build-ova: appliance package $deb not found (mvn -B package builds it)" >&2; exit 1; }
 deb="$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
