@@ -14,7 +14,7 @@
 #define VMC_SHM_MIN_BYTES (256u << 10)
 /* With calls through shared memory (shim_pipe.h) a token exchange costs about a microsecond, and the ring wins
  * from far smaller sizes than on the socket, but not from the smallest. Means of 1000 synchronous pageable
- * copies on H200s (tests/bench/results/h200-run96-101-small-copies), inline through the pipe / through the
+ * copies on H200s (tests/bench/results/h200-run96-102-small-copies), inline through the pipe / through the
  * ring, native in brackets, us. To the device (run 96) 4 KiB 6.5 / 11.1 (6.7), 16 KiB 8.6 / 14.9 (8.1), 32 KiB
  * 12.3 / 13.9 (10.1), 64 KiB 22.9 / 16.7 (15.4): the worker copies an inline upload up to
  * VMC_PAGEABLE_UPLOAD_MAX from pageable memory, which returns once staged, where a copy from the ring's pinned
