@@ -38,7 +38,8 @@ struct sandbox_opts {
     unsigned long fsize;         /* --fsize BYTES: RLIMIT_FSIZE, the largest file the worker may write (its
                                   * worker.log included); writes past it fail with EFBIG; 0 = no limit */
     const char *tmp_size;        /* --tmp-size SIZE: size of the private /tmp (tmpfs), e.g. 512m */
-    int probe;                   /* --probe: check that namespaces, mounts and the user work, then exit */
+    int probe;                   /* --probe: check that namespaces, mounts and the user work, then exit; with
+                                  * --ucx-agent, also that the agent runs in its confinement (probe_ucx_agent) */
     const char *exe;             /* EXECUTABLE after -- */
     char **argv;                 /* ARGV0 [ARGS...] after EXECUTABLE (NULL-terminated, points into argv) */
 };
@@ -50,6 +51,10 @@ int sandbox_parse(int argc, char **argv, struct sandbox_opts *o, char *err, size
     "usage: vmcuda-sandbox [--user NAME] [--uid N] --workdir DIR [--hide DIR [--lend DIR]] [--keep PATH]...\n" \
     "                      [--region PATH]... [--ucx-agent PATH] [--cgroup DIR]...\n" \
     "                      [--nproc N] [--nofile N] [--fsize BYTES] [--tmp-size SIZE] -- EXECUTABLE ARGV0 [ARGS...]\n" \
-    "       vmcuda-sandbox --probe [--user NAME]\n"
+    "       vmcuda-sandbox --probe [--user NAME] [--uid N] [--tmp-size SIZE]\n" \
+    "                      [--ucx-agent PATH [--keep PATH]... [--hide DIR] [--nofile N]]\n" \
+    "  --probe checks that the worker's sandbox can be built here and its system-call filter holds; with\n" \
+    "  --ucx-agent it first builds the agent's confinement as for a session (same options) and runs the\n" \
+    "  agent's --self-test in it. Exit 0 when all passed; else the last line says what failed.\n"
 
 #endif

@@ -38,7 +38,10 @@
  * Nothing between step 2 and the exec closes descriptors in the worker (only the outside parent closes its
  * copies); RLIMIT_NOFILE limits new descriptors only, and the region descriptors are among the lowest.
  * The new network namespace has only a loopback interface that is down: the worker keeps the client
- * connections it is handed (descriptors work across namespaces) and can open no other. */
+ * connections it is handed (descriptors work across namespaces) and can open no other.
+ * --probe (probe(), the daemon's start-up check): a worker's namespaces, read-only mounts, private /tmp and /proc,
+ * identity and filter (steps 3-5 and 7, without a session's paths), checked from inside; with --ucx-agent, first step 2b's confinement of the agent, built by the same
+ * code, with the agent's --self-test run in it (probe_ucx_agent()). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -425,59 +428,75 @@ static void agent_mounts(const struct sandbox_opts *o) {
     mount_proc();
 }
 
-/* Step 2b: the worker's UCX agent. Returns the worker's end of its socket pair (close-on-exec until step 6).
- *
- * The agent is this launcher's child, as the worker is, and runs as the worker's uid with no privileges, in
- * the host's network namespace (the host's NICs and RDMA devices are what it is for), but in mount, PID and IPC
- * namespaces of its own: agent_mounts() above; PID 1 of a PID namespace where it is alone (it can name no other
- * process: no signals, no /proc/PID of the worker or of anything else of the host's); no System V IPC of the
- * host's. UCX's shared-memory transports then take the agent for a process of another host (UCX compares the
- * IPC and PID namespaces) -- they could not reach it anyway, since it runs as another uid than any client.
- * The namespaces are made here because they need privilege the agent never has; its system-call filter it
- * installs itself once it runs (ucx_agent.c says why). It is reaped and killed by this launcher (wait_child),
- * and its parent-death signal still reaches it as PID 1: the kernel forces a SIGKILL sent from an ancestor
- * namespace. */
-static int start_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw, const int *inherited, int n_inherited) {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-        die("socketpair for the UCX agent");
+/* In the agent's new namespaces (spawn_ucx_agent()'s child), as root: closes what is not the agent's (`inherited`,
+ * what the worker inherits, and sv[0]), builds its file system view (agent_mounts()), drops to the worker's uid and
+ * executes `vmcuda-ucx-agent ARG`; `sv[1]` (its end of the worker's socket pair), when sv is not NULL, is the one
+ * descriptor it inherits besides stdin, stdout and stderr. A step that fails ends it with die()'s line and 126. */
+static void exec_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw, const int *inherited, int n_inherited,
+                           const int *sv, const char *arg) __attribute__((noreturn));
+static void exec_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw, const int *inherited, int n_inherited,
+                           const int *sv, const char *arg) {
+    for (int i = 0; i < n_inherited; i++) /* what the worker inherits is not the agent's */
+        if (inherited[i] >= 0)
+            close(inherited[i]);
+    if (sv)
+        close(sv[0]);
+    int exe = open(o->ucx_agent, O_PATH | O_CLOEXEC); /* before a mount can hide it */
+    if (exe < 0)
+        die("open %s", o->ucx_agent);
+    agent_mounts(o);
+    /* the worker's limits that make sense for it: no core dumps, private files, a neutral directory */
+    struct rlimit core = {0, 0}, nofile = {o->nofile, o->nofile};
+    setrlimit(RLIMIT_CORE, &core);
+    setrlimit(RLIMIT_NOFILE, &nofile);
+    umask(077);
+    if (chdir("/") != 0)
+        die("UCX agent: chdir /");
+    uid_t uid = worker_uid(o, pw);
+    if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(uid) != 0 || setuid(0) == 0 ||
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+        die("UCX agent: drop privileges to uid %u", (unsigned)uid);
+    if (sv && fcntl(sv[1], F_SETFD, 0) != 0)
+        die("UCX agent: socket");
+    char *args[] = {"vmcuda-ucx-agent", (char *)arg, NULL};
+    /* (an ELF program: through a close-on-exec descriptor a script could not be run) */
+    syscall(SYS_execveat, exe, "", args, environ, AT_EMPTY_PATH);
+    die("execute %s", o->ucx_agent);
+}
+
+/* The worker's UCX agent, confined (for a session, start_ucx_agent(); for the probe, probe_ucx_agent()): a child of
+ * this launcher, as the worker is, running as the worker's uid with no privileges, in the host's network namespace
+ * (the host's NICs and RDMA devices are what it is for), but in mount, PID and IPC namespaces of its own:
+ * agent_mounts() above; PID 1 of a PID namespace where it is alone (it can name no other process: no signals, no
+ * /proc/PID of the worker or of anything else of the host's); no System V IPC of the host's. UCX's shared-memory
+ * transports then take the agent for a process of another host (UCX compares the IPC and PID namespaces) -- they
+ * could not reach it anyway, since it runs as another uid than any client. The namespaces are made here because
+ * they need privilege the agent never has; its system-call filter it installs itself once it runs (ucx_agent.c says
+ * why). Its parent-death signal still reaches it as PID 1: the kernel forces a SIGKILL sent from an ancestor
+ * namespace. Returns its pid; the arguments are exec_ucx_agent()'s. */
+static pid_t spawn_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw, const int *inherited, int n_inherited,
+                             const int *sv, const char *arg) {
     /* clone(2) itself, as bubblewrap does: fork() cannot make a child in a new PID namespace, and an
      * unshare(CLONE_NEWPID) here would make the worker's own unshare(CLONE_NEWPID) (step 3) fail. Without the C
      * library's fork handlers: this launcher has one thread, and the child only sets up and executes. */
     pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | SIGCHLD, NULL, NULL, NULL, 0);
     if (pid < 0)
         die("start the UCX agent in mount, PID and IPC namespaces of its own");
-    if (pid == 0) {
-        for (int i = 0; i < n_inherited; i++) /* what the worker inherits is not the agent's */
-            if (inherited[i] >= 0)
-                close(inherited[i]);
-        close(sv[0]);
-        int exe = open(o->ucx_agent, O_PATH | O_CLOEXEC); /* before a mount can hide it */
-        if (exe < 0)
-            die("open %s", o->ucx_agent);
-        agent_mounts(o);
-        /* the worker's limits that make sense for it: no core dumps, private files, a neutral directory */
-        struct rlimit core = {0, 0}, nofile = {o->nofile, o->nofile};
-        setrlimit(RLIMIT_CORE, &core);
-        setrlimit(RLIMIT_NOFILE, &nofile);
-        umask(077);
-        if (chdir("/") != 0)
-            die("UCX agent: chdir /");
-        uid_t uid = worker_uid(o, pw);
-        if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(uid) != 0 || setuid(0) == 0 ||
-            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
-            die("UCX agent: drop privileges to uid %u", (unsigned)uid);
-        char num[16];
-        snprintf(num, sizeof num, "%d", sv[1]);
-        if (fcntl(sv[1], F_SETFD, 0) != 0)
-            die("UCX agent: socket");
-        char *args[] = {"vmcuda-ucx-agent", num, NULL};
-        /* (an ELF program: through a close-on-exec descriptor a script could not be run) */
-        syscall(SYS_execveat, exe, "", args, environ, AT_EMPTY_PATH);
-        die("execute %s", o->ucx_agent);
-    }
+    if (pid == 0)
+        exec_ucx_agent(o, pw, inherited, n_inherited, sv, arg);
+    return pid;
+}
+
+/* Step 2b: the worker's UCX agent (spawn_ucx_agent()), given its end of a new socket pair as its one argument.
+ * Returns the worker's end (close-on-exec until step 6). The agent is killed and reaped by wait_child. */
+static int start_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw, const int *inherited, int n_inherited) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        die("socketpair for the UCX agent");
+    char num[16];
+    snprintf(num, sizeof num, "%d", sv[1]);
+    ucx_agent = spawn_ucx_agent(o, pw, inherited, n_inherited, sv, num);
     close(sv[1]);
-    ucx_agent = pid;
     return sv[0];
 }
 
@@ -527,12 +546,40 @@ static const struct passwd *worker_user(const struct sandbox_opts *o) {
     return pw;
 }
 
+/* --probe --ucx-agent: the confinement a session's agent gets, built by the same spawn_ucx_agent() with the same
+ * options (--keep, --hide, --uid, --nofile, --tmp-size) and this launcher's environment (the daemon's
+ * LD_LIBRARY_PATH and UCX_* settings), with the agent's --self-test run in it, so that a host where it cannot be
+ * built or the agent cannot run in it is found at the daemon's start, not by every session. --self-test rather
+ * than --probe: it starts UCX as --probe does, and also tries what the agent's own system-call filter must deny
+ * and let through, so both halves of the agent's confinement are checked where they meet (the namespaces made
+ * here, the filter it installs on itself), as probe() checks the worker's filter. The agent's lines go to this
+ * launcher's stdout and stderr; a failure ends the probe with one more line saying which part failed. */
+static void probe_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw) {
+    pid_t pid = spawn_ucx_agent(o, pw, NULL, 0, NULL, "--self-test");
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            die("waitpid for the UCX agent");
+    errno = 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 126) /* die() in spawn_ucx_agent's child: its line is above */
+        die("probe: the UCX agent's confinement could not be built, or %s could not be executed in it (above)", o->ucx_agent);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        die("probe: the UCX agent %s failed its self-test in its confinement (%s %d; above)", o->ucx_agent,
+            WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    printf("vmcuda-sandbox: probe ok: UCX agent %s: self-test passed as uid %u in its confinement (mount, PID and IPC "
+           "namespaces of its own, read-only mounts, private /tmp, %d --keep path(s), own /dev and /proc%s)\n",
+           o->ucx_agent, (unsigned)worker_uid(o, pw), o->n_keep, o->hide ? ", --hide covered" : "");
+    fflush(stdout); /* before enter_namespaces() forks: once, and not lost if the worker's part then fails */
+}
+
 static int probe(const struct sandbox_opts *o) {
     const struct passwd *pw = worker_user(o);
     if (geteuid() != 0) {
         errno = 0;
         die("must run as root to build the sandbox (it runs as uid %u)", (unsigned)geteuid());
     }
+    if (o->ucx_agent) /* first, as in a session: the agent is started before the worker's namespaces */
+        probe_ucx_agent(o, pw);
     enter_namespaces(NULL, 0);
     mount_common(0);
     mount_tmp(o);

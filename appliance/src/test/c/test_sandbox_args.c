@@ -43,6 +43,11 @@ int main(void) {
         char *v[] = {"s", "--probe", "--user", "daemon", NULL};
         CHECK(parse(v, &o, err) == 0 && o.probe);
     }
+    {   /* the start-up check of a session's UCX agent: the agent's confinement takes a session's options, no workdir */
+        char *v[] = {"s", "--probe", "--nofile", "1024", "--ucx-agent", "/n/vmcuda-ucx-agent", "--keep", "/n", "--hide", "/state", NULL};
+        CHECK(parse(v, &o, err) == 0 && o.probe && strcmp(o.ucx_agent, "/n/vmcuda-ucx-agent") == 0 && o.n_keep == 1 &&
+              strcmp(o.hide, "/state") == 0 && o.nofile == 1024 && !o.workdir);
+    }
     char *bad[][12] = {
         {"s", NULL},                                             /* no workdir */
         {"s", "--workdir", "/w", NULL},                          /* no program */

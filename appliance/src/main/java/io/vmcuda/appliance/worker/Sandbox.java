@@ -71,8 +71,7 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
     /** Runs {@code vmcuda-sandbox --probe}: namespaces, mounts and the user must work on this host. */
     void probe() {
         try {
-            Process p = new ProcessBuilder(launcher.toString(), "--probe", "--user", user, "--tmp-size", tmpSize)
-                    .redirectErrorStream(true).start();
+            Process p = new ProcessBuilder(probeCommand()).redirectErrorStream(true).start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
             if (!p.waitFor(20, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
@@ -88,6 +87,32 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while probing the worker sandbox", e);
+        }
+    }
+
+    private List<String> probeCommand() {
+        return new ArrayList<>(List.of(launcher.toString(), "--probe", "--user", user, "--tmp-size", tmpSize));
+    }
+
+    /**
+     * {@code vmcuda-sandbox --probe} that also builds the confinement a session's UCX agent gets, with the options a
+     * session's command line gives it ({@link #command}: the same {@code keep} and {@code hide}, worker.max_open_files,
+     * worker.tmp_size), and runs the agent's self-test in it (sandbox_main.c, probe_ucx_agent). It runs as
+     * worker.user: a session's own uid (worker.uid_range) has the same group and owns nothing on the host.
+     */
+    List<String> agentProbeCommand(Path agent, List<Path> keep, Path hide) {
+        List<String> cmd = probeCommand();
+        cmd.addAll(List.of("--nofile", Long.toString(maxOpenFiles), "--ucx-agent", agent.toString()));
+        add(cmd, "--keep", keep);
+        if (hide != null) add(cmd, "--hide", List.of(hide));
+        return cmd;
+    }
+
+    /** {@code option} and the absolute path, once for each of {@code paths}. */
+    private static void add(List<String> cmd, String option, List<Path> paths) {
+        for (Path p : paths) {
+            cmd.add(option);
+            cmd.add(p.toAbsolutePath().toString());
         }
     }
 
@@ -120,17 +145,10 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
             cmd.add(Long.toString(uid));
         }
         if (hide != null) {
-            cmd.add("--hide");
-            cmd.add(hide.toAbsolutePath().toString());
-            if (lend != null) {
-                cmd.add("--lend");
-                cmd.add(lend.toAbsolutePath().toString());
-            }
+            add(cmd, "--hide", List.of(hide));
+            if (lend != null) add(cmd, "--lend", List.of(lend));
         }
-        for (Path k : keep) {
-            cmd.add("--keep");
-            cmd.add(k.toAbsolutePath().toString());
-        }
+        add(cmd, "--keep", keep);
         for (Path r : regions) {
             cmd.add("--region");
             cmd.add(r.toString());

@@ -6,10 +6,10 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
+import java.util.stream.Collectors;
 
 /**
  * Whether this appliance offers bulk copies over UCX ({@code worker.ucx}; PROTOCOL.md "Bulk copies over UCX"):
@@ -34,7 +34,12 @@ public final class UcxAgent {
     private UcxAgent() {
     }
 
-    public static Path resolve(ApplianceConfig config, Path workerLibDir) {
+    /**
+     * The agent to offer, or null. It is offered only when its start-up check passes ({@link #probe}): with
+     * workers sandboxed, in the confinement a session's agent gets; when it fails, {@code worker.ucx = true}
+     * stops the daemon with the reason, {@code auto} logs it and does not offer UCX.
+     */
+    public static Path resolve(ApplianceConfig config, WorkerLauncher launcher) {
         String mode = config.workerUcx();
         if (mode.equals("false")) return null;
         if (mode.equals("auto") && !config.tenants().isEmpty()) {
@@ -42,8 +47,8 @@ public final class UcxAgent {
                     + "(worker.ucx = auto; set it to true on a trusted fabric, docs/ucx.md \"Security\")");
             return null;
         }
-        Path agent = workerLibDir.resolve(AGENT).toAbsolutePath();
-        String unusable = Files.isExecutable(agent) ? probe(agent, workerLibDir, config) : agent + " is missing (it is built next to libvmcuda-worker.so)";
+        Path agent = launcher.workerLibDir().resolve(AGENT).toAbsolutePath();
+        String unusable = Files.isExecutable(agent) ? probe(agent, launcher) : agent + " is missing (it is built next to libvmcuda-worker.so)";
         if (unusable == null) {
             LOG.info("bulk copies over UCX offered to clients (" + agent + ")");
             if (!config.tenants().isEmpty()) {
@@ -57,38 +62,44 @@ public final class UcxAgent {
         }
         if (mode.equals("true")) {
             throw new IllegalStateException("worker.ucx = true but UCX cannot be offered: " + unusable
-                    + "; install UCX (Debian: libucx0) and the agent, or set worker.ucx = auto or false");
+                    + "; fix that (UCX's libraries: Debian libucx0; the agent: next to libvmcuda-worker.so), or set worker.ucx = auto or false");
         }
         LOG.info("bulk copies over UCX not offered: " + unusable + " (worker.ucx = auto)");
         return null;
     }
 
     /**
-     * Runs {@code vmcuda-ucx-agent --probe} with the library path the workers get (UCX must load, start and make
-     * a worker): null when it passed, else why not (say, libucp.so.0 is not installed). Without this every
-     * session would try an agent that cannot start.
+     * Checks that {@code agent} works as a session's agent would (WorkerLauncher.ucxAgentProbeCommand): with
+     * workers sandboxed, {@code vmcuda-sandbox --probe --ucx-agent}, which builds the agent's confinement as for a
+     * session and runs the agent's --self-test in it (a host where that confinement cannot be built would otherwise
+     * fail every session's agent, and the client would see only that it stopped answering); unsandboxed,
+     * {@code vmcuda-ucx-agent --probe} (UCX must load, start and make a worker). Both with the environment a
+     * session's agent gets. Null when it passed, else why not (say, libucp.so.0 is not installed, or which step of
+     * the confinement failed).
      */
-    static String probe(Path agent, Path workerLibDir, ApplianceConfig config) {
+    static String probe(Path agent, WorkerLauncher launcher) {
         Path out = null;
+        List<String> cmd = launcher.ucxAgentProbeCommand(agent);
         try {
             // its output goes to a file: read from a pipe, a probe that hangs would hold the daemon past the timeout
             out = Files.createTempFile("vmcuda-ucx-probe", ".txt");
-            ProcessBuilder pb = new ProcessBuilder(agent.toString(), "--probe").redirectErrorStream(true)
-                    .redirectOutput(out.toFile());
-            List<String> libPath = new ArrayList<>();
-            libPath.add(workerLibDir.toString());
-            libPath.addAll(config.workerCudaLibDirs());
-            pb.environment().put("LD_LIBRARY_PATH", String.join(":", libPath));
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
+            pb.environment().clear();
+            pb.environment().putAll(launcher.ucxAgentProbeEnvironment(System.getenv()));
             Process p = pb.start();
             boolean finished = p.waitFor(20, TimeUnit.SECONDS);
             if (!finished) p.destroyForcibly();
             byte[] bytes = Files.readAllBytes(out);
-            String text = new String(bytes, 0, Math.min(bytes.length, 4096), StandardCharsets.UTF_8).strip();
-            if (!finished) return "its probe did not finish within 20 s";
+            List<String> lines = summary(new String(bytes, 0, Math.min(bytes.length, 4096), StandardCharsets.UTF_8));
+            String text = String.join("; ", lines);
+            String check = launcher.sandboxed() ? "its self-test in the confinement a sandboxed session gives it ("
+                    + String.join(" ", cmd.subList(0, 2)) + " --ucx-agent)" : "its probe";
+            if (!finished) return check + " did not finish within 20 s";
             if (p.exitValue() != 0) {
-                return text.isEmpty() ? "its probe failed (exit " + p.exitValue() + ")" : text.lines().reduce((a, b) -> b).orElse(text);
+                return check + " failed" + (text.isEmpty() ? " (exit " + p.exitValue() + ")" : ": " + text);
             }
-            LOG.info(text.replace("vmcuda-ucx-agent: ", "UCX agent "));
+            LOG.info(lines.stream().map(l -> l.startsWith("vmcuda-ucx-agent: ") ? "UCX agent " + l.substring(18)
+                    : l.startsWith("vmcuda-sandbox: ") ? "worker sandbox " + l.substring(16) : l).collect(Collectors.joining("; ")));
             return null;
         } catch (IOException e) {
             return "cannot run " + agent + ": " + e.getMessage();
@@ -104,5 +115,17 @@ public final class UcxAgent {
                 }
             }
         }
+    }
+
+    /**
+     * The probe's output lines for one log line, less the self-test's filter checks that came out right and its
+     * Seccomp and NoNewPrivs lines (the checks' summary line says how many came out wrong, and each wrong one is
+     * kept: "check: ...: should be denied").
+     */
+    static List<String> summary(String output) {
+        return output.lines().map(String::strip)
+                .filter(l -> !l.isEmpty() && !(l.startsWith("check: ") && !l.contains(": should be "))
+                        && !l.startsWith("Seccomp:") && !l.startsWith("NoNewPrivs:"))
+                .toList();
     }
 }

@@ -257,14 +257,41 @@ public final class WorkerLauncher {
     /** The worker's command line: through the sandbox launcher when workers are sandboxed. */
     List<String> command(WorkerSpec spec) {
         if (sandbox == null) return command(spec.argv0(), spec.executable(), spec.cgroupDirs());
-        // what must stay visible inside the sandbox (re-bound when below the private /tmp)
+        return sandbox.command(spec.workDir(), keep(), regions(spec), spec.executable(), spec.argv0(), spec.uid(), hiddenDir,
+                spec.lendDir(), ucxAgent, spec.cgroupDirs());
+    }
+
+    /** What must stay visible inside the sandbox, the worker's and its agent's (re-bound when below the private /tmp). */
+    private List<Path> keep() {
         List<Path> keep = new ArrayList<>();
         keep.add(workerLibDir);
         for (String d : cudaLibDirs) {
             if (Files.isDirectory(Path.of(d))) keep.add(Path.of(d));
         }
-        return sandbox.command(spec.workDir(), keep, regions(spec), spec.executable(), spec.argv0(), spec.uid(), hiddenDir,
-                spec.lendDir(), ucxAgent, spec.cgroupDirs());
+        return keep;
+    }
+
+    /**
+     * The start-up check of {@code agent} (UcxAgent.probe): with workers sandboxed, vmcuda-sandbox builds the
+     * confinement a session's agent gets (the same --keep and --hide as {@link #command}) and runs the agent's
+     * --self-test in it; unsandboxed, the agent's --probe, as an unsandboxed worker would start it.
+     */
+    List<String> ucxAgentProbeCommand(Path agent) {
+        if (sandbox == null) return List.of(agent.toString(), "--probe");
+        return sandbox.agentProbeCommand(agent, keep(), hiddenDir);
+    }
+
+    /**
+     * The environment of that check: what of a worker's environment reaches its agent (which inherits it through
+     * the launcher, or from the worker): the daemon's harmless variables, the library path, UCX's settings, worker.env.
+     */
+    Map<String, String> ucxAgentProbeEnvironment(Map<String, String> daemonEnv) {
+        Map<String, String> env = new LinkedHashMap<>();
+        inherit(daemonEnv, env);
+        env.put("LD_LIBRARY_PATH", libraryPath(null));
+        ucxSettings(daemonEnv, env);
+        env.putAll(extraEnv);
+        return env;
     }
 
     /**
@@ -287,19 +314,13 @@ public final class WorkerLauncher {
 
     Map<String, String> environment(WorkerSpec spec, Map<String, String> daemonEnv) {
         Map<String, String> env = new LinkedHashMap<>();
-        for (String name : INHERITED) {
-            String v = daemonEnv.get(name);
-            if (v != null) env.put(name, v);
-        }
+        inherit(daemonEnv, env);
         env.put("VMCUDA_WORKER_SOCKET", workerSocket.toString());
         env.put("VMCUDA_SESSION_ID", Long.toString(spec.sessionId()));
         env.put("VMCUDA_WORKER_KEY", spec.keyHex());
         if (spec.cudaVisibleDevices() != null) env.put("CUDA_VISIBLE_DEVICES", spec.cudaVisibleDevices());
         env.put("VMCUDA_BLOCK_SIZE", Long.toString(blockSize));
-        List<String> libPath = new ArrayList<>();
-        for (Path d : libraryPath()) libPath.add(d.toString());
-        if (spec.libraryDir() != null) libPath.add(spec.libraryDir().toAbsolutePath().toString());
-        env.put("LD_LIBRARY_PATH", String.join(":", libPath));
+        env.put("LD_LIBRARY_PATH", libraryPath(spec.libraryDir()));
         if (spec.memoryQuotaBytes() > 0) env.put("VMCUDA_MEMORY_QUOTA", Long.toString(spec.memoryQuotaBytes()));
         if (!"0".equals(idleReleaseMinutes)) env.put("VMCUDA_IDLE_RELEASE_MINUTES", idleReleaseMinutes);
         // where the daemon lends cached module images (PROTOCOL.md "Worker ↔ daemon"); unset: no module cache
@@ -314,12 +335,31 @@ public final class WorkerLauncher {
         if (agent != null) {
             // a sandboxed worker gets its agent from the launcher (--ucx-agent); UCX's own settings reach the agent
             if (sandbox == null) env.put("VMCUDA_UCX_AGENT", agent.toString());
-            env.put("UCX_LOG_FILE", "stderr"); // the session log, not the worker's stdout (which reaches the client)
-            daemonEnv.forEach((name, value) -> {
-                if (name.startsWith("UCX_")) env.put(name, value);
-            });
+            ucxSettings(daemonEnv, env);
         }
         env.putAll(extraEnv);
         return env;
+    }
+
+    private static void inherit(Map<String, String> daemonEnv, Map<String, String> env) {
+        for (String name : INHERITED) {
+            String v = daemonEnv.get(name);
+            if (v != null) env.put(name, v);
+        }
+    }
+
+    /** {@link #libraryPath()} as LD_LIBRARY_PATH, with {@code clientLibraries} last when not null. */
+    private String libraryPath(Path clientLibraries) {
+        List<String> libPath = new ArrayList<>();
+        for (Path d : libraryPath()) libPath.add(d.toString());
+        if (clientLibraries != null) libPath.add(clientLibraries.toAbsolutePath().toString());
+        return String.join(":", libPath);
+    }
+
+    private static void ucxSettings(Map<String, String> daemonEnv, Map<String, String> env) {
+        env.put("UCX_LOG_FILE", "stderr"); // the session log, not the worker's stdout (which reaches the client)
+        daemonEnv.forEach((name, value) -> {
+            if (name.startsWith("UCX_")) env.put(name, value);
+        });
     }
 }

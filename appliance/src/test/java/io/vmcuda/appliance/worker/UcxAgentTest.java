@@ -23,7 +23,11 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -52,39 +56,44 @@ class UcxAgentTest {
         return a;
     }
 
+    /** An unsandboxed appliance's launcher, its worker library directory `lib` (where the stand-in agents lie). */
+    private WorkerLauncher plain() {
+        return new WorkerLauncher(lib.resolve("worker.sock"), lib, List.of(), 4194304, Map.of());
+    }
+
     private static ApplianceConfig config(Map<String, String> keys) {
         return ApplianceConfig.defaultsOnly().with(keys);
     }
 
     @Test
     void autoOffersUcxOnAnApplianceWithoutTenantsWhenTheAgentIsThere() throws Exception {
-        assertNull(UcxAgent.resolve(config(Map.of()), lib), "no agent: not offered");
+        assertNull(UcxAgent.resolve(config(Map.of()), plain()), "no agent: not offered");
         Path a = agent();
-        assertEquals(a.toAbsolutePath(), UcxAgent.resolve(config(Map.of()), lib));
-        assertNull(UcxAgent.resolve(config(Map.of("worker.ucx", "false")), lib));
+        assertEquals(a.toAbsolutePath(), UcxAgent.resolve(config(Map.of()), plain()));
+        assertNull(UcxAgent.resolve(config(Map.of("worker.ucx", "false")), plain()));
     }
 
     @Test
     void withTenantsOnlyTrueOffersIt() throws Exception {
         Path a = agent();
-        assertNull(UcxAgent.resolve(config(Map.of(TENANT, SHA)), lib), "auto with tenants: UCX trusts its peers");
-        assertEquals(a.toAbsolutePath(), UcxAgent.resolve(config(Map.of(TENANT, SHA, "worker.ucx", "true")), lib));
+        assertNull(UcxAgent.resolve(config(Map.of(TENANT, SHA)), plain()), "auto with tenants: UCX trusts its peers");
+        assertEquals(a.toAbsolutePath(), UcxAgent.resolve(config(Map.of(TENANT, SHA, "worker.ucx", "true")), plain()));
     }
 
     /** An agent that cannot start (UCX's libraries not installed) is not offered to every session to fail in. */
     @Test
     void anAgentWhoseProbeFailsIsNotOffered() throws Exception {
         agent("#!/bin/sh\necho 'vmcuda-ucx-agent: error while loading shared libraries: libucp.so.0' >&2\nexit 127\n");
-        assertNull(UcxAgent.resolve(config(Map.of()), lib));
+        assertNull(UcxAgent.resolve(config(Map.of()), plain()));
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> UcxAgent.resolve(config(Map.of("worker.ucx", "true")), lib));
+                () -> UcxAgent.resolve(config(Map.of("worker.ucx", "true")), plain()));
         assertTrue(e.getMessage().contains("libucp.so.0"), e.getMessage());
     }
 
     @Test
     void trueWithoutTheAgentStopsTheDaemonAndTyposAreRefused() {
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> UcxAgent.resolve(config(Map.of("worker.ucx", "true")), lib));
+                () -> UcxAgent.resolve(config(Map.of("worker.ucx", "true")), plain()));
         assertTrue(e.getMessage().contains("vmcuda-ucx-agent is missing") || e.getMessage().contains("is missing"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> config(Map.of("worker.ucx", "yes")).workerUcx());
     }
@@ -104,10 +113,7 @@ class UcxAgentTest {
     void theAgentFiltersItsOwnSystemCallsAndUcxStillStarts() throws Exception {
         Path agent = NATIVE.resolve(UcxAgent.AGENT);
         assertTrue(Files.isExecutable(agent), agent + " not built");
-        Process p = new ProcessBuilder(agent.toString(), "--self-test").redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), out);
-        assertEquals(0, p.exitValue(), out);
+        String out = run(List.of(agent.toString(), "--self-test"), System.getenv());
         for (String line : List.of("check: execve: denied", "check: execveat: denied", "check: fork: denied",
                 "check: fork (system call): denied", "check: socket(AF_PACKET): denied",
                 "check: socket(AF_NETLINK, NETLINK_SOCK_DIAG): denied", "check: ptrace(PEEKDATA, parent): denied",
@@ -198,6 +204,87 @@ class UcxAgentTest {
         }
     }
 
+    /**
+     * With workers sandboxed, the daemon's start-up check of the agent (UcxAgent.probe) is vmcuda-sandbox --probe
+     * --ucx-agent with the options a session's command line has (--keep, --hide): it builds the agent's
+     * confinement with the code that builds a session's (spawn_ucx_agent) and runs the agent's --self-test in it.
+     * Here that passes, says what it checked (the filter's checks, made inside; UCX started; the confinement, as
+     * uid 65534 = nobody), and UCX is offered, with that in the log.
+     */
+    @Test
+    void theStartUpCheckRunsTheAgentsSelfTestInTheConfinementASessionGivesIt() throws Exception {
+        assumeTrue(Sandbox.currentUid() == 0, "vmcuda-sandbox needs root");
+        Path state = freshState("agent-probe");
+        WorkerLauncher launcher = sandboxed(NATIVE, state);
+        Path agent = NATIVE.resolve(UcxAgent.AGENT);
+        List<String> cmd = launcher.ucxAgentProbeCommand(agent);
+        assertEquals(List.of(NATIVE.resolve(Sandbox.LAUNCHER).toString(), "--probe"), cmd.subList(0, 2));
+        assertTrue(String.join(" ", cmd).contains("--ucx-agent " + agent + " --keep " + NATIVE + " --hide " + state), cmd.toString());
+
+        String out = run(cmd, launcher.ucxAgentProbeEnvironment(System.getenv()));
+        for (String line : List.of("check: execve: denied", "check: fork: denied", "check: unshare(CLONE_NEWUSER): denied",
+                "check: socket(AF_INET): allowed", "NoNewPrivs:\t1", "Seccomp:\t2", "vmcuda-ucx-agent: self-test: 0 check(s) wrong",
+                "vmcuda-ucx-agent: probe ok: UCX", "vmcuda-sandbox: probe ok: UCX agent " + agent + ": self-test passed as uid 65534 "
+                        + "in its confinement (mount, PID and IPC namespaces of its own, read-only mounts, private /tmp, 1 --keep path(s), "
+                        + "own /dev and /proc, --hide covered)",
+                "vmcuda-sandbox: probe ok: user nobody")) {
+            assertTrue(out.contains(line), line + "\n" + out);
+        }
+
+        List<String> log = new ArrayList<>();
+        assertEquals(agent, logged(log, () -> UcxAgent.resolve(config(Map.of("worker.ucx", "true")), launcher)));
+        assertTrue(log.stream().anyMatch(m -> m.startsWith("UCX agent self-test: 0 check(s) wrong; UCX agent probe ok: UCX")
+                && m.contains("; worker sandbox probe ok: UCX agent " + agent + ": self-test passed as uid 65534 in its confinement")
+                && !m.contains("check: ")), log.toString());
+    }
+
+    /**
+     * An agent that runs where the daemon runs it but not in a session's confinement -- here one installed
+     * executable by root alone (0700): as root, unconfined, its --probe passes (the check the daemon made before),
+     * but a session's agent runs as the session's uid and could not be executed. The start-up check runs it as a
+     * session would, so it fails, naming the step, and the policy of worker.ucx applies: not offered under auto
+     * (logged with the reason), no start-up under true.
+     */
+    @Test
+    void anAgentThatCannotRunInItsConfinementIsNotOffered() throws Exception {
+        assumeTrue(Sandbox.currentUid() == 0, "vmcuda-sandbox needs root");
+        Path state = freshState("agent-probe-root-only");
+        Path libDir = fresh("agent-probe-root-only-lib");
+        Path agent = Files.copy(NATIVE.resolve(UcxAgent.AGENT), libDir.resolve(UcxAgent.AGENT));
+        Files.setPosixFilePermissions(agent, PosixFilePermissions.fromString("rwx------"));
+        assertNull(UcxAgent.probe(agent, new WorkerLauncher(state.resolve("worker.sock"), libDir, List.of(), 4194304, Map.of())),
+                "unconfined, as root, the agent runs");
+
+        WorkerLauncher launcher = sandboxed(libDir, state);
+        String why = UcxAgent.probe(agent, launcher);
+        assertTrue(why != null && why.startsWith("its self-test in the confinement a sandboxed session gives it ("
+                + NATIVE.resolve(Sandbox.LAUNCHER) + " --probe --ucx-agent) failed: "), why);
+        assertTrue(why.contains("vmcuda-sandbox: execute " + agent + ": Permission denied"), why);
+        assertTrue(why.contains("vmcuda-sandbox: probe: the UCX agent's confinement could not be built, or " + agent
+                + " could not be executed in it"), why);
+
+        List<String> log = new ArrayList<>();
+        assertNull(logged(log, () -> UcxAgent.resolve(config(Map.of()), launcher)), "auto: not offered");
+        assertTrue(log.contains("bulk copies over UCX not offered: " + why + " (worker.ucx = auto)"), log.toString());
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> UcxAgent.resolve(config(Map.of("worker.ucx", "true")), launcher));
+        assertTrue(e.getMessage().startsWith("worker.ucx = true but UCX cannot be offered: " + why), e.getMessage());
+    }
+
+    /**
+     * A step of building the agent's confinement that fails -- here covering the daemon's state directory (--hide),
+     * which is not there -- fails the check with vmcuda-sandbox's line for that step.
+     */
+    @Test
+    void aConfinementThatCannotBeBuiltFailsTheCheck() throws Exception {
+        assumeTrue(Sandbox.currentUid() == 0, "vmcuda-sandbox needs root");
+        Path missing = fresh("agent-probe-no-state");
+        Files.delete(missing);
+        String why = UcxAgent.probe(NATIVE.resolve(UcxAgent.AGENT), sandboxed(NATIVE, missing));
+        assertTrue(why != null && why.contains("vmcuda-sandbox: hide " + missing + ": No such file or directory"), why);
+        assertTrue(why.contains("the UCX agent's confinement could not be built"), why);
+    }
+
     /** The agent is PID 1 of its namespace, yet still dies with its launcher (parent-death signal) when that is killed. */
     @Test
     void aSandboxedSessionsAgentDiesWithAKilledLauncher() throws Exception {
@@ -221,15 +308,63 @@ class UcxAgentTest {
 
     /** A state directory outside /tmp (the agent's private /tmp would hide it anyway: --hide must do the hiding). */
     private static Path freshState(String name) throws IOException {
-        Path state = Path.of("target", name).toAbsolutePath();
-        if (Files.exists(state)) {
-            try (Stream<Path> s = Files.walk(state)) {
-                for (Path p : s.sorted(Comparator.reverseOrder()).toList()) Files.delete(p);
-            }
-        }
+        Path state = fresh(name);
         Files.createDirectories(state.resolve("sessions/1"));
         Files.writeString(state.resolve("marker"), "the daemon's");
         return state;
+    }
+
+    /** An empty directory target/NAME (mode 0755 under the usual umask: searchable by the session's uid). */
+    private static Path fresh(String name) throws IOException {
+        Path dir = Path.of("target", name).toAbsolutePath();
+        if (Files.exists(dir)) {
+            try (Stream<Path> s = Files.walk(dir)) {
+                for (Path p : s.sorted(Comparator.reverseOrder()).toList()) Files.delete(p);
+            }
+        }
+        return Files.createDirectories(dir);
+    }
+
+    /** A sandboxed appliance's launcher (the real vmcuda-sandbox, worker.user nobody), its state directory `state`. */
+    private static WorkerLauncher sandboxed(Path workerLibDir, Path state) {
+        Sandbox sandbox = new Sandbox(NATIVE.resolve(Sandbox.LAUNCHER), "nobody", 4096, 1024, "16m");
+        return new WorkerLauncher(state.resolve("worker.sock"), workerLibDir, List.of(), 4194304, Map.of(), sandbox, "0",
+                List.of(), null, state);
+    }
+
+    /** Runs `cmd` with exactly `env`; its output (stdout and stderr), once it has exited 0. */
+    private static String run(List<String> cmd, Map<String, String> env) throws Exception {
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        pb.environment().clear();
+        pb.environment().putAll(env);
+        Process p = pb.start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), out);
+        assertEquals(0, p.exitValue(), out);
+        return out;
+    }
+
+    /** `body`'s result; what UcxAgent logged meanwhile is added to `messages`. */
+    private static <T> T logged(List<String> messages, Callable<T> body) throws Exception {
+        Logger logger = Logger.getLogger(UcxAgent.class.getName());
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                messages.add(r.getMessage());
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        logger.addHandler(capture);
+        try {
+            return body.call();
+        } finally {
+            logger.removeHandler(capture);
+        }
     }
 
     /** The daemon's worker socket, which the launcher connects to first (nothing needs to answer). */

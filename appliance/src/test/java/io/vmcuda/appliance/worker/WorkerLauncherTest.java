@@ -129,6 +129,34 @@ class WorkerLauncherTest {
         assertFalse(sandboxed.environment(spec(null), daemonEnv).containsKey("VMCUDA_UCX_AGENT"), "the launcher's to give");
     }
 
+    /**
+     * The start-up check of the agent runs it as a session would: sandboxed, through the launcher's probe with the
+     * --keep and --hide a session's command line has (and the workers' open-file limit and /tmp size); unsandboxed,
+     * the agent's own --probe. Its environment is what reaches a session's agent, nothing else of the daemon's.
+     */
+    @Test
+    void theAgentsStartUpCheckRunsItAsASessionWould() {
+        Path agent = Path.of("/opt/vmcuda/native/vmcuda-ucx-agent");
+        Sandbox sandbox = new Sandbox(Path.of("/opt/vmcuda/native/vmcuda-sandbox"), "nobody", 4096, 1024, "512m");
+        WorkerLauncher sandboxed = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
+                List.of("/no/such/cuda/lib"), 4194304, Map.of("UCX_TLS", "tcp"), sandbox, "0", List.of(), null, Path.of("/state"));
+        assertEquals(List.of("/opt/vmcuda/native/vmcuda-sandbox", "--probe", "--user", "nobody", "--tmp-size", "512m", "--nofile",
+                "1024", "--ucx-agent", agent.toString(), "--keep", "/opt/vmcuda/native", "--hide", "/state"),
+                sandboxed.ucxAgentProbeCommand(agent));
+        List<String> session = sandboxed.command(spec(null));
+        assertEquals(session.get(session.indexOf("--keep") + 1), "/opt/vmcuda/native");
+        assertEquals(session.get(session.indexOf("--hide") + 1), "/state");
+
+        Map<String, String> env = sandboxed.ucxAgentProbeEnvironment(Map.of("PATH", "/bin", "UCX_NET_DEVICES", "mlx5_0:1",
+                "UCX_TLS", "rc", "OTHER", "x"));
+        assertEquals(Map.of("PATH", "/bin", "LD_LIBRARY_PATH", "/opt/vmcuda/native:/no/such/cuda/lib", "UCX_LOG_FILE", "stderr",
+                "UCX_NET_DEVICES", "mlx5_0:1", "UCX_TLS", "tcp"), env, "worker.env last, as for a session");
+
+        WorkerLauncher plain = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
+                List.of(), 4194304, Map.of());
+        assertEquals(List.of(agent.toString(), "--probe"), plain.ucxAgentProbeCommand(agent));
+    }
+
     private static final List<Path> REGIONS = List.of(Path.of("/sys/bus/pci/devices/0000:00:05.0/resource2"),
             Path.of("/dev/shm/vmcuda-ring"));
 
