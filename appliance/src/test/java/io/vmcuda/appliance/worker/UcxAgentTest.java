@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Handler;
@@ -273,13 +274,14 @@ class UcxAgentTest {
 
     /**
      * A step of building the agent's confinement that fails -- here covering the daemon's state directory (--hide),
-     * which is not there -- fails the check with vmcuda-sandbox's line for that step.
+     * which is not there -- fails the check with vmcuda-sandbox's line for that step. The directory is not below
+     * /tmp (whose private tmpfs already hides what is there, so nothing is mounted for it), wherever the checkout is.
      */
     @Test
     void aConfinementThatCannotBeBuiltFailsTheCheck() throws Exception {
         assumeTrue(Sandbox.currentUid() == 0, "vmcuda-sandbox needs root");
-        Path missing = fresh("agent-probe-no-state");
-        Files.delete(missing);
+        Path missing = Path.of("/var/lib", "vmcuda-test-absent-state-" + UUID.randomUUID());
+        assertFalse(Files.exists(missing));
         String why = UcxAgent.probe(NATIVE.resolve(UcxAgent.AGENT), sandboxed(NATIVE, missing));
         assertTrue(why != null && why.contains("vmcuda-sandbox: hide " + missing + ": No such file or directory"), why);
         assertTrue(why.contains("the UCX agent's confinement could not be built"), why);
