@@ -246,6 +246,12 @@ static void test_peek(void) {
     CHECK(vmc_pipe_peek(&worker, 300, POLL_NS, &at) == 0 && !at, "bytes across the wrap are not shown");
     CHECK(vmc_pipe_peek(&worker, 100, POLL_NS, &at) == 0 && at && memcmp(at, out, 100) == 0, "the part before it is");
     CHECK(vmc_pipe_read(&worker, in, 300, POLL_NS) == 0 && memcmp(in, out, 300) == 0, "a read gets all 300 right");
+    /* where an answer ends, and whether the peer has read that far */
+    CHECK(vmc_pipe_write(&worker, out, 40) == 0, "an answer of 40 bytes written");
+    uint64_t answered = vmc_pipe_written(&worker);
+    CHECK(answered == 40 && !vmc_pipe_peer_has_read(&worker, answered), "not yet read by the peer");
+    CHECK(vmc_pipe_read(&client, in, 39, POLL_NS) == 0 && !vmc_pipe_peer_has_read(&worker, answered), "39 of 40 is not all");
+    CHECK(vmc_pipe_read(&client, in, 1, POLL_NS) == 0 && vmc_pipe_peer_has_read(&worker, answered), "read to its end");
     free(out);
     free(in);
     free_pair(&pr);

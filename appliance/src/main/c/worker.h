@@ -42,6 +42,7 @@ struct vmc_wconn {
      * ways and the socket carries nothing but the end of the session. */
     int piped;
     struct vmc_pipe pipe;
+    uint64_t answered_to; /* the pipe's position after the last REPLY sent: the client has read it once it is there */
 };
 
 /* Reads exactly n bytes from the client connection (buffered input first). 0, or -1 on EOF/error.

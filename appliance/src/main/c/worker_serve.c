@@ -147,6 +147,16 @@ void vmc_w_async_done(struct vmc_wcall *wc, cudaError_t st) {
         wc->conn->async_error = st;
 }
 
+/* Sends the REPLY built in c->reply. Through a pipe, writing never fails for a client that is gone: where its
+ * answer ends is noted, so that a client that dies before reading it counts as lost during the call (serve()). */
+static int answer(struct vmc_wconn *c) {
+    if (vmc_w_write(c, c->reply.data, c->reply.len) != 0)
+        return -1;
+    if (c->piped)
+        c->answered_to = vmc_pipe_written(&c->pipe);
+    return 0;
+}
+
 int vmc_w_send_reply_with_data(struct vmc_wconn *c, uint32_t id, const void *data, size_t n, cudaError_t trailer) {
     if (vmc_w_output_flush(c) != 0)
         return -1;
@@ -160,7 +170,7 @@ int vmc_w_send_reply_with_data(struct vmc_wconn *c, uint32_t id, const void *dat
     if (c->reply.broken)
         return -1;
     vmc_encode_header(c->reply.data + trailer_at, VMC_REPLY, 0, id, 8);
-    return vmc_w_write(c, c->reply.data, c->reply.len);
+    return answer(c);
 }
 
 int vmc_w_send_reply(struct vmc_wconn *c, uint32_t id) {
@@ -180,7 +190,7 @@ int vmc_w_send_reply(struct vmc_wconn *c, uint32_t id) {
     vmc_out_finish_frame(&c->reply, VMC_REPLY, 0, id);
     if (c->reply.broken)
         return -1;
-    return vmc_w_write(c, c->reply.data, c->reply.len);
+    return answer(c);
 }
 
 /* ---- the manifest: what this process registered, in order ---- */
@@ -367,6 +377,10 @@ void vmc_w_serve(struct vmc_w_client_link *link, int primary) {
             why = "client connection lost (reset by peer)";
         else if (rc != 0 && errno != 0)
             why = "read failed";
+        else if (rc != 0 && c.piped && !vmc_pipe_peer_has_read(&c.pipe, c.answered_to))
+            /* the pipe's "reset": the client died waiting for (or reading) its last answer, which this side could
+             * give without hearing from it again (an upload whose bytes were all in the ring) */
+            why = "client connection lost (its last answer unread)";
         if (rc != 0 || vmc_parse_header(raw, &h, &why) != 0) {
             if (errno != 0 || strcmp(why, "connection closed") != 0)
                 vmc_w_log("closing a client connection: %s", why);

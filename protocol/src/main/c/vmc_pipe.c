@@ -191,6 +191,12 @@ void vmc_pipe_skip(struct vmc_pipe *p, size_t n) {
     wake_if_sleeping(&p->rx->producer_sleeping, &p->rx->space_seq);
 }
 
+uint64_t vmc_pipe_written(const struct vmc_pipe *p) { return p->head; }
+
+int vmc_pipe_peer_has_read(const struct vmc_pipe *p, uint64_t position) {
+    return __atomic_load_n(&p->tx->tail, __ATOMIC_ACQUIRE) >= position;
+}
+
 /* How many bytes one step moves at ring position `pos`: no more than wanted, than available, than what is
  * left before the ring wraps. */
 static size_t step(uint64_t pos, size_t wanted, uint64_t available, uint64_t capacity) {

@@ -74,5 +74,9 @@ uint64_t vmc_pipe_readable(const struct vmc_pipe *p);
 int vmc_pipe_peek(struct vmc_pipe *p, size_t n, long poll_ns, const void **at);
 /* Marks n bytes that peek showed as read. */
 void vmc_pipe_skip(struct vmc_pipe *p, size_t n);
+/* Bytes this side has written so far (a position in its stream), and whether the peer has read up to such a
+ * position: a peer gone before it read an answer it was waiting for died in the middle of a call. */
+uint64_t vmc_pipe_written(const struct vmc_pipe *p);
+int vmc_pipe_peer_has_read(const struct vmc_pipe *p, uint64_t position);
 
 #endif
