@@ -24,6 +24,11 @@ static int vmc_ring_take(struct vmc_conn *conn, uint32_t expect) {
     return vmc_conn_read(conn, b, sizeof b) == 0 && vmc_token_decode(b) == expect ? 0 : -1;
 }
 
+/* Over a socket every slot is handed back, as in protocol 4: a worker learns that its client died while draining
+ * the last blocks of a download only from the missing tokens (the client's reader may already hold the trailing
+ * REPLY, so its death is a clean close). Through the call pipe the worker sees that from the pipe itself. */
+static int gives_back_every_slot(const struct vmc_conn *conn) { return conn->pipe_state != 1; }
+
 static cudaError_t begin(struct vmc_call *c, uint32_t id, uint32_t symbol, uint64_t addr, size_t count, cudaStream_t stream,
                          unsigned mode) {
     cudaError_t st = vmc_call_begin_ex(c, id, 0, !(mode & COPY_DRIVER));
@@ -55,7 +60,11 @@ cudaError_t vmc_ring_upload(struct vmc_call *c, uint32_t blocks, vmc_ring_mover 
         if (vmc_ring_give(conn, k) != 0)
             return vmc_session_lost(conn, "cannot send to the worker");
     }
-    /* the worker hands back only the slots this copy fills again; the others are free once it has replied */
+    /* through the call pipe the worker hands back only the slots this copy fills again (the others are free once
+     * it has replied); over a socket every one (gives_back_every_slot) */
+    while (gives_back_every_slot(conn) && freed < blocks)
+        if (vmc_ring_take(conn, freed++) != 0)
+            return vmc_session_lost(conn, "ring out of step");
     return vmc_call_await(c);
 }
 
@@ -70,9 +79,10 @@ cudaError_t vmc_ring_download(struct vmc_call *c, uint32_t blocks, vmc_ring_move
             return vmc_session_lost(conn, "ring out of step");
         if (drain(ctx, ring, k, k % ring->slots) != 0)
             return vmc_ring_failed(conn);
-        /* a slot goes back only when the worker fills it again in this copy: it sends the trailing REPLY without
-         * waiting for the others, which are free once this call returns (the connection's next copy comes after) */
-        if (k + ring->slots < blocks && vmc_ring_give(conn, k) != 0)
+        /* through the call pipe a slot goes back only when the worker fills it again in this copy: it sends the
+         * trailing REPLY without waiting for the others, which are free once this call returns (the connection's
+         * next copy comes after); over a socket every one */
+        if ((k + ring->slots < blocks || gives_back_every_slot(conn)) && vmc_ring_give(conn, k) != 0)
             return vmc_session_lost(conn, "cannot send to the worker");
     }
     return vmc_call_await(c);

@@ -319,8 +319,9 @@ enum vmc_w_result vmc_w_ring_receive(struct vmc_wcall *wc, uint32_t blocks, vmc_
         /* After an error the slots are still handed back, so the client's stream stays in step. */
         if (st == cudaSuccess)
             st = move(ctx, k, slot_of(c->shm, k));
-        /* only a slot the client fills again in this copy goes back; the REPLY frees the others */
-        if (k + c->shm->slots < blocks && send_token(c, k) != 0)
+        /* through the call pipe only a slot the client fills again in this copy goes back (the REPLY frees the
+         * others); over a socket every one (ring_copy.c, gives_back_every_slot) */
+        if ((k + c->shm->slots < blocks || !c->piped) && send_token(c, k) != 0)
             return VMC_W_FATAL;
     }
     vmc_w_reply_status(wc, st);
@@ -352,8 +353,13 @@ enum vmc_w_result vmc_w_ring_send(struct vmc_wcall *wc, uint32_t blocks, vmc_w_b
         if (send_token(c, k) != 0)
             return VMC_W_FATAL;
     }
-    /* The client hands back only the slots filled again above: the trailing REPLY goes without a wait, and the
-     * connection's next call comes once the client has drained the last slots. */
+    /* Through the call pipe the client hands back only the slots filled again above: the trailing REPLY goes
+     * without a wait, and the connection's next call comes once the client has drained the last slots (a client
+     * that dies before is seen by serve(): its last answer unread). Over a socket it hands back every one, and a
+     * client that dies while draining is seen here. */
+    while (!c->piped && freed < blocks)
+        if (take_token(c, freed++) != 0)
+            return VMC_W_FATAL;
     vmc_w_reply_status(wc, late); /* the trailing REPLY */
     return VMC_W_DONE;
 }
