@@ -428,6 +428,23 @@ static void agent_mounts(const struct sandbox_opts *o) {
     mount_proc();
 }
 
+/* The agent reads only UCX's variables: none of the session's (VMCUDA_WORKER_KEY, the worker's key for the daemon
+ * link, above all) goes to a process whose UCX end point anyone who reaches it may drive. */
+static void drop_vmcuda_environment(void) {
+    for (char **e = environ; e && *e;) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, "VMCUDA_", 7) != 0 || !eq || eq - *e >= 128) {
+            e++;
+            continue;
+        }
+        char name[128];
+        memcpy(name, *e, (size_t)(eq - *e));
+        name[eq - *e] = '\0';
+        unsetenv(name); /* environ changes under us: look again from the start */
+        e = environ;
+    }
+}
+
 /* In the agent's new namespaces (spawn_ucx_agent()'s child), as root: closes what is not the agent's (`inherited`,
  * what the worker inherits, and sv[0]), builds its file system view (agent_mounts()), drops to the worker's uid and
  * executes `vmcuda-ucx-agent ARG`; `sv[1]` (its end of the worker's socket pair), when sv is not NULL, is the one
@@ -458,6 +475,7 @@ static void exec_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw
         die("UCX agent: drop privileges to uid %u", (unsigned)uid);
     if (sv && fcntl(sv[1], F_SETFD, 0) != 0)
         die("UCX agent: socket");
+    drop_vmcuda_environment();
     char *args[] = {"vmcuda-ucx-agent", (char *)arg, NULL};
     /* (an ELF program: through a close-on-exec descriptor a script could not be run) */
     syscall(SYS_execveat, exe, "", args, environ, AT_EMPTY_PATH);

@@ -160,6 +160,10 @@ class UcxAgentTest {
                 }
                 assertEquals(Files.readSymbolicLink(Path.of("/proc/self/ns/net")), Files.readSymbolicLink(proc.resolve("ns/net")),
                         "the agent needs the host's network");
+                // none of the session's variables (the worker's key for the daemon link above all) reaches the agent
+                String environ = new String(Files.readAllBytes(proc.resolve("environ")), java.nio.charset.StandardCharsets.UTF_8);
+                assertFalse(environ.contains("VMCUDA_"), environ.replace('\0', '\n'));
+                assertTrue(environ.contains("PATH="), "the rest of the environment is the agent's: " + environ.replace('\0', '\n'));
 
                 Path root = proc.resolve("root"); // paths below it resolve in the agent's mount namespace
                 assertTrue(Files.exists(state.resolve("marker")));
@@ -383,6 +387,7 @@ class UcxAgentTest {
                 "--tmp-size", "16m", "--ucx-agent", NATIVE.resolve(UcxAgent.AGENT).toString(), "--", "/bin/sleep", "sleep", "120"));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(state.resolve("sandbox.err").toFile());
         pb.environment().put("VMCUDA_WORKER_SOCKET", state.resolve("worker.sock").toString());
+        pb.environment().put("VMCUDA_WORKER_KEY", "the-worker-key-for-the-daemon-link"); // as the daemon passes it
         return pb.start();
     }
 
