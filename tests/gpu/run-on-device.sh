@@ -456,7 +456,9 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
         [ $gone = 1 ] || fail "isolation: worker still alive after the client was killed mid-$mode"
         awk -v a="$(secs "$t0" "$t1")" 'BEGIN { exit !(a <= 1.0) }' || fail "isolation: worker took more than 1 s to exit ($mode)"
         [ -n "$base" ] && [ -n "$after" ] && [ "$after" -gt $((base + 64)) ] && fail "isolation: GPU memory not back to baseline after mid-$mode kill"
-        grep -q '"state":"aborted"' "$STATE/sessions.jsonl" || fail "isolation: the killed session was not recorded aborted"
+        # the newest big_copy record is this session's (h2d and d2h run the same program, one after the other)
+        grep '"program":"big_copy"' "$STATE/sessions.jsonl" | tail -1 | grep -q '"state":"aborted"' ||
+            fail "isolation: the killed session was not recorded aborted ($mode)"
     }
     iso_kill_mid_copy h2d
     iso_kill_mid_copy d2h
