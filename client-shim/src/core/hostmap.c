@@ -12,6 +12,7 @@
 
 #include "hostmem.h"
 #include "shim_call.h"
+#include "shim_session.h"
 #include "shim_shm.h"
 #include "vmc_drv_api.h"
 #include "vmc_drv_internal.h"
@@ -339,7 +340,12 @@ cudaError_t vmc_hostmap_copy(uint64_t device, const void *host, size_t count, ui
     vmc_put_mapped_copy_args(vmc_call_args(&c), &(struct vmc_mapped_copy_args){
         .device = device, .client_address = (uint64_t)(uintptr_t)host, .count = count, .stream = stream, .mode = (uint8_t)mode,
         .to_device = to_device != 0});
-    return vmc_call_finish(&c);
+    struct vmc_conn *conn = c.conn;
+    if (!async)
+        vmc_conn_expect_copy(conn, count);
+    st = vmc_call_finish(&c);
+    vmc_conn_expect_copy(conn, 0);
+    return st;
 }
 
 int vmc_hostmap_release(void *p, size_t size) {

@@ -48,7 +48,7 @@ static cudaError_t vmc_ring_failed(struct vmc_conn *conn) {
     return vmc_session_lost(conn, why);
 }
 
-cudaError_t vmc_ring_upload(struct vmc_call *c, uint32_t blocks, vmc_ring_mover fill, void *ctx) {
+static cudaError_t upload(struct vmc_call *c, uint32_t blocks, vmc_ring_mover fill, void *ctx) {
     struct vmc_conn *conn = c->conn;
     struct vmc_ring *ring = conn->ring;
     uint32_t freed = 0;
@@ -68,7 +68,7 @@ cudaError_t vmc_ring_upload(struct vmc_call *c, uint32_t blocks, vmc_ring_mover 
     return vmc_call_await(c);
 }
 
-cudaError_t vmc_ring_download(struct vmc_call *c, uint32_t blocks, vmc_ring_mover drain, void *ctx) {
+static cudaError_t download(struct vmc_call *c, uint32_t blocks, vmc_ring_mover drain, void *ctx) {
     cudaError_t st = vmc_call_await(c); /* the first block's status: the copy's own */
     if (!c->replied || st != cudaSuccess)
         return st;
@@ -86,6 +86,23 @@ cudaError_t vmc_ring_download(struct vmc_call *c, uint32_t blocks, vmc_ring_move
             return vmc_session_lost(conn, "cannot send to the worker");
     }
     return vmc_call_await(c);
+}
+
+/* Each wait for a token or an answer is about one block's worth of the GPU's work (vmc_conn_expect_copy). */
+cudaError_t vmc_ring_upload(struct vmc_call *c, uint32_t blocks, vmc_ring_mover fill, void *ctx) {
+    struct vmc_conn *conn = c->conn;
+    vmc_conn_expect_copy(conn, conn->ring->slot_size);
+    cudaError_t st = upload(c, blocks, fill, ctx);
+    vmc_conn_expect_copy(conn, 0);
+    return st;
+}
+
+cudaError_t vmc_ring_download(struct vmc_call *c, uint32_t blocks, vmc_ring_mover drain, void *ctx) {
+    struct vmc_conn *conn = c->conn;
+    vmc_conn_expect_copy(conn, conn->ring->slot_size);
+    cudaError_t st = download(c, blocks, drain, ctx);
+    vmc_conn_expect_copy(conn, 0);
+    return st;
 }
 
 /* A 1-D copy: block k is bytes [k * slot_size, ...) of the application's buffer. */

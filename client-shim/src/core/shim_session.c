@@ -334,9 +334,24 @@ static struct vmc_conn *new_conn(int fd) {
 
 #define IN_BUFFER_BYTES (64u << 10)
 
+/* The rate at which a copy's answer is expected (bytes per ns: 20 GB/s, below the page-locked DMA's 50-55 and above
+ * what a wake-up costs to matter), and the longest a copy makes a reader poll. Page-locked copies of 4 MiB in the
+ * region, H200 run 107: 0.91-0.92 of native polling the default 50 us, 0.97-0.99 polling 300 us. */
+#define COPY_BYTES_PER_NS 20
+#define COPY_POLL_MAX_NS (1000L * 1000)
+
+void vmc_conn_expect_copy(struct vmc_conn *c, size_t bytes) {
+    size_t ns = bytes / COPY_BYTES_PER_NS;
+    c->copy_poll_ns = ns > (size_t)COPY_POLL_MAX_NS ? COPY_POLL_MAX_NS : (long)ns;
+}
+
 int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n) {
     if (c->pipe_state == 1) {
-        int rc = vmc_pipe_read(&c->pipe, dst, n, vmc_poll_ns());
+        /* no polling at all (VMCUDA_POLL_US=0, or one CPU that the worker may need) stays none */
+        long poll = vmc_poll_ns();
+        if (poll > 0 && c->copy_poll_ns > poll)
+            poll = c->copy_poll_ns;
+        int rc = vmc_pipe_read(&c->pipe, dst, n, poll);
         if (rc <= 0)
             return rc;
         /* The worker has said its last word on the socket (ending the session, and why): read it there, from

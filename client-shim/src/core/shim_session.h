@@ -22,6 +22,7 @@ struct vmc_conn {
     /* Calls through shared memory when co-located (shim_pipe.c): the byte stream of this connection. */
     int pipe_state;       /* 0 = not tried, 1 = up, -1 = the socket carries it */
     int at_frame_start;   /* reading a frame's header: where the worker may hand the stream back to the socket */
+    long copy_poll_ns;    /* while a synchronous copy waits on the pipe: how long to poll (vmc_conn_expect_copy) */
     struct vmc_conn *next_open; /* the process's list of open connections (shim_session.c) */
     struct vmc_pipe pipe;
     /* With TLS: the key of this connection's link to its worker, from HELLO_REPLY READY (PROTOCOL.md "Encryption") */
@@ -61,6 +62,11 @@ int vmc_tcp_connect(const char *host_port, char *why, size_t why_len);
 /* Reads exactly n bytes from the connection (buffered input first). 0, or -1 on EOF/error.
  * Every read from the connection goes through this. */
 int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n);
+/* A synchronous copy of about `bytes` is under way on this connection (0: it is over): until then a read from its
+ * pipe polls for as long as the GPU takes to move that much before it sleeps, as a native program's copy waits
+ * for the DMA spinning, rather than paying a futex wake-up on every answer that comes after the usual window
+ * (VMCUDA_POLL_US). */
+void vmc_conn_expect_copy(struct vmc_conn *c, size_t bytes);
 /* Writes n bytes to the connection: its pipe when it has one, else its socket. 0, or -1 when broken. */
 int vmc_conn_write(struct vmc_conn *c, const void *src, size_t n);
 
