@@ -88,21 +88,24 @@ static cudaError_t download(struct vmc_call *c, uint32_t blocks, vmc_ring_mover 
     return vmc_call_await(c);
 }
 
-/* Each wait for a token or an answer is about one block's worth of the GPU's work (vmc_conn_expect_copy). */
-cudaError_t vmc_ring_upload(struct vmc_call *c, uint32_t blocks, vmc_ring_mover fill, void *ctx) {
+typedef cudaError_t (*block_protocol)(struct vmc_call *c, uint32_t blocks, vmc_ring_mover move, void *ctx);
+
+/* Runs one side of the block protocol; each wait for a token or an answer meanwhile is about one block's worth of
+ * the GPU's work (vmc_conn_expect_copy). */
+static cudaError_t expecting_blocks(block_protocol run, struct vmc_call *c, uint32_t blocks, vmc_ring_mover move, void *ctx) {
     struct vmc_conn *conn = c->conn;
     vmc_conn_expect_copy(conn, conn->ring->slot_size);
-    cudaError_t st = upload(c, blocks, fill, ctx);
+    cudaError_t st = run(c, blocks, move, ctx);
     vmc_conn_expect_copy(conn, 0);
     return st;
 }
 
+cudaError_t vmc_ring_upload(struct vmc_call *c, uint32_t blocks, vmc_ring_mover fill, void *ctx) {
+    return expecting_blocks(upload, c, blocks, fill, ctx);
+}
+
 cudaError_t vmc_ring_download(struct vmc_call *c, uint32_t blocks, vmc_ring_mover drain, void *ctx) {
-    struct vmc_conn *conn = c->conn;
-    vmc_conn_expect_copy(conn, conn->ring->slot_size);
-    cudaError_t st = download(c, blocks, drain, ctx);
-    vmc_conn_expect_copy(conn, 0);
-    return st;
+    return expecting_blocks(download, c, blocks, drain, ctx);
 }
 
 /* A 1-D copy: block k is bytes [k * slot_size, ...) of the application's buffer. */
