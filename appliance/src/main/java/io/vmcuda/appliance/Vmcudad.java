@@ -75,11 +75,17 @@ public final class Vmcudad {
         // handler is in place before the daemon says READY=1: the JVM's default action would stop the daemon.
         boolean logLevelFromFile = levelOption == null;
         java.util.concurrent.atomic.AtomicReference<Daemon> running = new java.util.concurrent.atomic.AtomicReference<>();
-        sun.misc.Signal.handle(new sun.misc.Signal("HUP"), sig -> {
+        sun.misc.SignalHandler before = sun.misc.Signal.handle(new sun.misc.Signal("HUP"), sig -> {
             Daemon d = running.get();
             if (d != null) d.reload(options.configFile(), logLevelFromFile);
             else log.warning("reload asked for while the daemon is starting: ignored");
         });
+        // A SIGHUP ignored when the JVM started (nohup) stays ignored, handler or not: say so, or a reload would
+        // silently do nothing
+        if (before == sun.misc.SignalHandler.SIG_IGN && options.configFile() != null) {
+            log.warning("SIGHUP is ignored in this process (started under nohup?): a reload (kill -HUP, systemctl "
+                    + "reload) will not read the configuration again; restart the daemon to apply a changed file");
+        }
         Daemon daemon;
         try {
             daemon = Daemon.start(options, config, SystemGpuInventory.detect());

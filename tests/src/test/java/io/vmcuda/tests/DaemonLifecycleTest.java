@@ -64,6 +64,30 @@ class DaemonLifecycleTest {
         return m == null ? "(nothing within 30 s)" : m;
     }
 
+    /**
+     * A daemon that inherits an ignored SIGHUP (started under nohup) keeps ignoring it, so a reload would do nothing:
+     * it says so at its start (a fresh-clone CI run started under nohup failed readyReloadAndDrain that way).
+     */
+    @Test
+    void aDaemonStartedWithSighupIgnoredSaysItCannotReload() throws Exception {
+        Path dir = Files.createDirectories(work.resolve("nohup"));
+        Path conf = Files.writeString(dir.resolve("vmcudad.conf"), "");
+        Path log = dir.resolve("daemon-nohup.log");
+        Files.deleteIfExists(log);
+        List<String> cmd = List.of("bash", "-c", "trap '' HUP; exec \"$@\"", "under-nohup", root.resolve("bin/vmcudad").toString(),
+                "--listen", "127.0.0.1:" + DaemonProcess.freePort(), "--admin", "127.0.0.1:" + DaemonProcess.freePort(),
+                "--state-dir", Files.createDirectories(dir.resolve("state")).toString(), "--config", conf.toString());
+        Process daemon = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            DaemonProcess.await("the daemon listening", 90_000, () -> Files.readString(log).contains("listening on"));
+            assertTrue(Files.readString(log).contains("SIGHUP is ignored in this process (started under nohup?)"),
+                    Files.readString(log));
+        } finally {
+            daemon.destroy();
+            if (!daemon.waitFor(30, TimeUnit.SECONDS)) daemon.destroyForcibly();
+        }
+    }
+
     @Test
     void readyReloadAndDrain() throws Exception {
         Path runner = iso.resolve("long_runner");
@@ -96,6 +120,7 @@ class DaemonLifecycleTest {
             Path conf = d.stateDir.resolveSibling(d.stateDir.getFileName() + ".conf");
             Files.writeString(conf, "tenant.second.token_sha256 = " + DaemonProcess.sha256Hex(second) + "\nworker.block_size = 2097152\n",
                     StandardOpenOption.APPEND);
+            assertTrue(!d.logText().contains("SIGHUP is ignored"), "this test's daemon cannot reload: " + d.logText());
             signal(d, "HUP");
             assertTrue(next(notes).startsWith("RELOADING=1"));
             assertTrue(next(notes).startsWith("READY=1"));
