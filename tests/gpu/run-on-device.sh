@@ -433,8 +433,25 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
         done
         echo 0
     }
+    # Once a client is dead: waits for its session's processes (KIDS) to go, reports how long that took (also in
+    # GONE_S) and the GPU memory used against BASE, and fails if they stayed or the memory did not come back.
+    # HOW says how the client was SIGKILLed.
+    report_worker_gone() { # KIDS BASE HOW
+        local kids="$1" base="$2" how="$3" t0 t1 gone after
+        t0="$(now)"
+        gone="$(await_gone "$kids")"
+        t1="$(now)"
+        GONE_S="$(secs "$t0" "$t1")"
+        sleep 2
+        after="$(gpu_used)"
+        say "client SIGKILLed $how: worker gone after $GONE_S s; GPU memory used ${base} MiB before, ${after} MiB after"
+        [ "$gone" = 1 ] || fail "isolation: worker still alive after its client was SIGKILLed $how"
+        if [ -n "$base" ] && [ -n "$after" ] && [ "$after" -gt $((base + 64)) ]; then
+            fail "isolation: GPU memory not back to baseline after its client was SIGKILLed $how"
+        fi
+    }
     iso_kill_mid_copy() { # MODE (h2d|d2h)
-        local mode="$1" base pid t0 t1 gone=0 after
+        local mode="$1" base pid
         base="$(gpu_used)"
         vm "$ISO/copy-$mode" "$ISO/big_copy" -1 "$mode" &
         pid=$!
@@ -447,15 +464,8 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
         # just "big_copy", so the full path names the client only
         pkill -9 -f "^$ISO/big_copy" 2>/dev/null
         wait "$pid" 2>/dev/null
-        t0="$(now)"
-        gone="$(await_gone "$kids")"
-        t1="$(now)"
-        sleep 2
-        after="$(gpu_used)"
-        say "client SIGKILLed mid-$mode: worker gone after $(secs "$t0" "$t1") s; GPU memory used ${base} MiB before, ${after} MiB after"
-        [ $gone = 1 ] || fail "isolation: worker still alive after the client was killed mid-$mode"
-        awk -v a="$(secs "$t0" "$t1")" 'BEGIN { exit !(a <= 1.0) }' || fail "isolation: worker took more than 1 s to exit ($mode)"
-        [ -n "$base" ] && [ -n "$after" ] && [ "$after" -gt $((base + 64)) ] && fail "isolation: GPU memory not back to baseline after mid-$mode kill"
+        report_worker_gone "$kids" "$base" "mid-$mode"
+        awk -v a="$GONE_S" 'BEGIN { exit !(a <= 1.0) }' || fail "isolation: worker took more than 1 s to exit ($mode)"
         # the newest big_copy record is this session's (h2d and d2h run the same program, one after the other)
         grep '"program":"big_copy"' "$STATE/sessions.jsonl" | tail -1 | grep -q '"state":"aborted"' ||
             fail "isolation: the killed session was not recorded aborted ($mode)"
@@ -465,7 +475,7 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
 
     # a client that dies inside a host callback: the worker's stream waits on a callback nobody will finish
     iso_die_in_callback() {
-        local base pid kids t0 t1 gone=0 after prev
+        local base pid kids prev
         # a baseline that has settled: memory of the sessions killed just before may still be on its way back
         base="$(gpu_used)"
         for _ in $(seq 1 10); do
@@ -479,15 +489,8 @@ if [ -x "$CARRY/isolation/long_runner" ]; then
         fi
         kids="$(daemon_children)"
         wait "$pid" 2>/dev/null # it SIGKILLs itself a second after entering the callback
-        t0="$(now)"
-        gone="$(await_gone "$kids")"
-        t1="$(now)"
-        sleep 2
-        after="$(gpu_used)"
-        say "client SIGKILLed inside a host callback: worker gone after $(secs "$t0" "$t1") s; GPU memory used ${base} MiB before, ${after} MiB after"
         [ -n "$kids" ] || fail "isolation: no worker seen while die_in_callback was in its callback"
-        [ $gone = 1 ] || fail "isolation: worker still alive after its client died inside a host callback"
-        [ -n "$base" ] && [ -n "$after" ] && [ "$after" -gt $((base + 64)) ] && fail "isolation: GPU memory not back to baseline after the client died in a callback"
+        report_worker_gone "$kids" "$base" "inside a host callback"
     }
     iso_die_in_callback
 
