@@ -101,7 +101,7 @@ static void relax(void) {
 /* Waits until `ready` (of the current shared state) holds, polling for poll_ns first. The futex word and
  * the sleeping flag are the ones the other side checks after it changes its position. 0 when ready, -1
  * when the peer is gone (errno 0) or broke the stream (EPROTO), 1 when the peer speaks on the socket. */
-static int wait_for(struct vmc_pipe *p, uint64_t (*amount)(const struct vmc_pipe *), uint32_t *seq, uint32_t *sleeping,
+static int wait_for(struct vmc_pipe *p, uint64_t (*amount)(struct vmc_pipe *), uint32_t *seq, uint32_t *sleeping,
                     long poll_ns) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -141,36 +141,80 @@ static int wait_for(struct vmc_pipe *p, uint64_t (*amount)(const struct vmc_pipe
     }
 }
 
-/* Bytes the peer has written that this side has not read; a count beyond the capacity is a scribble,
- * reported as UINT64_MAX so that waiting ends and the caller fails. */
-static uint64_t unread(const struct vmc_pipe *p) {
-    uint64_t n = __atomic_load_n(&p->rx->head, __ATOMIC_ACQUIRE) - p->tail;
-    return n > p->capacity ? UINT64_MAX : n;
+/* Bytes the peer has written that this side has not read: from the copy of the peer's head while that still
+ * shows some, else from the shared header. A count beyond the capacity is a scribble, reported as UINT64_MAX
+ * so that waiting ends and the caller fails. */
+static uint64_t unread(struct vmc_pipe *p) {
+    if (p->peer_head == p->tail) {
+        uint64_t head = __atomic_load_n(&p->rx->head, __ATOMIC_ACQUIRE);
+        if (head - p->tail > p->capacity)
+            return UINT64_MAX;
+        p->peer_head = head;
+    }
+    return p->peer_head - p->tail;
 }
 
-static uint64_t room(const struct vmc_pipe *p) {
-    uint64_t used = p->head - __atomic_load_n(&p->tx->tail, __ATOMIC_ACQUIRE);
-    return used > p->capacity ? UINT64_MAX : p->capacity - used;
+/* Room for writing, from the shared header (kept as the copy that known_room uses). */
+static uint64_t room(struct vmc_pipe *p) {
+    uint64_t tail = __atomic_load_n(&p->tx->tail, __ATOMIC_ACQUIRE), used = p->head - tail;
+    if (used > p->capacity)
+        return UINT64_MAX;
+    p->peer_tail = tail;
+    return p->capacity - used;
 }
+
+/* Room as of the last look at the peer's position: never more than there is. */
+static uint64_t known_room(const struct vmc_pipe *p) { return p->capacity - (p->head - p->peer_tail); }
 
 uint64_t vmc_pipe_readable(const struct vmc_pipe *p) {
-    uint64_t n = unread(p);
-    return n == UINT64_MAX ? 0 : n;
+    uint64_t n = __atomic_load_n(&p->rx->head, __ATOMIC_ACQUIRE) - p->tail;
+    return n > p->capacity ? 0 : n;
 }
 
-static void wake_if_sleeping(uint32_t *sleeping, uint32_t *seq) {
+static void wake(uint32_t *seq) {
+    __atomic_add_fetch(seq, 1, __ATOMIC_RELEASE);
+    futex_wake(seq);
+}
+
+/* After this side stored its positions: wakes a peer that sleeps for what they announce. The full fence orders
+ * those stores before the loads of the peer's sleeping flags (the peer does the mirror image: flag, fence, then
+ * the positions). A producer's check comes with every write, since a consumer sleeps after a short poll; a
+ * consumer's is owed only for bytes read since its last one, and it makes that when it waits for data or has
+ * read a quarter of the ring: a producer sleeps only on a full ring, and the fence on every small read would
+ * cost each round trip. */
+static void wake_peer(struct vmc_pipe *p, int wrote) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(sleeping, __ATOMIC_SEQ_CST)) {
-        __atomic_add_fetch(seq, 1, __ATOMIC_RELEASE);
-        futex_wake(seq);
+    if (wrote && __atomic_load_n(&p->tx->consumer_sleeping, __ATOMIC_SEQ_CST))
+        wake(&p->tx->data_seq);
+    if (p->read_unannounced) {
+        p->read_unannounced = 0;
+        if (__atomic_load_n(&p->rx->producer_sleeping, __ATOMIC_SEQ_CST))
+            wake(&p->rx->space_seq);
     }
+}
+
+/* A consumer has read n more bytes: its position is published at once (peer_has_read), without a fence. */
+static void consumed(struct vmc_pipe *p, size_t n) {
+    p->tail += n;
+    __atomic_store_n(&p->rx->tail, p->tail, __ATOMIC_RELEASE);
+    p->read_unannounced += n;
+    if (p->read_unannounced >= p->capacity / 4)
+        wake_peer(p, 0);
+}
+
+/* Waits for data, after the consumer's owed check for a producer sleeping for room (which may be what the
+ * data waits for). */
+static int wait_for_data(struct vmc_pipe *p, long poll_ns) {
+    if (p->read_unannounced)
+        wake_peer(p, 0);
+    return wait_for(p, unread, &p->rx->data_seq, &p->rx->consumer_sleeping, poll_ns);
 }
 
 int vmc_pipe_peek(struct vmc_pipe *p, size_t n, long poll_ns, const void **at) {
     *at = NULL;
     uint64_t avail = unread(p);
     if (avail == 0) {
-        int rc = wait_for(p, unread, &p->rx->data_seq, &p->rx->consumer_sleeping, poll_ns);
+        int rc = wait_for_data(p, poll_ns);
         if (rc != 0)
             return rc;
         avail = unread(p);
@@ -185,11 +229,7 @@ int vmc_pipe_peek(struct vmc_pipe *p, size_t n, long poll_ns, const void **at) {
     return 0;
 }
 
-void vmc_pipe_skip(struct vmc_pipe *p, size_t n) {
-    p->tail += n;
-    __atomic_store_n(&p->rx->tail, p->tail, __ATOMIC_SEQ_CST);
-    wake_if_sleeping(&p->rx->producer_sleeping, &p->rx->space_seq);
-}
+void vmc_pipe_skip(struct vmc_pipe *p, size_t n) { consumed(p, n); }
 
 uint64_t vmc_pipe_written(const struct vmc_pipe *p) { return p->head; }
 
@@ -211,7 +251,9 @@ static size_t step(uint64_t pos, size_t wanted, uint64_t available, uint64_t cap
 int vmc_pipe_write(struct vmc_pipe *p, const void *src, size_t n) {
     const uint8_t *in = src;
     while (n) {
-        uint64_t free_bytes = room(p);
+        uint64_t free_bytes = known_room(p);
+        if (free_bytes < n)
+            free_bytes = room(p);
         if (free_bytes == 0) {
             int rc = wait_for(p, room, &p->tx->space_seq, &p->tx->producer_sleeping, 0);
             if (rc != 0) {
@@ -229,7 +271,7 @@ int vmc_pipe_write(struct vmc_pipe *p, const void *src, size_t n) {
         memcpy(p->tx_data + (p->head & (p->capacity - 1)), in, k);
         p->head += k;
         __atomic_store_n(&p->tx->head, p->head, __ATOMIC_SEQ_CST);
-        wake_if_sleeping(&p->tx->consumer_sleeping, &p->tx->data_seq);
+        wake_peer(p, 1);
         in += k;
         n -= k;
     }
@@ -242,7 +284,7 @@ int vmc_pipe_read(struct vmc_pipe *p, void *dst, size_t n, long poll_ns) {
     while (n) {
         uint64_t avail = unread(p);
         if (avail == 0) {
-            int rc = wait_for(p, unread, &p->rx->data_seq, &p->rx->consumer_sleeping, poll_ns);
+            int rc = wait_for_data(p, poll_ns);
             if (rc > 0 && n != wanted) {
                 errno = EPROTO; /* the peer left a message half-written in the pipe */
                 return -1;
@@ -257,9 +299,7 @@ int vmc_pipe_read(struct vmc_pipe *p, void *dst, size_t n, long poll_ns) {
         }
         size_t k = step(p->tail, n, avail, p->capacity);
         memcpy(out, p->rx_data + (p->tail & (p->capacity - 1)), k);
-        p->tail += k;
-        __atomic_store_n(&p->rx->tail, p->tail, __ATOMIC_SEQ_CST);
-        wake_if_sleeping(&p->rx->producer_sleeping, &p->rx->space_seq);
+        consumed(p, k);
         out += k;
         n -= k;
     }

@@ -46,6 +46,12 @@ struct vmc_pipe {
     struct vmc_pipe_ring *tx, *rx;
     uint8_t *tx_data, *rx_data;
     uint64_t head, tail; /* what this side has written to tx / read from rx */
+    /* The peer's positions as last loaded (checked then): a position is read again only when this copy shows
+     * too little room or no data, so that a round trip does not also pull the peer's cache line over. */
+    uint64_t peer_tail, peer_head;
+    /* Bytes read since a producer sleeping for room was last looked for: the consumer does that when it waits for
+     * data, or after a quarter of the ring, rather than after every read (it needs a full fence). */
+    uint64_t read_unannounced;
     int life_fd;         /* the connection's socket: its peer closing it means the peer is gone */
     int socket_speaks;   /* the peer wrote on the socket: after the pipe is drained, read there */
 };
