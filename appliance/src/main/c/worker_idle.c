@@ -22,6 +22,7 @@ static int conns[MAX_CONNS];
 static int n_conns;
 static char abort_reason[256];
 static int abort_set; /* written once, under lock; read without it */
+/* atomics, not under the lock: every call passes here */
 static int in_flight;
 static int64_t last_activity_ns;
 
@@ -31,27 +32,25 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-void vmc_w_activity_begin(void) {
-    pthread_mutex_lock(&lock);
-    in_flight++;
-    pthread_mutex_unlock(&lock);
+/* The idle clock starts with the first connection or the watchdog, whichever comes first. */
+static void start_idle_clock(void) {
+    int64_t never = 0;
+    __atomic_compare_exchange_n(&last_activity_ns, &never, now_ns(), 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
+void vmc_w_activity_begin(void) { __atomic_add_fetch(&in_flight, 1, __ATOMIC_RELAXED); }
+
 void vmc_w_activity_end(void) {
-    pthread_mutex_lock(&lock);
-    if (in_flight > 0)
-        in_flight--;
-    last_activity_ns = now_ns();
-    pthread_mutex_unlock(&lock);
+    __atomic_store_n(&last_activity_ns, now_ns(), __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&in_flight, 1, __ATOMIC_RELEASE);
 }
 
 void vmc_w_conn_opened(int fd) {
     pthread_mutex_lock(&lock);
     if (n_conns < MAX_CONNS)
         conns[n_conns++] = fd;
-    if (!last_activity_ns)
-        last_activity_ns = now_ns();
     pthread_mutex_unlock(&lock);
+    start_idle_clock();
 }
 
 /* Called before the fd is closed, so a release never writes to a descriptor number that was reused. */
@@ -110,9 +109,8 @@ static void *watchdog(void *arg) {
     for (;;) {
         struct timespec ts = {tick / 1000000000, tick % 1000000000};
         nanosleep(&ts, NULL);
-        pthread_mutex_lock(&lock);
-        int idle = in_flight == 0 && last_activity_ns && now_ns() - last_activity_ns >= limit;
-        pthread_mutex_unlock(&lock);
+        int64_t last = __atomic_load_n(&last_activity_ns, __ATOMIC_RELAXED);
+        int idle = __atomic_load_n(&in_flight, __ATOMIC_ACQUIRE) == 0 && last && now_ns() - last >= limit;
         if (idle) {
             char msg[160];
             snprintf(msg, sizeof msg, "session released after %s minutes without CUDA calls", idle_text);
@@ -135,10 +133,7 @@ void vmc_w_idle_start(void) {
     }
     idle_minutes = m;
     snprintf(idle_text, sizeof idle_text, "%s", s);
-    pthread_mutex_lock(&lock);
-    if (!last_activity_ns)
-        last_activity_ns = now_ns();
-    pthread_mutex_unlock(&lock);
+    start_idle_clock();
     pthread_t t;
     if (pthread_create(&t, NULL, watchdog, NULL) == 0)
         pthread_detach(t);

@@ -13,7 +13,7 @@
 
 static uint64_t next_number = 1; /* the lowest number not yet dispatched */
 static uint64_t holding;         /* an asynchronous call being dispatched, which holds the order meanwhile */
-static int waiters;              /* under lock */
+static int waiters;              /* changed under lock; read without it by vmc_w_order_done */
 static long gap_wait_ms = 2000;  /* how long a number that has not arrived holds the others back */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t moved;
@@ -48,9 +48,9 @@ void vmc_w_order_wait(uint64_t number) {
     struct timespec deadline = after_ms(gap_wait_ms);
     long running_waited_s = 0;
     pthread_mutex_lock(&lock);
-    waiters++;
+    __atomic_add_fetch(&waiters, 1, __ATOMIC_SEQ_CST);
     for (;;) {
-        uint64_t next = __atomic_load_n(&next_number, __ATOMIC_ACQUIRE);
+        uint64_t next = __atomic_load_n(&next_number, __ATOMIC_SEQ_CST);
         if (next >= number)
             break;
         if (pthread_cond_timedwait(&moved, &lock, &deadline) != ETIMEDOUT)
@@ -72,7 +72,7 @@ void vmc_w_order_wait(uint64_t number) {
         __atomic_store_n(&next_number, number, __ATOMIC_RELEASE);
         break;
     }
-    waiters--;
+    __atomic_sub_fetch(&waiters, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&lock);
 }
 
@@ -84,12 +84,15 @@ void vmc_w_order_done(uint64_t number) {
     __atomic_compare_exchange_n(&holding, &held, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     uint64_t next = __atomic_load_n(&next_number, __ATOMIC_ACQUIRE);
     /* only the dispatcher of `next` moves it, except after a gap: take the larger */
-    while (next <= number && !__atomic_compare_exchange_n(&next_number, &next, number + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    while (next <= number && !__atomic_compare_exchange_n(&next_number, &next, number + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         ;
-    /* under the lock: a waiter checks the number under it before it sleeps, so it either sees the new
-     * number or is asleep when the broadcast comes (no lost wake-up) */
-    pthread_mutex_lock(&lock);
-    if (waiters)
+    /* No lost wake-up, and no lock on the common path (nobody waiting): a waiter counts itself, then reads the
+     * number; this side moved the number, then reads the count (all sequentially consistent), so either the
+     * waiter sees the new number or this side sees the waiter. The waiter holds the lock from its count until it
+     * sleeps, so a broadcast under the lock comes after that. */
+    if (__atomic_load_n(&waiters, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&lock);
         pthread_cond_broadcast(&moved);
-    pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&lock);
+    }
 }
