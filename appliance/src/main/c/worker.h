@@ -130,7 +130,10 @@ enum vmc_w_result vmc_w_launch_kernel_ex(struct vmc_wcall *wc);
 /* ---- captured stdout/stderr (worker_output.c) ---- */
 int vmc_w_output_start(void);
 /* Sends everything the process wrote so far as OUTPUT frames on connection c. Returns 0 or -1. */
-int vmc_w_output_flush(struct vmc_wconn *c);
+/* Before the REPLY to call `id`: the output written so far goes to the client first (worker_output.c). */
+int vmc_w_output_flush(struct vmc_wconn *c, uint32_t id);
+/* After serving call `id` without a reply (asynchronous): whether it may have written output. */
+void vmc_w_output_call_served(uint32_t id);
 
 /* ---- the daemon link (worker_daemon.c) ---- */
 int vmc_w_daemon_connect(void);            /* returns 0 or -1 (reason logged) */

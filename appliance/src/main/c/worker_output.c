@@ -1,6 +1,13 @@
 /* What the worker process writes to stdout/stderr (device printf, runtime messages) belongs to the
  * client: both fds are pipes that a thread drains continuously into memory (so a writer never blocks
- * on a full pipe), and every REPLY is preceded by OUTPUT frames carrying what was written so far. */
+ * on a full pipe), and every REPLY is preceded by OUTPUT frames carrying what was written so far.
+ *
+ * Looking at the pipes costs a system call, which is a fifth of a call's round trip through shared memory. So
+ * one epoll_wait asks both at once, and a reply to a query (below) does not look at all when every call since
+ * the last look was a query: CUDA writes device printf output only at the points NVIDIA lists ("Formatted
+ * Output": a kernel launch, a synchronization, a blocking copy, module loading, context destruction, before a
+ * host function), and a query is none of them. Output that another thread writes meanwhile has no order with
+ * this reply anyway; it goes with the next reply that looks. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -9,8 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
+#include "vmc_api.h"
+#include "vmc_drv_api.h"
 #include "worker.h"
 
 #define MAX_PENDING (64u << 20) /* beyond this, output is dropped with a note rather than growing without bound */
@@ -26,6 +36,45 @@ struct captured {
 static struct captured streams[2] = {{-1, 1, NULL, 0, 0, 0}, {-1, 2, NULL, 0, 0, 0}};
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int started;
+static int readable_fd = -1; /* epoll over both pipes' read ends */
+/* A call that may write output was served since the pipes were last looked at (at first: the program's
+ * constructors may have written). */
+static int unlooked = 1;
+
+/* Calls that only ask the driver about state: no printf flush point, nothing written. */
+static int is_query(uint32_t id) {
+    switch (id) {
+    case VMC_API_cudaStreamQuery:
+    case VMC_API_cudaStreamQuery_ptsz:
+    case VMC_API_cudaEventQuery:
+    case VMC_API_cudaStreamIsCapturing:
+    case VMC_API_cudaStreamIsCapturing_ptsz:
+    case VMC_API_cudaGetLastError:
+    case VMC_API_cudaPeekAtLastError:
+    case VMC_API_cudaEventElapsedTime:
+    case VMC_API_cudaMemGetInfo:
+    case VMC_API_cudaPointerGetAttributes:
+    case VMC_API_cudaGetDevice:
+    case VMC_DRV_cuStreamQuery:
+    case VMC_DRV_cuStreamQuery_ptsz:
+    case VMC_DRV_cuEventQuery:
+    case VMC_DRV_cuStreamIsCapturing:
+    case VMC_DRV_cuStreamIsCapturing_ptsz:
+    case VMC_DRV_cuEventElapsedTime:
+    case VMC_DRV_cuEventElapsedTime_v2:
+    case VMC_DRV_cuMemGetInfo_v2:
+    case VMC_DRV_cuPointerGetAttribute:
+    case VMC_DRV_cuPointerGetAttributes:
+    case VMC_DRV_cuCtxGetCurrent:
+    case VMC_DRV_cuCtxGetDevice: return 1;
+    default: return 0;
+    }
+}
+
+void vmc_w_output_call_served(uint32_t id) {
+    if (!is_query(id))
+        __atomic_store_n(&unlooked, 1, __ATOMIC_RELEASE);
+}
 
 /* Reads what is available without blocking. Caller holds the lock. */
 static void drain(struct captured *s) {
@@ -80,6 +129,14 @@ int vmc_w_output_start(void) {
         close(p[1]);
         streams[i].read_fd = p[0];
     }
+    readable_fd = epoll_create1(EPOLL_CLOEXEC);
+    for (int i = 0; i < 2 && readable_fd >= 0; i++) {
+        struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+        if (epoll_ctl(readable_fd, EPOLL_CTL_ADD, streams[i].read_fd, &e) != 0)
+            return -1;
+    }
+    if (readable_fd < 0)
+        return -1;
     pthread_t t;
     if (pthread_create(&t, NULL, drainer, NULL) != 0)
         return -1;
@@ -115,21 +172,25 @@ static int send_output(struct vmc_wconn *c, struct captured *s) {
     return 0;
 }
 
-int vmc_w_output_flush(struct vmc_wconn *c) {
+int vmc_w_output_flush(struct vmc_wconn *c, uint32_t id) {
     if (!started)
         return 0;
+    /* what the drainer took in since (another thread's output) goes now too */
+    int drained = __atomic_load_n(&streams[0].len, __ATOMIC_RELAXED) || __atomic_load_n(&streams[1].len, __ATOMIC_RELAXED) ||
+                  __atomic_load_n(&streams[0].dropped, __ATOMIC_RELAXED) || __atomic_load_n(&streams[1].dropped, __ATOMIC_RELAXED);
+    if (is_query(id) && !__atomic_load_n(&unlooked, __ATOMIC_ACQUIRE) && !drained)
+        return 0;
+    __atomic_store_n(&unlooked, 0, __ATOMIC_RELAXED); /* before the look: a call served during it sets it again */
     /* stdio buffers first (the runtime prints device printf through stdout), then whatever is still
      * in the pipes: after this, everything written before the REPLY is in memory. */
     fflush(stdout);
     fflush(stderr);
-    /* One poll tells whether either pipe holds anything: most replies then cost no read at all. */
-    struct pollfd p[2] = {{streams[0].read_fd, POLLIN, 0}, {streams[1].read_fd, POLLIN, 0}};
-    int ready = poll(p, 2, 0);
+    /* One system call tells whether either pipe holds anything: most replies then cost no read at all. */
+    struct epoll_event ready[2];
+    int n = epoll_wait(readable_fd, ready, 2, 0);
     pthread_mutex_lock(&lock);
-    if (ready > 0 && (p[0].revents & POLLIN))
-        drain(&streams[0]);
-    if (ready > 0 && (p[1].revents & POLLIN))
-        drain(&streams[1]);
+    for (int i = 0; i < n; i++)
+        drain(&streams[ready[i].data.u32 & 1]);
     int rc = 0;
     if (streams[0].len || streams[0].dropped)
         rc |= send_output(c, &streams[0]);

@@ -158,7 +158,7 @@ static int answer(struct vmc_wconn *c) {
 }
 
 int vmc_w_send_reply_with_data(struct vmc_wconn *c, uint32_t id, const void *data, size_t n, cudaError_t trailer) {
-    if (vmc_w_output_flush(c) != 0)
+    if (vmc_w_output_flush(c, id) != 0)
         return -1;
     vmc_out_finish_frame(&c->reply, VMC_REPLY, 0, id);
     vmc_out_bytes(&c->reply, data, n);
@@ -174,7 +174,7 @@ int vmc_w_send_reply_with_data(struct vmc_wconn *c, uint32_t id, const void *dat
 }
 
 int vmc_w_send_reply(struct vmc_wconn *c, uint32_t id) {
-    if (vmc_w_output_flush(c) != 0)
+    if (vmc_w_output_flush(c, id) != 0)
         return -1;
     if (!c->reply.broken && c->reply.len > VMC_HEADER_BYTES + VMC_MAX_CALL_PAYLOAD) {
         /* an answer larger than one frame (a graph with tens of thousands of edges asked for all of them):
@@ -420,6 +420,8 @@ void vmc_w_serve(struct vmc_w_client_link *link, int primary) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         vmc_w_count_call((uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec);
         vmc_w_order_submitted(&wc); /* an async call's work is on the GPU's queues now */
+        if (wc.async)
+            vmc_w_output_call_served(h.id); /* the next reply looks at the output pipes unless this was a query */
         vmc_w_call_release(&wc);
         if (r == VMC_W_FATAL) {
             vmc_w_note_abort("client connection lost during a call"); /* isolation hook */
