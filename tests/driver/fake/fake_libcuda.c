@@ -323,7 +323,13 @@ static CUresult f_cuCtxPopCurrent(CUcontext *c) {
     return CUDA_SUCCESS;
 }
 static CUresult f_cuCtxGetDevice(CUdevice *d) { if (!current()) return CUDA_ERROR_INVALID_CONTEXT; *d = 0; return CUDA_SUCCESS; }
-static CUresult f_cuCtxSynchronize(void) { return current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+/* FAKE_LIBCUDA_CRASH=1 in the worker's environment: the stand-in crashes here as a faulty driver would (a test
+ * of what a crashing worker leaves in its session log). */
+static CUresult f_cuCtxSynchronize(void) {
+    if (getenv("FAKE_LIBCUDA_CRASH"))
+        *(volatile int *)(uintptr_t)16 = 1;
+    return current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
 static CUresult f_cuCtxGetFlags(unsigned *f) { *f = 0; return CUDA_SUCCESS; }
 static CUresult f_cuCtxGetApiVersion(CUcontext c, unsigned *v) { (void)c; *v = 13000; return CUDA_SUCCESS; }
 static size_t limits[CU_LIMIT_MAX];

@@ -153,6 +153,9 @@ void vmc_w_count_d2h(uint64_t bytes);
 
 /* ---- diagnostics go to the session log (the worker's original stderr), never to the client ---- */
 void vmc_w_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* From now on a crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) writes its signal and stack to log_fd before it
+ * ends the process (worker_crash.c). */
+void vmc_w_crash_report_to(int log_fd);
 /* The client's order of calls across its connections (worker_order.c): wait until every call numbered
  * below `number` is dispatched; say that call `number` is (async: submitted; sync: started). */
 void vmc_w_order_wait(uint64_t number);

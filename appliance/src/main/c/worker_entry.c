@@ -131,6 +131,7 @@ __attribute__((visibility("default"))) int vmcuda_worker_serve(void) {
     log_fd = dup(2);
     if (log_fd < 0)
         log_fd = 2;
+    vmc_w_crash_report_to(log_fd);
     if (vmc_w_output_start() != 0)
         vmc_w_log("cannot capture stdout/stderr; device printf will not reach the client");
     vmc_w_log("started: %u kernels, %u variables registered", n_kernels, n_vars);

@@ -2,6 +2,7 @@ package io.vmcuda.tests;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -345,6 +346,26 @@ class DriverFrontEndTest {
             assertTrue(recs.get(2).contains("\"program_exit_status\":null"), all);
             assertTrue(d.logText().contains("drv_exit exited with status 3; worker exit status 0"), all);
             assertTrue(d.logText().contains("drv_exit (no exit status reported: killed, _exit(), or its exiting thread made no CUDA call)"), all);
+        }
+    }
+
+    /**
+     * A worker that crashes (here the stand-in driver faults in cuCtxSynchronize, as a faulty driver would) leaves
+     * its signal and stack in the session's log, and the client loses its session with the worker's death.
+     */
+    @Test
+    void aCrashingWorkerLeavesItsSignalAndStackInTheSessionLog() throws Exception {
+        Map<String, String> config = new HashMap<>(standInConfig());
+        config.put("worker.extra_env", config.get("worker.extra_env") + " FAKE_LIBCUDA_CRASH=1");
+        try (DaemonProcess d = DaemonProcess.start(root, work, config, null, "daemon-crash.log")) {
+            ProgramRunner.Result r = viaVmcuda(d, "drv_api", "tcp");
+            DaemonProcess.await("the crash recorded", 10_000, () -> d.logText().contains("worker killed by signal 11"));
+            String logs = workerLogs(d);
+            String ctx = "\n" + r.describe() + "--- workers ---\n" + logs + "--- daemon ---\n" + d.logText();
+            assertNotEquals(0, r.exitCode(), ctx);
+            assertTrue(logs.matches("(?s).*crashed: signal 11, address 0x10, code 1, thread [0-9]+; its stack:\n.*"), ctx);
+            assertTrue(logs.contains("libfakecuda.so("), ctx); // the frame of the faulting function
+            assertTrue(logs.contains("libvmcuda-worker.so("), ctx); // and the worker's below it
         }
     }
 
