@@ -256,6 +256,17 @@ static void test_peek(void) {
     CHECK(answered == 40 && !vmc_pipe_peer_has_read(&worker, answered), "not yet read by the peer");
     CHECK(vmc_pipe_read(&client, in, 39, POLL_NS) == 0 && !vmc_pipe_peer_has_read(&worker, answered), "39 of 40 is not all");
     CHECK(vmc_pipe_read(&client, in, 1, POLL_NS) == 0 && vmc_pipe_peer_has_read(&worker, answered), "read to its end");
+    /* a producer asleep on a full ring (its flag up) is woken by the next read, however small: its futex word moves */
+    CHECK(vmc_pipe_write(&client, out, 64) == 0, "64 bytes written");
+    struct vmc_pipe_header *h = pr.base;
+    __atomic_store_n(&h->to_worker.producer_sleeping, 1, __ATOMIC_SEQ_CST);
+    uint32_t seq = __atomic_load_n(&h->to_worker.space_seq, __ATOMIC_SEQ_CST);
+    CHECK(vmc_pipe_read(&worker, in, 8, POLL_NS) == 0 && __atomic_load_n(&h->to_worker.space_seq, __ATOMIC_SEQ_CST) != seq,
+          "a read of 8 bytes wakes a sleeping producer");
+    __atomic_store_n(&h->to_worker.producer_sleeping, 0, __ATOMIC_SEQ_CST);
+    seq = __atomic_load_n(&h->to_worker.space_seq, __ATOMIC_SEQ_CST);
+    CHECK(vmc_pipe_read(&worker, in, 8, POLL_NS) == 0 && __atomic_load_n(&h->to_worker.space_seq, __ATOMIC_SEQ_CST) == seq,
+          "and none is woken when none sleeps");
     free(out);
     free(in);
     free_pair(&pr);

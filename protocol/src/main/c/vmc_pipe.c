@@ -193,12 +193,14 @@ static void wake_peer(struct vmc_pipe *p, int wrote) {
     }
 }
 
-/* A consumer has read n more bytes: its position is published at once (peer_has_read), without a fence. */
+/* A consumer has read n more bytes: its position is published at once (peer_has_read), without a fence. A producer
+ * already asleep on the full ring is woken at once too: its flag lies on this side's own cache line, so a plain
+ * look costs nothing; one that is only going to sleep is caught by the fenced look owed (wake_peer). */
 static void consumed(struct vmc_pipe *p, size_t n) {
     p->tail += n;
     __atomic_store_n(&p->rx->tail, p->tail, __ATOMIC_RELEASE);
     p->read_unannounced += n;
-    if (p->read_unannounced >= p->capacity / 4)
+    if (p->read_unannounced >= p->capacity / 4 || __atomic_load_n(&p->rx->producer_sleeping, __ATOMIC_RELAXED))
         wake_peer(p, 0);
 }
 
