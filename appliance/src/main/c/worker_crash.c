@@ -13,8 +13,20 @@
 #include "worker.h"
 
 static int crash_log_fd = -1;
+static volatile sig_atomic_t crash_signal;
 
-/* Only async-signal-safe calls below: write(2), and backtrace, whose library is loaded before any crash. */
+/* How long the stack may take: backtrace and backtrace_symbols_fd take the dynamic loader's lock, which the
+ * crashed thread itself (or one it waits for) may hold; a worker stuck here would hold its client and the daemon. */
+#define REPORT_SECONDS 2
+
+/* SIGALRM after REPORT_SECONDS: the crash's own signal, with its default action, ends the process from here. */
+static void report_took_too_long(int sig) {
+    (void)sig;
+    signal(crash_signal, SIG_DFL);
+    raise(crash_signal);
+}
+
+/* write(2) only below, but for the stack (above). */
 static void put(const char *s) {
     ssize_t ignored = write(crash_log_fd, s, strlen(s));
     (void)ignored;
@@ -49,12 +61,21 @@ static void put_dec(long v) {
 
 static void on_crash(int sig, siginfo_t *info, void *context) {
     (void)context;
+    crash_signal = sig;
+    struct sigaction timeout = {.sa_handler = report_took_too_long};
+    sigaction(SIGALRM, &timeout, NULL);
+    alarm(REPORT_SECONDS);
     put("vmcuda-worker[");
     put_dec((long)getpid());
     put("]: crashed: signal ");
     put_dec(sig);
-    put(", address ");
-    put_hex((uintptr_t)info->si_addr);
+    if (info->si_code <= 0) { /* sent (kill, abort's raise): no faulting address */
+        put(", sent by pid ");
+        put_dec((long)info->si_pid);
+    } else {
+        put(", address ");
+        put_hex((uintptr_t)info->si_addr);
+    }
     put(", code ");
     put_dec(info->si_code);
     put(", thread ");
@@ -75,7 +96,7 @@ void vmc_w_crash_report_to(int log_fd) {
     backtrace(warm, 1); /* loads the unwinder now: a crash handler must not be the first to */
     static char alt_stack[64 << 10];
     stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack};
-    sigaltstack(&ss, NULL); /* this thread's stack overflowing still reports */
+    sigaltstack(&ss, NULL); /* the serving thread's stack overflowing still reports (other threads' do not) */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_crash;

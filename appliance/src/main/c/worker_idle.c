@@ -109,8 +109,10 @@ static void *watchdog(void *arg) {
     for (;;) {
         struct timespec ts = {tick / 1000000000, tick % 1000000000};
         nanosleep(&ts, NULL);
+        /* in_flight first: a call that ended since stored its time before it counted itself out */
+        int busy = __atomic_load_n(&in_flight, __ATOMIC_ACQUIRE);
         int64_t last = __atomic_load_n(&last_activity_ns, __ATOMIC_RELAXED);
-        int idle = __atomic_load_n(&in_flight, __ATOMIC_ACQUIRE) == 0 && last && now_ns() - last >= limit;
+        int idle = !busy && last && now_ns() - last >= limit;
         if (idle) {
             char msg[160];
             snprintf(msg, sizeof msg, "session released after %s minutes without CUDA calls", idle_text);

@@ -76,13 +76,14 @@ void vmc_w_output_call_served(uint32_t id) {
         __atomic_store_n(&unlooked, 1, __ATOMIC_RELEASE);
 }
 
-/* Reads what is available without blocking. Caller holds the lock. */
-static void drain(struct captured *s) {
+/* Reads what is available without blocking; 1 at the end of the stream (every write end closed). Caller holds the
+ * lock. */
+static int drain(struct captured *s) {
     uint8_t buf[65536];
     for (;;) {
         ssize_t r = read(s->read_fd, buf, sizeof buf);
         if (r <= 0)
-            return;
+            return r == 0;
         if (s->len + (size_t)r > MAX_PENDING) {
             s->dropped = 1;
             continue;
@@ -107,40 +108,48 @@ static void drain(struct captured *s) {
 static void *drainer(void *arg) {
     (void)arg;
     struct pollfd p[2] = {{streams[0].read_fd, POLLIN, 0}, {streams[1].read_fd, POLLIN, 0}};
-    for (;;) {
+    while (p[0].fd >= 0 || p[1].fd >= 0) {
         if (poll(p, 2, -1) < 0 && errno != EINTR)
             return NULL;
         pthread_mutex_lock(&lock);
-        drain(&streams[0]);
-        drain(&streams[1]);
+        for (int i = 0; i < 2; i++)
+            if (p[i].fd >= 0 && drain(&streams[i]))
+                p[i].fd = -1; /* the program closed that stream: a hung-up pipe would wake poll forever */
         pthread_mutex_unlock(&lock);
     }
+    return NULL;
 }
 
+/* Everything that can fail comes before stdout and stderr are replaced: a failure leaves them as they were (the
+ * session log), never as pipes that nobody reads and that block their writers once full. */
 int vmc_w_output_start(void) {
-    for (int i = 0; i < 2; i++) {
+    int write_ends[2] = {-1, -1};
+    readable_fd = epoll_create1(EPOLL_CLOEXEC);
+    int ok = readable_fd >= 0;
+    for (int i = 0; i < 2 && ok; i++) {
         int p[2];
-        if (pipe2(p, O_CLOEXEC) != 0)
-            return -1;
+        if (pipe2(p, O_CLOEXEC) != 0) {
+            ok = 0;
+            break;
+        }
         fcntl(p[0], F_SETFL, O_NONBLOCK);
         fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
-        if (dup2(p[1], i + 1) < 0)
-            return -1;
-        close(p[1]);
         streams[i].read_fd = p[0];
-    }
-    readable_fd = epoll_create1(EPOLL_CLOEXEC);
-    for (int i = 0; i < 2 && readable_fd >= 0; i++) {
+        write_ends[i] = p[1];
         struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-        if (epoll_ctl(readable_fd, EPOLL_CTL_ADD, streams[i].read_fd, &e) != 0)
-            return -1;
+        ok = epoll_ctl(readable_fd, EPOLL_CTL_ADD, p[0], &e) == 0;
     }
-    if (readable_fd < 0)
-        return -1;
     pthread_t t;
-    if (pthread_create(&t, NULL, drainer, NULL) != 0)
+    ok = ok && pthread_create(&t, NULL, drainer, NULL) == 0;
+    if (ok)
+        pthread_detach(t);
+    for (int i = 0; i < 2 && ok; i++)
+        ok = dup2(write_ends[i], i + 1) >= 0;
+    for (int i = 0; i < 2; i++)
+        if (write_ends[i] >= 0)
+            close(write_ends[i]);
+    if (!ok)
         return -1;
-    pthread_detach(t);
     started = 1;
     return 0;
 }

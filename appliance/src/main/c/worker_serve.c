@@ -82,6 +82,10 @@ void *vmc_w_arg_array(struct vmc_wcall *wc, size_t size, uint64_t count) {
 }
 
 void vmc_w_order_submitted(struct vmc_wcall *wc) {
+    /* before the next call of the client's order may run: an asynchronous call (a launch is a printf flush point)
+     * makes the next reply look at the output pipes, whichever thread gives it */
+    if (wc->async && !wc->order_released)
+        vmc_w_output_call_served(wc->id);
     if (wc->number && !wc->order_released)
         vmc_w_order_done(wc->number);
     wc->order_released = 1;
@@ -420,8 +424,6 @@ void vmc_w_serve(struct vmc_w_client_link *link, int primary) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         vmc_w_count_call((uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec);
         vmc_w_order_submitted(&wc); /* an async call's work is on the GPU's queues now */
-        if (wc.async)
-            vmc_w_output_call_served(h.id); /* the next reply looks at the output pipes unless this was a query */
         vmc_w_call_release(&wc);
         if (r == VMC_W_FATAL) {
             vmc_w_note_abort("client connection lost during a call"); /* isolation hook */
