@@ -97,12 +97,14 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
     /**
      * {@code vmcuda-sandbox --probe} that also builds the confinement a session's UCX agent gets, with the options a
      * session's command line gives it ({@link #command}: the same {@code keep} and {@code hide}, worker.max_open_files,
-     * worker.tmp_size), and runs the agent's self-test in it (sandbox_main.c, probe_ucx_agent). It runs as
-     * worker.user: a session's own uid (worker.uid_range) has the same group and owns nothing on the host.
+     * worker.tmp_size), and runs the agent's self-test in it (sandbox_main.c, probe_ucx_agent).
+     *
+     * @param uid a uid of worker.uid_range to run it as, as a session's agent runs; 0 for worker.user's
      */
-    List<String> agentProbeCommand(Path agent, List<Path> keep, Path hide) {
+    List<String> agentProbeCommand(Path agent, List<Path> keep, Path hide, long uid) {
         List<String> cmd = probeCommand();
         cmd.addAll(List.of("--nofile", Long.toString(maxOpenFiles), "--ucx-agent", agent.toString()));
+        if (uid > 0) cmd.addAll(List.of("--uid", Long.toString(uid)));
         add(cmd, "--keep", keep);
         if (hide != null) add(cmd, "--hide", List.of(hide));
         return cmd;

@@ -79,7 +79,8 @@ public final class UcxAgent {
      */
     static String probe(Path agent, WorkerLauncher launcher) {
         Path out = null;
-        List<String> cmd = launcher.ucxAgentProbeCommand(agent);
+        long uid = launcher.allocateProbeUid();
+        List<String> cmd = launcher.ucxAgentProbeCommand(agent, uid);
         try {
             // its output goes to a file: read from a pipe, a probe that hangs would hold the daemon past the timeout
             out = Files.createTempFile("vmcuda-ucx-probe", ".txt");
@@ -107,6 +108,7 @@ public final class UcxAgent {
             Thread.currentThread().interrupt();
             return "interrupted while probing the UCX agent";
         } finally {
+            launcher.releaseProbeUid(uid);
             if (out != null) {
                 try {
                     Files.deleteIfExists(out);

@@ -274,11 +274,28 @@ public final class WorkerLauncher {
     /**
      * The start-up check of {@code agent} (UcxAgent.probe): with workers sandboxed, vmcuda-sandbox builds the
      * confinement a session's agent gets (the same --keep and --hide as {@link #command}) and runs the agent's
-     * --self-test in it; unsandboxed, the agent's --probe, as an unsandboxed worker would start it.
+     * --self-test in it, as {@code uid} ({@link #allocateProbeUid}); unsandboxed, the agent's --probe, as an
+     * unsandboxed worker would start it.
      */
-    List<String> ucxAgentProbeCommand(Path agent) {
+    List<String> ucxAgentProbeCommand(Path agent, long uid) {
         if (sandbox == null) return List.of(agent.toString(), "--probe");
-        return sandbox.agentProbeCommand(agent, keep(), hiddenDir);
+        return sandbox.agentProbeCommand(agent, keep(), hiddenDir, uid);
+    }
+
+    /**
+     * The uid the agent's start-up check runs as: with worker.uid_range, one of the range as a session's agent gets
+     * (given back by {@link #releaseProbeUid}); else 0, worker.user's.
+     */
+    long allocateProbeUid() {
+        return allocateUid();
+    }
+
+    /**
+     * Gives back the check's uid at once: its agent wrote only in the tmpfs mounts of its own namespace (its /tmp
+     * and /dev/shm), so the uid owns nothing on the host that a session's reclaim would have to remove.
+     */
+    void releaseProbeUid(long uid) {
+        if (uid > 0 && uids != null) uids.release(uid);
     }
 
     /**

@@ -222,7 +222,7 @@ class UcxAgentTest {
         Path state = freshState("agent-probe");
         WorkerLauncher launcher = sandboxed(NATIVE, state);
         Path agent = NATIVE.resolve(UcxAgent.AGENT);
-        List<String> cmd = launcher.ucxAgentProbeCommand(agent);
+        List<String> cmd = launcher.ucxAgentProbeCommand(agent, 0);
         assertEquals(List.of(NATIVE.resolve(Sandbox.LAUNCHER).toString(), "--probe"), cmd.subList(0, 2));
         assertTrue(String.join(" ", cmd).contains("--ucx-agent " + agent + " --keep " + NATIVE + " --hide " + state), cmd.toString());
 
@@ -241,6 +241,10 @@ class UcxAgentTest {
         assertTrue(log.stream().anyMatch(m -> m.startsWith("UCX agent self-test: 0 check(s) wrong; UCX agent probe ok: UCX")
                 && m.contains("; worker sandbox probe ok: UCX agent " + agent + ": self-test passed as uid 65534 in its confinement")
                 && !m.contains("check: ")), log.toString());
+
+        // with worker.uid_range the check runs as a uid of the range, as a session's agent does
+        String ranged = run(launcher.ucxAgentProbeCommand(agent, 5000123), launcher.ucxAgentProbeEnvironment(System.getenv()));
+        assertTrue(ranged.contains("self-test passed as uid 5000123 in its confinement"), ranged);
     }
 
     /**
