@@ -565,7 +565,8 @@ static const struct passwd *worker_user(const struct sandbox_opts *o) {
 }
 
 /* --probe --ucx-agent: the confinement a session's agent gets, built by the same spawn_ucx_agent() with the same
- * options (--keep, --hide, --uid, --nofile, --tmp-size) and this launcher's environment (the daemon's
+ * options (--keep, --hide, --uid, --nofile, --tmp-size, --cgroup: probe() joins those first) and this launcher's
+ * environment (the daemon's
  * LD_LIBRARY_PATH and UCX_* settings), with the agent's --self-test run in it, so that a host where it cannot be
  * built or the agent cannot run in it is found at the daemon's start, not by every session. --self-test rather
  * than --probe: it starts UCX as --probe does, and also tries what the agent's own system-call filter must deny
@@ -585,8 +586,9 @@ static void probe_ucx_agent(const struct sandbox_opts *o, const struct passwd *p
         die("probe: the UCX agent %s failed its self-test in its confinement (%s %d; above)", o->ucx_agent,
             WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
     printf("vmcuda-sandbox: probe ok: UCX agent %s: self-test passed as uid %u in its confinement (mount, PID and IPC "
-           "namespaces of its own, read-only mounts, private /tmp, %d --keep path(s), own /dev and /proc%s)\n",
-           o->ucx_agent, (unsigned)worker_uid(o, pw), o->n_keep, o->hide ? ", --hide covered" : "");
+           "namespaces of its own, read-only mounts, private /tmp, %d --keep path(s), own /dev and /proc%s), in %d "
+           "cgroup(s)\n",
+           o->ucx_agent, (unsigned)worker_uid(o, pw), o->n_keep, o->hide ? ", --hide covered" : "", o->n_cgroup);
     fflush(stdout); /* before enter_namespaces() forks: once, and not lost if the worker's part then fails */
 }
 
@@ -596,6 +598,9 @@ static int probe(const struct sandbox_opts *o) {
         errno = 0;
         die("must run as root to build the sandbox (it runs as uid %u)", (unsigned)geteuid());
     }
+    /* the cgroups first, as in a session (step 0): the probe's processes run under a session's limits */
+    for (int i = 0; i < o->n_cgroup; i++)
+        join_cgroup(o->cgroup[i]);
     if (o->ucx_agent) /* first, as in a session: the agent is started before the worker's namespaces */
         probe_ucx_agent(o, pw);
     enter_namespaces(NULL, 0);

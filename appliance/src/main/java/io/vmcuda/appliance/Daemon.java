@@ -130,8 +130,8 @@ public final class Daemon implements AutoCloseable {
         launcher = new WorkerLauncher(socketPath, workerLibDir, config.workerCudaLibDirs(),
                 config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes(),
                 config.shmRegions(), config.workerUidPool(), stateDir);
-        launcher.offerUcx(UcxAgent.resolve(config, launcher)); // checked as a session would run it
         launcher.useCgroups(SessionCgroups.resolve(config, sandbox != null && !config.tenants().isEmpty()));
+        launcher.offerUcx(UcxAgent.resolve(config, launcher)); // checked as a session would run it (in a session's cgroup)
         launcher.useDisks(SessionDisks.resolve(config, sandbox != null && !config.tenants().isEmpty(), sessionsDir));
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl"), config.sessionRecordsMaxBytes()), metrics, refusals, timer, blocking,

@@ -99,12 +99,15 @@ public record Sandbox(Path launcher, String user, long maxProcesses, long maxOpe
      * session's command line gives it ({@link #command}: the same {@code keep} and {@code hide}, worker.max_open_files,
      * worker.tmp_size), and runs the agent's self-test in it (sandbox_main.c, probe_ucx_agent).
      *
-     * @param uid a uid of worker.uid_range to run it as, as a session's agent runs; 0 for worker.user's
+     * @param uid     a uid of worker.uid_range to run it as, as a session's agent runs; 0 for worker.user's
+     * @param cgroups the directories of a cgroup made as a session's (SessionCgroups), which the launcher joins first;
+     *                empty where sessions get none
      */
-    List<String> agentProbeCommand(Path agent, List<Path> keep, Path hide, long uid) {
+    List<String> agentProbeCommand(Path agent, List<Path> keep, Path hide, long uid, List<Path> cgroups) {
         List<String> cmd = probeCommand();
         cmd.addAll(List.of("--nofile", Long.toString(maxOpenFiles), "--ucx-agent", agent.toString()));
         if (uid > 0) cmd.addAll(List.of("--uid", Long.toString(uid)));
+        for (Path c : cgroups) cmd.addAll(List.of("--cgroup", c.toString()));
         add(cmd, "--keep", keep);
         if (hide != null) add(cmd, "--hide", List.of(hide));
         return cmd;

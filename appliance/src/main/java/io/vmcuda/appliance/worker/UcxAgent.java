@@ -79,9 +79,12 @@ public final class UcxAgent {
      */
     static String probe(Path agent, WorkerLauncher launcher) {
         Path out = null;
+        SessionCgroup cgroup = null;
         long uid = launcher.allocateProbeUid();
-        List<String> cmd = launcher.ucxAgentProbeCommand(agent, uid);
         try {
+            // a sandboxed check runs under a session's limits, in a cgroup made as a session's (none: sessions get none)
+            if (launcher.sandboxed()) cgroup = launcher.createCgroup(WorkerLauncher.PROBE_CGROUP_ID);
+            List<String> cmd = launcher.ucxAgentProbeCommand(agent, uid, cgroup == null ? List.of() : cgroup.dirs());
             // its output goes to a file: read from a pipe, a probe that hangs would hold the daemon past the timeout
             out = Files.createTempFile("vmcuda-ucx-probe", ".txt");
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
@@ -108,6 +111,7 @@ public final class UcxAgent {
             Thread.currentThread().interrupt();
             return "interrupted while probing the UCX agent";
         } finally {
+            if (cgroup != null) cgroup.close(); // its processes have exited: the directories go
             launcher.releaseProbeUid(uid);
             if (out != null) {
                 try {

@@ -237,6 +237,9 @@ public final class WorkerLauncher {
         if (d != null) d.release(dir, log);
     }
 
+    /** The id whose cgroup the UCX agent's start-up check runs in (UcxAgent.probe); sessions' ids are never 0. */
+    static final long PROBE_CGROUP_ID = 0;
+
     /** The cgroup for session {@code id}'s worker, made and limited; null when sessions get none. */
     public SessionCgroup createCgroup(long id) throws IOException {
         SessionCgroups c = cgroups;
@@ -274,12 +277,13 @@ public final class WorkerLauncher {
     /**
      * The start-up check of {@code agent} (UcxAgent.probe): with workers sandboxed, vmcuda-sandbox builds the
      * confinement a session's agent gets (the same --keep and --hide as {@link #command}) and runs the agent's
-     * --self-test in it, as {@code uid} ({@link #allocateProbeUid}); unsandboxed, the agent's --probe, as an
-     * unsandboxed worker would start it.
+     * --self-test in it, as {@code uid} ({@link #allocateProbeUid}) and in the cgroup {@code cgroupDirs} (one made as
+     * a session's, {@link #createCgroup}; empty for none); unsandboxed, the agent's --probe, as an unsandboxed worker
+     * would start it.
      */
-    List<String> ucxAgentProbeCommand(Path agent, long uid) {
+    List<String> ucxAgentProbeCommand(Path agent, long uid, List<Path> cgroupDirs) {
         if (sandbox == null) return List.of(agent.toString(), "--probe");
-        return sandbox.agentProbeCommand(agent, keep(), hiddenDir, uid);
+        return sandbox.agentProbeCommand(agent, keep(), hiddenDir, uid, cgroupDirs);
     }
 
     /**

@@ -222,7 +222,7 @@ class UcxAgentTest {
         Path state = freshState("agent-probe");
         WorkerLauncher launcher = sandboxed(NATIVE, state);
         Path agent = NATIVE.resolve(UcxAgent.AGENT);
-        List<String> cmd = launcher.ucxAgentProbeCommand(agent, 0);
+        List<String> cmd = launcher.ucxAgentProbeCommand(agent, 0, List.of());
         assertEquals(List.of(NATIVE.resolve(Sandbox.LAUNCHER).toString(), "--probe"), cmd.subList(0, 2));
         assertTrue(String.join(" ", cmd).contains("--ucx-agent " + agent + " --keep " + NATIVE + " --hide " + state), cmd.toString());
 
@@ -242,9 +242,21 @@ class UcxAgentTest {
                 && m.contains("; worker sandbox probe ok: UCX agent " + agent + ": self-test passed as uid 65534 in its confinement")
                 && !m.contains("check: ")), log.toString());
 
-        // with worker.uid_range the check runs as a uid of the range, as a session's agent does
-        String ranged = run(launcher.ucxAgentProbeCommand(agent, 5000123), launcher.ucxAgentProbeEnvironment(System.getenv()));
-        assertTrue(ranged.contains("self-test passed as uid 5000123 in its confinement"), ranged);
+        // with worker.uid_range the check runs as a uid of the range, and in a cgroup made as a session's, as a
+        // session's agent does; the cgroup is empty when it has finished (its directories can go)
+        SessionCgroups cgroups = SessionCgroups.open(CgroupMounts.parse(Files.readString(Path.of("/proc/self/cgroup")),
+                Files.readString(Path.of("/proc/self/mountinfo"))), 128L << 20, 64, 50);
+        SessionCgroup cg = cgroups.create(WorkerLauncher.PROBE_CGROUP_ID);
+        try {
+            String ranged = run(launcher.ucxAgentProbeCommand(agent, 5000123, cg.dirs()),
+                    launcher.ucxAgentProbeEnvironment(System.getenv()));
+            assertTrue(ranged.contains("self-test passed as uid 5000123 in its confinement"), ranged);
+            assertTrue(ranged.contains("--hide covered), in " + cg.dirs().size() + " cgroup(s)"), ranged);
+            for (Path d : cg.dirs()) assertTrue(CgroupFiles.pids(d).isEmpty(), d + " empty after the check");
+        } finally {
+            cg.close();
+            cgroups.close();
+        }
     }
 
     /**

@@ -142,15 +142,17 @@ class WorkerLauncherTest {
                 List.of("/no/such/cuda/lib"), 4194304, Map.of("UCX_TLS", "tcp"), sandbox, "0", List.of(), null, Path.of("/state"));
         assertEquals(List.of("/opt/vmcuda/native/vmcuda-sandbox", "--probe", "--user", "nobody", "--tmp-size", "512m", "--nofile",
                 "1024", "--ucx-agent", agent.toString(), "--keep", "/opt/vmcuda/native", "--hide", "/state"),
-                sandboxed.ucxAgentProbeCommand(agent, 0));
+                sandboxed.ucxAgentProbeCommand(agent, 0, List.of()));
         // with worker.uid_range, as a uid of the range (a session's agent runs as its session's), given back after
         WorkerLauncher ranged = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
                 List.of("/no/such/cuda/lib"), 4194304, Map.of(), sandbox, "0", List.of(), new UidPool(5000000, 5000001),
                 Path.of("/state"));
         long uid = ranged.allocateProbeUid();
         assertEquals(5000000, uid);
-        List<String> probe = ranged.ucxAgentProbeCommand(agent, uid);
+        List<Path> cgroup = List.of(Path.of("/sys/fs/cgroup/vmcuda-workers/daemon-1/session-0"));
+        List<String> probe = ranged.ucxAgentProbeCommand(agent, uid, cgroup);
         assertEquals("5000000", probe.get(probe.indexOf("--uid") + 1), probe.toString());
+        assertEquals(cgroup.get(0).toString(), probe.get(probe.indexOf("--cgroup") + 1), "in a cgroup made as a session's");
         ranged.releaseProbeUid(uid);
         assertEquals(5000001, ranged.allocateUid(), "round robin: the next one, the check's back in the pool");
         assertEquals(5000000, ranged.allocateUid(), "given back");
@@ -165,7 +167,7 @@ class WorkerLauncherTest {
 
         WorkerLauncher plain = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
                 List.of(), 4194304, Map.of());
-        assertEquals(List.of(agent.toString(), "--probe"), plain.ucxAgentProbeCommand(agent, 0));
+        assertEquals(List.of(agent.toString(), "--probe"), plain.ucxAgentProbeCommand(agent, 0, List.of()));
     }
 
     private static final List<Path> REGIONS = List.of(Path.of("/sys/bus/pci/devices/0000:00:05.0/resource2"),
