@@ -16,7 +16,8 @@ import org.junit.jupiter.api.Test;
  * cgroup closes, and the directories go; what a daemon no longer running left is removed at the next start.
  */
 class SessionCgroupsTest {
-    private static SessionCgroups openHere() throws Exception {
+    /** Session cgroups below this process's own (128 MiB, 64 processes, CPU weight 50); UcxAgentTest uses them too. */
+    static SessionCgroups openHere() throws Exception {
         return SessionCgroups.open(CgroupMounts.parse(Files.readString(Path.of("/proc/self/cgroup")),
                 Files.readString(Path.of("/proc/self/mountinfo"))), 128L << 20, 64, 50);
     }

@@ -244,8 +244,7 @@ class UcxAgentTest {
 
         // with worker.uid_range the check runs as a uid of the range, and in a cgroup made as a session's, as a
         // session's agent does; the cgroup is empty when it has finished (its directories can go)
-        SessionCgroups cgroups = SessionCgroups.open(CgroupMounts.parse(Files.readString(Path.of("/proc/self/cgroup")),
-                Files.readString(Path.of("/proc/self/mountinfo"))), 128L << 20, 64, 50);
+        SessionCgroups cgroups = SessionCgroupsTest.openHere();
         SessionCgroup cg = cgroups.create(WorkerLauncher.PROBE_CGROUP_ID);
         try {
             String ranged = run(launcher.ucxAgentProbeCommand(agent, 5000123, cg.dirs()),
