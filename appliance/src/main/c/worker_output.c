@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,19 +104,32 @@ static int drain(struct captured *s) {
     }
 }
 
+/* Drains the n streams epoll reported readable. A stream the program closed leaves the set: a hung-up pipe would
+ * be reported readable forever. Caller holds the lock. */
+static void drain_ready(const struct epoll_event *ready, int n) {
+    for (int i = 0; i < n; i++) {
+        struct captured *s = &streams[ready[i].data.u32 & 1];
+        if (drain(s))
+            epoll_ctl(readable_fd, EPOLL_CTL_DEL, s->read_fd, NULL);
+    }
+}
+
 static void *drainer(void *arg) {
     (void)arg;
-    struct pollfd p[2] = {{streams[0].read_fd, POLLIN, 0}, {streams[1].read_fd, POLLIN, 0}};
-    while (p[0].fd >= 0 || p[1].fd >= 0) {
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
+    for (;;) {
+        struct epoll_event ready[2];
+        int n = epoll_wait(readable_fd, ready, 2, -1);
+        if (n < 0 && errno != EINTR)
             return NULL;
         pthread_mutex_lock(&lock);
-        for (int i = 0; i < 2; i++)
-            if (p[i].fd >= 0 && drain(&streams[i]))
-                p[i].fd = -1; /* the program closed that stream: a hung-up pipe would wake poll forever */
+        drain_ready(ready, n);
         pthread_mutex_unlock(&lock);
     }
-    return NULL;
+}
+
+/* Output taken in but not yet sent. */
+static int pending(const struct captured *s) {
+    return __atomic_load_n(&s->len, __ATOMIC_RELAXED) || __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
 }
 
 /* Everything that can fail comes before stdout and stderr are replaced: a failure leaves them as they were (the
@@ -185,9 +197,7 @@ int vmc_w_output_flush(struct vmc_wconn *c, uint32_t id) {
     if (!started)
         return 0;
     /* what the drainer took in since (another thread's output) goes now too */
-    int drained = __atomic_load_n(&streams[0].len, __ATOMIC_RELAXED) || __atomic_load_n(&streams[1].len, __ATOMIC_RELAXED) ||
-                  __atomic_load_n(&streams[0].dropped, __ATOMIC_RELAXED) || __atomic_load_n(&streams[1].dropped, __ATOMIC_RELAXED);
-    if (is_query(id) && !__atomic_load_n(&unlooked, __ATOMIC_ACQUIRE) && !drained)
+    if (is_query(id) && !__atomic_load_n(&unlooked, __ATOMIC_ACQUIRE) && !pending(&streams[0]) && !pending(&streams[1]))
         return 0;
     __atomic_store_n(&unlooked, 0, __ATOMIC_RELAXED); /* before the look: a call served during it sets it again */
     /* stdio buffers first (the runtime prints device printf through stdout), then whatever is still
@@ -198,13 +208,11 @@ int vmc_w_output_flush(struct vmc_wconn *c, uint32_t id) {
     struct epoll_event ready[2];
     int n = epoll_wait(readable_fd, ready, 2, 0);
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < n; i++)
-        drain(&streams[ready[i].data.u32 & 1]);
+    drain_ready(ready, n);
     int rc = 0;
-    if (streams[0].len || streams[0].dropped)
-        rc |= send_output(c, &streams[0]);
-    if (streams[1].len || streams[1].dropped)
-        rc |= send_output(c, &streams[1]);
+    for (int i = 0; i < 2; i++)
+        if (pending(&streams[i]))
+            rc |= send_output(c, &streams[i]);
     pthread_mutex_unlock(&lock);
     return rc;
 }

@@ -80,7 +80,7 @@ public final class UcxAgent {
     static String probe(Path agent, WorkerLauncher launcher) {
         Path out = null;
         SessionCgroup cgroup = null;
-        long uid = launcher.allocateProbeUid();
+        long uid = launcher.allocateUid();
         try {
             // a sandboxed check runs under a session's limits, in a cgroup made as a session's (none: sessions get none)
             if (launcher.sandboxed()) cgroup = launcher.createCgroup(WorkerLauncher.PROBE_CGROUP_ID);

@@ -277,21 +277,13 @@ public final class WorkerLauncher {
     /**
      * The start-up check of {@code agent} (UcxAgent.probe): with workers sandboxed, vmcuda-sandbox builds the
      * confinement a session's agent gets (the same --keep and --hide as {@link #command}) and runs the agent's
-     * --self-test in it, as {@code uid} ({@link #allocateProbeUid}) and in the cgroup {@code cgroupDirs} (one made as
+     * --self-test in it, as {@code uid} ({@link #allocateUid}, given back by {@link #releaseProbeUid}) and in the cgroup {@code cgroupDirs} (one made as
      * a session's, {@link #createCgroup}; empty for none); unsandboxed, the agent's --probe, as an unsandboxed worker
      * would start it.
      */
     List<String> ucxAgentProbeCommand(Path agent, long uid, List<Path> cgroupDirs) {
         if (sandbox == null) return List.of(agent.toString(), "--probe");
         return sandbox.agentProbeCommand(agent, keep(), hiddenDir, uid, cgroupDirs);
-    }
-
-    /**
-     * The uid the agent's start-up check runs as: with worker.uid_range, one of the range as a session's agent gets
-     * (given back by {@link #releaseProbeUid}); else 0, worker.user's.
-     */
-    long allocateProbeUid() {
-        return allocateUid();
     }
 
     /**

@@ -147,7 +147,7 @@ class WorkerLauncherTest {
         WorkerLauncher ranged = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
                 List.of("/no/such/cuda/lib"), 4194304, Map.of(), sandbox, "0", List.of(), new UidPool(5000000, 5000001),
                 Path.of("/state"));
-        long uid = ranged.allocateProbeUid();
+        long uid = ranged.allocateUid();
         assertEquals(5000000, uid);
         List<Path> cgroup = List.of(Path.of("/sys/fs/cgroup/vmcuda-workers/daemon-1/session-0"));
         List<String> probe = ranged.ucxAgentProbeCommand(agent, uid, cgroup);
