@@ -14,6 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* the CUDA 3.2 ABI of cuCtxCreate, which cuda.h no longer declares (libcuda.so.1 still exports it) */
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+
 static int failures;
 
 #define CU(call)                                                                                   \
@@ -131,6 +134,17 @@ int main(int argc, char **argv) {
     CUdevice ctx_dev = -1;
     CU(cuCtxGetDevice(&ctx_dev));
     check(ctx_dev == dev, "cuCtxGetDevice");
+    /* CUDA 13's samples pass a zeroed CUctxCreateParams; programs that load the driver by hand call the CUDA
+     * 3.2 ABI, cuCtxCreate_v2. Both are a plain context. */
+    CUctxCreateParams no_params = {0};
+    CUcontext zeroed, old_abi;
+    CU(cuCtxCreate_v4(&zeroed, &no_params, 0, dev));
+    CU(cuCtxCreate_v2(&old_abi, 0, dev));
+    CU(cuCtxGetCurrent(&current));
+    check(current == old_abi && zeroed != ctx && old_abi != zeroed, "cuCtxCreate with zeroed parameters, cuCtxCreate_v2");
+    CU(cuCtxDestroy_v2(old_abi));
+    CU(cuCtxDestroy_v2(zeroed));
+    CU(cuCtxSetCurrent(ctx));
 
     /* modules: a cubin file, PTX through the JIT, a fat binary three ways */
     CUmodule from_cubin, from_ptx, from_fatbin, from_fatbinary;

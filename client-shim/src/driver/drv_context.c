@@ -165,8 +165,16 @@ __attribute__((visibility("default"))) CUresult cuCtxDestroy_v2(CUcontext ctx) {
     return st;
 }
 
+/* Parameters that ask for nothing (CUDA 13's samples pass a zeroed CUctxCreateParams) are NULL's twin; ones
+ * that ask for an execution affinity or a CIG context go to the forwarder, which refuses them and says so. */
+static int asks_nothing(const CUctxCreateParams *p) {
+    return !p || ((!p->execAffinityParams || p->numExecAffinityParams == 0) && !p->cigParams);
+}
+
 __attribute__((visibility("default"))) CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
                                                               unsigned int flags, CUdevice dev) {
+    if (asks_nothing(ctxCreateParams))
+        ctxCreateParams = NULL;
     CUresult st = vmc_forward_cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev);
     if (st == CUDA_SUCCESS && pctx) {
         note_device(*pctx, dev);
@@ -268,6 +276,17 @@ __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxGetState(CUdev
  * some of them by their first version, e.g. cuDevicePrimaryCtxReset@7000) ---- */
 
 __attribute__((visibility("default"))) CUresult cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }
+
+/* The older ABIs of cuCtxCreate (programs that load the driver by hand, e.g. matrixMulDynlinkJIT) */
+__attribute__((visibility("default"))) CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
+    return cuCtxCreate_v4(pctx, NULL, flags, dev);
+}
+
+__attribute__((visibility("default"))) CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
+                                                              int numParams, unsigned int flags, CUdevice dev) {
+    CUctxCreateParams params = {.execAffinityParams = paramsArray, .numExecAffinityParams = numParams};
+    return cuCtxCreate_v4(pctx, &params, flags, dev);
+}
 
 __attribute__((visibility("default"))) CUresult cuCtxPushCurrent(CUcontext ctx) { return cuCtxPushCurrent_v2(ctx); }
 
