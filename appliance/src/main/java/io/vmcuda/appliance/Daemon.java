@@ -131,6 +131,7 @@ public final class Daemon implements AutoCloseable {
                 config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes(),
                 config.shmRegions(), config.workerUidPool(), stateDir);
         launcher.useCgroups(SessionCgroups.resolve(config, sandbox != null && !config.tenants().isEmpty()));
+        launcher.reclaimUidsAtStart(); // after the sweep of an earlier daemon's session cgroups killed what ran in them
         launcher.offerUcx(UcxAgent.resolve(config, launcher)); // checked as a session would run it (in a session's cgroup)
         launcher.useDisks(SessionDisks.resolve(config, sandbox != null && !config.tenants().isEmpty(), sessionsDir));
         sessions = new SessionManager(scheduler, launcher, sessionsDir,

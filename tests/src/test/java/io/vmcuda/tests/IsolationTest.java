@@ -270,6 +270,70 @@ class IsolationTest {
         }
     }
 
+    /** What shm_leftover's sessions left in /dev/shm and is still there. */
+    private static List<Path> shmLeftovers() throws IOException {
+        try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
+            return s.filter(p -> p.getFileName().toString().startsWith("vmcuda-leftover-")).toList();
+        }
+    }
+
+    /**
+     * A tenant's files in /dev/shm (world-writable, it outlives the session) go when its session ends, a directory
+     * nested 200 levels deep included (a walk that gave up at 64 levels left it, with its memory, and kept the uid
+     * out of circulation), so that the uid's next session, another tenant's perhaps, finds nothing of it.
+     */
+    @Test
+    void whatASessionLeftInDevShmGoesWithItHoweverDeep() throws Exception {
+        assumeTrue(DaemonProcess.currentUid() == 0, "per-session uids need root");
+        for (Path p : shmLeftovers()) deleteTree(p);
+        try (DaemonProcess d = DaemonProcess.start(root, work, Map.of(), null, "daemon-shm-leftover.log")) {
+            ProgramRunner.Result vm = ProgramRunner.run(viaVmcuda(d, iso.resolve("shm_leftover"), "1"), env(d), work,
+                    work.resolve("shm_leftover-vmcuda"));
+            assertEquals(0, vm.exitCode(), "\n" + vm.describe());
+            DaemonProcess.await("the session ended", 15_000, () -> d.logText().contains(" ended: shm_leftover"));
+            String ctx = "\n--- worker logs ---\n" + workerLogs(d) + "--- daemon ---\n" + d.logText();
+            assertTrue(workerLogs(d).contains("shm_leftover: left a file and a tree 200 deep"), ctx);
+            DaemonProcess.await("the uid taken back", 15_000,
+                    () -> shmLeftovers().isEmpty() || d.logText().contains("stays reserved"));
+            assertEquals(List.of(), shmLeftovers(), ctx);
+            assertFalse(d.logText().contains("stays reserved"), ctx);
+        }
+    }
+
+    /**
+     * A daemon killed (SIGKILL) while a session runs cannot take back what its uid left in /dev/shm; the next
+     * daemon, which hands out the same uids again from the start of the range, deletes it before its first session.
+     */
+    @Test
+    void whatSessionsOfAKilledDaemonLeftInDevShmGoesAtTheNextStart() throws Exception {
+        assumeTrue(DaemonProcess.currentUid() == 0, "per-session uids need root");
+        for (Path p : shmLeftovers()) deleteTree(p);
+        DaemonProcess first = DaemonProcess.start(root, work, Map.of(), null, "daemon-shm-killed.log");
+        Path state = first.stateDir;
+        Process client;
+        try {
+            client = start(first, iso.resolve("shm_leftover"), work.resolve("shm-killed"), "100");
+            DaemonProcess.await("session running", 60_000, () -> read(work.resolve("shm-killed.out")).contains("call 2"));
+            List<ProcessHandle> ws = workers(first);
+            first.process.destroyForcibly();
+            DaemonProcess.await("workers exit after their daemon died", 5_000, () -> ws.stream().noneMatch(ProcessHandle::isAlive));
+        } finally {
+            first.close();
+        }
+        client.destroyForcibly(); // its calls are answered without a round trip: it would not notice for 100 s
+        assertTrue(client.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(2, shmLeftovers().size(), "the killed daemon's session should have left a file and a tree: " + shmLeftovers());
+        try (DaemonProcess second = DaemonProcess.start(root, work, Map.of(), state, "daemon-shm-restarted.log")) {
+            assertEquals(List.of(), shmLeftovers(), "\n--- daemon ---\n" + second.logText());
+        }
+    }
+
+    private static void deleteTree(Path p) throws IOException {
+        try (Stream<Path> s = Files.walk(p)) {
+            for (Path f : s.sorted(java.util.Comparator.reverseOrder()).toList()) Files.deleteIfExists(f);
+        }
+    }
+
     /** The session cgroups of daemon {@code pid} that exist now (SessionCgroups: .../vmcuda-workers/daemon-PID/session-ID). */
     private static List<Path> sessionCgroups(long pid) throws IOException {
         try (Stream<Path> s = Files.find(Path.of("/sys/fs/cgroup"), 8, (p, a) -> a.isDirectory()

@@ -51,7 +51,17 @@ public final class UidPool {
 
     /** Gives a uid back once nothing of its session runs any more. */
     public synchronized void release(long uid) {
-        if (uid >= first && uid < first + size) used.clear((int) (uid - first));
+        if (contains(uid)) used.clear((int) (uid - first));
+    }
+
+    /** Whether {@code uid} lies in the range. */
+    public boolean contains(long uid) {
+        return uid >= first && uid < first + size;
+    }
+
+    /** Takes {@code uid} out of circulation (a process of it still runs, e.g. one an earlier daemon left). */
+    public synchronized void reserve(long uid) {
+        if (contains(uid)) used.set((int) (uid - first));
     }
 
     /** FIRST-LAST, as configured. */

@@ -159,6 +159,27 @@ public final class WorkerLauncher {
         uids.release(uid);
     }
 
+    /**
+     * At the daemon's start, before any session: what the uids of worker.uid_range left in /dev/shm under an
+     * earlier daemon (one killed before it could take it back) is deleted, so that a uid handed out again owns
+     * nothing of another tenant's session; a uid that still runs a process stays out of circulation.
+     */
+    public void reclaimUidsAtStart() {
+        if (uids == null) return;
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(WorkerLauncher.class.getName());
+        for (long busy : UidReclaim.uidsWithProcesses(uids::contains)) {
+            uids.reserve(busy);
+            log.warning("uid " + busy + " of worker.uid_range stays reserved: a process of it runs outside any session "
+                    + "of this daemon");
+        }
+        try {
+            new UidReclaim().sweepShm(uids::contains);
+        } catch (IOException | RuntimeException e) {
+            throw new IllegalStateException("cannot delete what the uids of worker.uid_range " + uids.describe()
+                    + " left in /dev/shm: " + e, e);
+        }
+    }
+
     public boolean sandboxed() {
         return sandbox != null;
     }
