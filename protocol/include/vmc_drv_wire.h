@@ -13,6 +13,9 @@ enum vmc_drv_load_how {
 };
 #define VMC_MAX_JIT_OPTIONS 32
 #define VMC_MAX_JIT_LOG (64u << 10) /* of a JIT log sent back; a longer buffer gets its first 64 KiB */
+#define VMC_LINK_READ_MAX (512u << 10) /* of a linked image, per vmc_drv_LinkRead reply (below MAX_CALL_PAYLOAD) */
+#define VMC_MAX_LINKS 256 /* JIT links a session holds at once */
+#define VMC_MAX_LINK_NAME 4096 /* an input's name (a path) */
 
 /* What __cudaRegisterFatBinary and the runtime's loaders hand the driver: a wrapper around a fat binary.
  * The client sends the fat binary and the wrapper's version; the worker wraps it again. */

@@ -170,6 +170,33 @@ int main(int argc, char **argv) {
     vector_add(add, stream, "vector add, PTX module (JIT)");
     CU(cuModuleGetFunction(&add, from_fatbin, "add"));
     vector_add(add, 0, "vector add, fat binary module, default stream");
+
+    /* JIT linking: the PTX through the driver's linker, with logs and the wall time asked at creation; the
+     * linked image loaded as a module; malformed PTX refused with the linker's error log */
+    char link_errors[4096] = "", link_info[4096] = "";
+    CUjit_option link_opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
+                                CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_WALL_TIME};
+    void *link_vals[] = {link_errors, (void *)(uintptr_t)sizeof link_errors, link_info,
+                         (void *)(uintptr_t)sizeof link_info, NULL};
+    CUlinkState link;
+    CU(cuLinkCreate_v2(5, link_opts, link_vals, &link));
+    CU(cuLinkAddData_v2(link, CU_JIT_INPUT_PTX, ptx, strlen(ptx) + 1, "drv_kernels.ptx", 0, NULL, NULL));
+    void *linked = NULL;
+    size_t linked_size = 0;
+    CU(cuLinkComplete(link, &linked, &linked_size));
+    CUmodule from_link;
+    CU(cuModuleLoadData(&from_link, linked));
+    CU(cuLinkDestroy(link));
+    printf("JIT link error log empty: %s\n", link_errors[0] == 0 ? "yes" : "no");
+    CU(cuModuleGetFunction(&add, from_link, "add"));
+    vector_add(add, stream, "vector add, JIT-linked image (cuLinkCreate ... cuLinkComplete)");
+    CU(cuModuleUnload(from_link));
+    static const char bad_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\nthis is not PTX;\n";
+    link_errors[0] = 0;
+    CU(cuLinkCreate_v2(2, link_opts, link_vals, &link));
+    CUresult bad_link = cuLinkAddData_v2(link, CU_JIT_INPUT_PTX, (void *)bad_ptx, sizeof bad_ptx, "bad.ptx", 0, NULL, NULL);
+    check(bad_link != CUDA_SUCCESS && link_errors[0] != 0, "cuLinkAddData of malformed PTX fails with the linker's error log");
+    CU(cuLinkDestroy(link));
     CUkernel kernel;
     CU(cuLibraryGetKernel(&kernel, lib, "add"));
     vector_add((CUfunction)kernel, stream, "vector add, library kernel (CUkernel)");

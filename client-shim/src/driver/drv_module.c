@@ -16,6 +16,7 @@
 #include "drv.h"
 #include "drv_call.h"
 #include "drv_image_hash.h"
+#include "drv_jit.h"
 #include "vmc_drv_api.h"
 #include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
@@ -156,69 +157,17 @@ static CUresult ensure_on_worker(const struct image *img, uint8_t sha[32]) {
     return st;
 }
 
-/* ---- options ---- */
-
-struct jit {
-    unsigned n;
-    CUjit_option *options;
-    void **values;
-    char *info_log, *error_log; /* the caller's buffers */
-    size_t info_size, error_size;
-};
-
-static CUresult read_jit_options(unsigned n, CUjit_option *options, void **values, struct jit *j) {
-    memset(j, 0, sizeof *j);
-    if (n && (!options || !values))
+/* Makes sure the worker holds these bytes (a JIT link's input: any format, sized by the caller). */
+CUresult vmc_drv_bytes_on_worker(const void *bytes, size_t size, uint8_t sha[32]) {
+    if (!bytes || size == 0 || size > MAX_IMAGE)
         return CUDA_ERROR_INVALID_VALUE;
-    if (n > VMC_MAX_JIT_OPTIONS) /* more than there are distinct options */
-        return CUDA_ERROR_INVALID_VALUE;
-    j->n = n;
-    j->options = options;
-    j->values = values;
-    for (unsigned i = 0; i < n; i++) {
-        if (options[i] == CU_JIT_INFO_LOG_BUFFER)
-            j->info_log = values[i];
-        else if (options[i] == CU_JIT_ERROR_LOG_BUFFER)
-            j->error_log = values[i];
-        else if (options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
-            j->info_size = (size_t)(uintptr_t)values[i];
-        else if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-            j->error_size = (size_t)(uintptr_t)values[i];
-        else if (!vmc_jit_option_by_value(options[i])) {
-            static int told;
-            return vmc_drv_not_supported("a JIT option that points into the program's memory (global symbols, "
-                                         "LTO, referenced names)", "the appliance cannot read this process's memory",
-                                         &told);
-        }
-    }
-    return CUDA_SUCCESS;
-}
-
-/* Writes the worker's answers back where the driver would: log texts into the caller's buffers, and the
- * values the driver returns in place (log sizes used, wall time). */
-/* What the driver wrote back: the values of some options (wall time, the logs' sizes) and the logs' text. */
-static void write_back(const struct vmc_module_load_reply *r, const struct jit *j) {
-    for (unsigned i = 0; i < j->n && i < r->n_values; i++) {
-        CUjit_option o = j->options[i];
-        if (o == CU_JIT_WALL_TIME || o == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES || o == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-            j->values[i] = (void *)(uintptr_t)vmc_module_load_reply_values_at(r, i);
-    }
-    for (int which = 0; which < 2; which++) {
-        uint32_t n = which == 0 ? r->info_log_bytes : r->error_log_bytes;
-        const char *text = which == 0 ? r->info_log : r->error_log;
-        char *dst = which == 0 ? j->info_log : j->error_log;
-        size_t cap = which == 0 ? j->info_size : j->error_size;
-        if (dst && cap) {
-            size_t m = n < cap - 1 ? n : cap - 1;
-            memcpy(dst, text, m);
-            dst[m] = 0;
-        }
-    }
+    struct image img = {.bytes = bytes, .size = size};
+    return ensure_on_worker(&img, sha);
 }
 
 /* ---- loading ---- */
 
-static CUresult load(enum vmc_drv_load_how how, const struct image *img, const struct jit *j, uint64_t *handle) {
+static CUresult load(enum vmc_drv_load_how how, const struct image *img, const struct vmc_drv_jit *j, uint64_t *handle) {
     uint8_t sha[32];
     CUresult st = ensure_on_worker(img, sha);
     if (st != CUDA_SUCCESS)
@@ -227,35 +176,22 @@ static CUresult load(enum vmc_drv_load_how how, const struct image *img, const s
     st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_ModuleLoad, 0);
     if (st != CUDA_SUCCESS)
         return st;
-    unsigned n = j ? j->n : 0;
+    struct vmc_module_load_args a = {.how = (uint8_t)how, .wrapper_version = img->wrapper_version};
     uint32_t options[VMC_MAX_JIT_OPTIONS];
     uint64_t values[VMC_MAX_JIT_OPTIONS];
-    for (unsigned i = 0; i < n; i++) {
-        CUjit_option o = j->options[i];
-        options[i] = (uint32_t)o;
-        /* a log buffer travels as its size: the worker has its own */
-        uint64_t v = vmc_jit_option_is_log(o) ? (o == CU_JIT_INFO_LOG_BUFFER ? j->info_size : j->error_size)
-                                          : (uint64_t)(uintptr_t)j->values[i];
-        if (vmc_jit_option_is_log(o) || o == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES || o == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-            v = v < VMC_MAX_JIT_LOG ? v : VMC_MAX_JIT_LOG;
-        values[i] = v;
-    }
-    struct vmc_module_load_args a = {
-        .how = (uint8_t)how, .wrapper_version = img->wrapper_version, .n_options = n, .options = options, .values = values};
+    vmc_drv_jit_put(j, &a, options, values);
     memcpy(a.sha256, sha, sizeof a.sha256);
     vmc_put_module_load_args(vmc_call_args(&c), &a);
     st = (CUresult)vmc_call_finish(&c);
     struct vmc_module_load_reply r;
-    vmc_get_module_load_reply(&c.reply, &r);
-    if (!vmc_call_reply_ok(&c) || r.info_log_bytes > VMC_MAX_JIT_LOG || r.error_log_bytes > VMC_MAX_JIT_LOG)
+    if (!vmc_drv_jit_reply(&c, &r))
         return st == CUDA_SUCCESS ? CUDA_ERROR_UNKNOWN : st;
     *handle = r.handle;
-    if (j)
-        write_back(&r, j);
+    vmc_drv_jit_write_back(&r, j);
     return st;
 }
 
-static CUresult load_at(enum vmc_drv_load_how how, void **out, const void *image, const struct jit *j) {
+static CUresult load_at(enum vmc_drv_load_how how, void **out, const void *image, const struct vmc_drv_jit *j) {
     if (!out || !image)
         return CUDA_ERROR_INVALID_VALUE;
     struct image img;
@@ -268,8 +204,8 @@ static CUresult load_at(enum vmc_drv_load_how how, void **out, const void *image
     return st;
 }
 
-/* Reads a whole file (cuModuleLoad, cuLibraryLoadFromFile: the path is this machine's). */
-static CUresult read_file(const char *path, unsigned char **bytes, size_t *size) {
+/* Reads a whole file (cuModuleLoad, cuLibraryLoadFromFile, cuLinkAddFile: the path is this machine's). */
+CUresult vmc_drv_read_file(const char *path, unsigned char **bytes, size_t *size) {
     if (!path)
         return CUDA_ERROR_INVALID_VALUE;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -305,7 +241,7 @@ static CUresult load_file(enum vmc_drv_load_how how, void **out, const char *pat
         return CUDA_ERROR_INVALID_VALUE;
     unsigned char *bytes = NULL;
     size_t size = 0;
-    CUresult st = read_file(path, &bytes, &size);
+    CUresult st = vmc_drv_read_file(path, &bytes, &size);
     if (st != CUDA_SUCCESS)
         return st;
     struct image img;
@@ -328,8 +264,8 @@ __attribute__((visibility("default"))) CUresult cuModuleLoadData(CUmodule *modul
 __attribute__((visibility("default"))) CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
                                                                    unsigned int numOptions, CUjit_option *options,
                                                                    void **optionValues) {
-    struct jit j;
-    CUresult st = read_jit_options(numOptions, options, optionValues, &j);
+    struct vmc_drv_jit j;
+    CUresult st = vmc_drv_jit_read(numOptions, options, optionValues, &j);
     return st != CUDA_SUCCESS ? st : load_at(VMC_LOAD_MODULE_DATA_EX, (void **)module, image, &j);
 }
 
@@ -352,8 +288,8 @@ __attribute__((visibility("default"))) CUresult cuLibraryLoadData(CUlibrary *lib
     (void)libraryOptionValues;
     if (numLibraryOptions && !libraryOptions)
         return CUDA_ERROR_INVALID_VALUE;
-    struct jit j;
-    CUresult st = read_jit_options(numJitOptions, jitOptions, jitOptionsValues, &j);
+    struct vmc_drv_jit j;
+    CUresult st = vmc_drv_jit_read(numJitOptions, jitOptions, jitOptionsValues, &j);
     return st != CUDA_SUCCESS ? st : load_at(VMC_LOAD_LIBRARY, (void **)library, code, &j);
 }
 

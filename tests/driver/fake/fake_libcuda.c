@@ -9,6 +9,7 @@
  * cuGetProcAddress knows each function by name; calls it does not implement are logged on stderr (the
  * session's worker.log) and fail with CUDA_ERROR_NOT_SUPPORTED. The few entry points the daemon's GPU
  * inventory calls by symbol are exported too (at the end). */
+#define _GNU_SOURCE 1 /* memmem */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <pthread.h>
@@ -578,6 +579,52 @@ static CUresult f_cuLibraryLoadData(CUlibrary *l, const void *code, CUjit_option
     (void)o; (void)v; (void)n; (void)lo; (void)lv; (void)ln;
     return load((struct module **)l, code, 1);
 }
+/* JIT linking: the "linked image" is the PTX inputs one after the other (load() takes any image and kernels are
+ * found by name); PTX without an .entry is refused as the real linker refuses malformed PTX, with its log. */
+struct link {
+    char *text;
+    size_t size;
+    char *error_log;
+    size_t error_size;
+};
+static CUresult f_cuLinkCreate(unsigned n, CUjit_option *o, void **v, CUlinkState *out) {
+    struct link *l = calloc(1, sizeof *l);
+    for (unsigned i = 0; i < n; i++) {
+        if (o[i] == CU_JIT_ERROR_LOG_BUFFER) l->error_log = v[i];
+        if (o[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) l->error_size = (size_t)(uintptr_t)v[i];
+    }
+    if (l->error_log && l->error_size) l->error_log[0] = 0;
+    *out = (CUlinkState)l;
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuLinkAddData(CUlinkState s, CUjitInputType type, void *data, size_t size, const char *name,
+                                unsigned n, CUjit_option *o, void **v) {
+    (void)name; (void)n; (void)o; (void)v;
+    struct link *l = (struct link *)s;
+    size_t len = strnlen(data, size);
+    if (type != CU_JIT_INPUT_PTX || !memmem(data, len, ".entry", 6)) {
+        if (l->error_log && l->error_size) snprintf(l->error_log, l->error_size, "fake libcuda: input is no PTX with a kernel");
+        return CUDA_ERROR_INVALID_PTX;
+    }
+    l->text = realloc(l->text, l->size + len + 1);
+    memcpy(l->text + l->size, data, len);
+    l->size += len;
+    l->text[l->size] = 0;
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuLinkComplete(CUlinkState s, void **out, size_t *size) {
+    struct link *l = (struct link *)s;
+    if (!l->text) return CUDA_ERROR_INVALID_VALUE;
+    *out = l->text;
+    *size = l->size + 1;
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuLinkDestroy(CUlinkState s) {
+    struct link *l = (struct link *)s;
+    free(l->text);
+    free(l);
+    return CUDA_SUCCESS;
+}
 static CUresult f_cuModuleUnload(CUmodule m) { free(m); return CUDA_SUCCESS; }
 static CUresult f_cuLibraryUnload(CUlibrary l) { free(l); return CUDA_SUCCESS; }
 static CUresult f_cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
@@ -1064,7 +1111,8 @@ static const struct {
     F(cuEventCreate, f_cuEventCreate), F(cuEventDestroy, f_cuEventDestroy), F(cuEventRecord, f_cuEventRecord),
     F(cuEventRecordWithFlags, f_cuEventRecordWithFlags), F(cuEventSynchronize, f_cuEventSynchronize),
     F(cuEventQuery, f_cuEventQuery), F(cuEventElapsedTime, f_cuEventElapsedTime),
-    F(cuModuleLoadData, f_cuModuleLoadData), F(cuModuleLoadDataEx, f_cuModuleLoadDataEx),
+    F(cuModuleLoadData, f_cuModuleLoadData), F(cuLinkCreate, f_cuLinkCreate), F(cuLinkAddData, f_cuLinkAddData),
+    F(cuLinkComplete, f_cuLinkComplete), F(cuLinkDestroy, f_cuLinkDestroy), F(cuModuleLoadDataEx, f_cuModuleLoadDataEx),
     F(cuModuleLoadFatBinary, f_cuModuleLoadFatBinary), F(cuLibraryLoadData, f_cuLibraryLoadData),
     F(cuModuleUnload, f_cuModuleUnload), F(cuLibraryUnload, f_cuLibraryUnload), F(cuModuleGetFunction, f_cuModuleGetFunction),
     F(cuLibraryGetKernel, f_cuLibraryGetKernel), F(cuLibraryGetModule, f_cuLibraryGetModule),

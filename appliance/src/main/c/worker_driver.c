@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "worker_driver.h"
 #include "worker_images.h"
+#include "worker_jit.h"
 
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
@@ -143,35 +144,13 @@ static enum vmc_w_result module_load(struct vmc_wcall *wc) {
     struct vmc_module_load_args a;
     vmc_get_module_load_args(&wc->in, &a);
     unsigned how = a.how, wrapper_version = a.wrapper_version;
-    uint32_t n = a.n_options;
-    if (!vmc_w_args_ok(wc) || wc->async || n > VMC_MAX_JIT_OPTIONS || how > VMC_LOAD_LIBRARY || wrapper_version > 2)
+    if (!vmc_w_args_ok(wc) || wc->async || a.n_options > VMC_MAX_JIT_OPTIONS || how > VMC_LOAD_LIBRARY || wrapper_version > 2)
         return VMC_W_BAD_ARGS;
-    CUjit_option options[VMC_MAX_JIT_OPTIONS];
-    void *values[VMC_MAX_JIT_OPTIONS];
-    char *logs[VMC_MAX_JIT_OPTIONS] = {0};
-    int allowed = 1;
-    for (uint32_t i = 0; i < n; i++) {
-        options[i] = (CUjit_option)vmc_module_load_args_options_at(&a, i);
-        uint64_t v = vmc_module_load_args_values_at(&a, i);
-        allowed = allowed && (vmc_jit_option_by_value(options[i]) || vmc_jit_option_is_log(options[i]));
-        if (options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES || options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-            v = v < VMC_MAX_JIT_LOG ? v : VMC_MAX_JIT_LOG;
-        values[i] = (void *)(uintptr_t)v;
-    }
-    CUresult st = CUDA_SUCCESS;
+    struct vmc_w_jit j;
+    CUresult st = vmc_w_jit_read(&a, &j);
     const struct vmc_w_image *img = vmc_w_image_find(a.sha256);
-    if (!img)
+    if (st == CUDA_SUCCESS && !img)
         st = CUDA_ERROR_INVALID_VALUE; /* the client loads only what it made sure is here */
-    if (!allowed)
-        st = CUDA_ERROR_INVALID_VALUE;
-    for (uint32_t i = 0; i < n && st == CUDA_SUCCESS; i++)
-        if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER) {
-            size_t size = (size_t)(uintptr_t)values[i];
-            logs[i] = calloc(1, (size < VMC_MAX_JIT_LOG ? size : VMC_MAX_JIT_LOG) + 1);
-            values[i] = logs[i];
-            if (!logs[i])
-                st = CUDA_ERROR_OUT_OF_MEMORY;
-        }
     uint64_t handle = 0;
     if (st == CUDA_SUCCESS) {
         DRV(PFN_cuModuleLoadData_v2000, load_data, "cuModuleLoadData", 2000, 0);
@@ -180,39 +159,25 @@ static enum vmc_w_result module_load(struct vmc_wcall *wc) {
         DRV(PFN_cuLibraryLoadData_v12000, load_library, "cuLibraryLoadData", 12000, 0);
         struct vmc_fatbin_wrapper w = {VMC_FATBIN_WRAPPER_MAGIC, wrapper_version, img->bytes, NULL};
         const void *image = how == VMC_LOAD_LIBRARY && wrapper_version ? (const void *)&w : (const void *)img->bytes;
+        unsigned n = j.n;
         CUmodule m = NULL;
         CUlibrary l = NULL;
         switch (how) {
         case VMC_LOAD_MODULE_DATA: st = load_data ? load_data(&m, image) : vmc_w_drv_missing("cuModuleLoadData"); break;
         case VMC_LOAD_MODULE_DATA_EX:
-            st = load_data_ex ? load_data_ex(&m, image, n, options, values) : vmc_w_drv_missing("cuModuleLoadDataEx");
+            st = load_data_ex ? load_data_ex(&m, image, n, j.options, j.values) : vmc_w_drv_missing("cuModuleLoadDataEx");
             break;
         case VMC_LOAD_MODULE_FATBINARY:
             st = load_fatbinary ? load_fatbinary(&m, image) : vmc_w_drv_missing("cuModuleLoadFatBinary");
             break;
         default:
-            st = load_library ? load_library(&l, image, n ? options : NULL, n ? values : NULL, n, NULL, NULL, 0)
+            st = load_library ? load_library(&l, image, n ? j.options : NULL, n ? j.values : NULL, n, NULL, NULL, 0)
                               : vmc_w_drv_missing("cuLibraryLoadData");
         }
         handle = how == VMC_LOAD_LIBRARY ? (uint64_t)(uintptr_t)l : (uint64_t)(uintptr_t)m;
     }
-    uint64_t written[VMC_MAX_JIT_OPTIONS];
-    for (uint32_t i = 0; i < n; i++) {
-        written[i] = 0;
-        if (!logs[i])
-            memcpy(&written[i], &values[i], sizeof written[i]); /* what the driver wrote back in place (sizes, wall time) */
-    }
-    const char *text[2] = {"", ""};
-    for (uint32_t i = 0; i < n; i++)
-        if (logs[i])
-            text[options[i] == CU_JIT_INFO_LOG_BUFFER ? 0 : 1] = logs[i];
-    vmc_w_reply_status(wc, (cudaError_t)st);
-    vmc_put_module_load_reply(vmc_w_reply_out(wc), &(struct vmc_module_load_reply){
-        .handle = handle, .n_values = n, .values = written,
-        .info_log_bytes = (uint32_t)strnlen(text[0], VMC_MAX_JIT_LOG), .info_log = text[0],
-        .error_log_bytes = (uint32_t)strnlen(text[1], VMC_MAX_JIT_LOG), .error_log = text[1]});
-    for (uint32_t i = 0; i < n; i++)
-        free(logs[i]);
+    vmc_w_jit_reply(wc, st, handle, &j);
+    vmc_w_jit_free(&j);
     return VMC_W_DONE;
 }
 
@@ -603,6 +568,11 @@ enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
     case VMC_DRV_vmc_drv_ImageQuery: return vmc_w_image_query(wc);
     case VMC_DRV_vmc_drv_ImageUpload: return vmc_w_image_upload(wc);
     case VMC_DRV_vmc_drv_ModuleLoad: return module_load(wc);
+    case VMC_DRV_vmc_drv_LinkCreate: return vmc_w_link_create(wc);
+    case VMC_DRV_vmc_drv_LinkAdd: return vmc_w_link_add(wc);
+    case VMC_DRV_vmc_drv_LinkComplete: return vmc_w_link_complete(wc);
+    case VMC_DRV_vmc_drv_LinkRead: return vmc_w_link_read(wc);
+    case VMC_DRV_vmc_drv_LinkDestroy: return vmc_w_link_destroy(wc);
     case VMC_DRV_vmc_drv_ParamLayout: return param_layout(wc);
     case VMC_DRV_vmc_drv_FunctionName: return function_name(wc);
     case VMC_DRV_vmc_drv_Launch: return launch(wc);

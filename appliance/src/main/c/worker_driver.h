@@ -47,6 +47,13 @@ int vmc_w_graph_nodes_dispatch(struct vmc_wcall *wc, enum vmc_w_result *r);
 enum vmc_w_result vmc_w_mirror_alloc(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_mirror_free(struct vmc_wcall *wc);
 
+/* JIT linking (worker_link.c): vmc_drv_LinkCreate, LinkAdd, LinkComplete, LinkRead, LinkDestroy. */
+enum vmc_w_result vmc_w_link_create(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_link_add(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_link_complete(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_link_read(struct vmc_wcall *wc);
+enum vmc_w_result vmc_w_link_destroy(struct vmc_wcall *wc);
+
 /* vmc_drv_NvmlQuery: the appliance's NVML answers about one GPU of the session (worker_nvml.c). */
 enum vmc_w_result vmc_w_nvml_query(struct vmc_wcall *wc);
 
