@@ -322,6 +322,55 @@ class AuthTest {
         assertEquals(0, t.lockedSeconds(lo, 1), "loopback is not throttled");
     }
 
+    /**
+     * A peer that opens connection after connection past the cap (from many addresses, as the review's flood did) is
+     * refused each time and counted each time, but the log keeps only the first refusals of the minute, not one line
+     * per connection: the flood must not fill the appliance's disk with its log.
+     */
+    @Test
+    void refusedConnectionsAreCountedEachButLoggedAFewTimes() throws Exception {
+        java.util.List<String> warnings = new java.util.ArrayList<>();
+        java.util.logging.Logger controlLog = java.util.logging.Logger.getLogger(
+                io.vmcuda.appliance.control.ControlServer.class.getPackageName() + ".ControlHandler");
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                if (r.getMessage().contains("await their handshake")) {
+                    synchronized (warnings) {
+                        warnings.add(r.getMessage());
+                    }
+                }
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        controlLog.addHandler(capture);
+        int refused = 40;
+        try (DaemonHarness d = new DaemonHarness(state, fixtures.workerLibDir(), TestInventory.none(), Map.of(
+                "tenant.alice.token_sha256", Authenticator.hashToken(TOKEN_A),
+                "control.max_handshakes_per_source", "1"));
+             ProtocolClient idle = d.connect()) {
+            assertTrue(idle.challenge != null);
+            for (int i = 0; i < refused; i++) {
+                try (ProtocolClient over = d.connect()) {
+                    assertEquals(7, over.readError().code(), "connection " + i + " is refused");
+                }
+            }
+            assertTrue(d.body("/metrics").contains("vmcuda_handshakes_refused_total " + refused + ".0"), "every one counted");
+        } finally {
+            controlLog.removeHandler(capture);
+        }
+        synchronized (warnings) {
+            assertEquals(LogLimiter.LINES_PER_WINDOW, warnings.size(), warnings.toString());
+            assertTrue(warnings.get(0).contains("too many connections from 127.0.0.1 await their handshake (1, "
+                    + "control.max_handshakes_per_source)"), "the first refusal is in the log: " + warnings.get(0));
+        }
+    }
+
     /** Idle connections that never send HELLO: past the per-source cap they are closed at once. */
     @Test
     void aFloodOfIdleConnectionsIsCappedPerSource() throws Exception {

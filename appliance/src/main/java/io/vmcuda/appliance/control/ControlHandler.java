@@ -72,7 +72,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         source = ctx.channel().remoteAddress() instanceof java.net.InetSocketAddress a ? a.getAddress() : null;
         String full = ctxShared.pending().admit(source);
         if (full != null) {
-            LOG.warning("closing " + ctx.channel().remoteAddress() + ": " + full);
+            ctxShared.limitedLog().log(Level.WARNING, "connections refused because too many await their handshake",
+                    "closing " + ctx.channel().remoteAddress() + ": " + full);
             ctxShared.refusals().metrics().handshakeRefused();
             phase = Phase.BUSY;
             ctx.channel().config().setAutoRead(false);
@@ -115,7 +116,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         String what = phase == Phase.AWAIT_HELLO ? "no HELLO" : phase == Phase.LIBRARY_LIST ? "no LIBRARIES" : "no BINARY_CHUNK";
         String msg = what + " within " + ctxShared.handshakeTimeout().toSeconds()
                 + " s (appliance setting control.handshake_timeout_s)";
-        LOG.info("closing " + ctx.channel().remoteAddress() + ": " + msg);
+        ctxShared.limitedLog().log(Level.INFO, "handshakes timed out", "closing " + ctx.channel().remoteAddress() + ": " + msg);
         ctxShared.refusals().metrics().handshakeTimeout();
         phase = Phase.BUSY;
         closeUpload();
@@ -175,8 +176,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         if (tenant == null) {
             ctxShared.refusals().metrics().authFailure();
             ctxShared.throttle().failed(source, now);
-            LOG.warning("authentication failure from " + ctx.channel().remoteAddress() + ": "
-                    + (h.anonymous() ? "no token" : "unknown token") + " (program '"
+            ctxShared.limitedLog().log(Level.WARNING, "authentication failures", "authentication failure from "
+                    + ctx.channel().remoteAddress() + ": " + (h.anonymous() ? "no token" : "unknown token") + " (program '"
                     + h.name().replaceAll("\\p{Cntrl}", "?") + "')");
             refuse(ctx, "bad token");
             return;
@@ -493,7 +494,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         closeUpload();
         if (c instanceof ProtocolException) {
             ProtocolException pe = (ProtocolException) c;
-            LOG.info("protocol error from " + ctx.channel().remoteAddress() + ": " + pe.getMessage());
+            ctxShared.limitedLog().log(Level.INFO, "protocol errors on control connections",
+                    "protocol error from " + ctx.channel().remoteAddress() + ": " + pe.getMessage());
             ctxShared.refusals().metrics().protocolError();
             phase = Phase.BUSY;
             ctx.channel().config().setAutoRead(false); // nothing more from this peer is worth reading

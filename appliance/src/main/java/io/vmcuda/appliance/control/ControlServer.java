@@ -56,7 +56,7 @@ public final class ControlServer implements AutoCloseable {
             throws InterruptedException {
         ControlContext shared = new ControlContext(cache, sessions, refusals, blocking, binaryMaxBytes, auth,
                 handshakeTimeout, throttle, new PendingHandshakes(maxHandshakes, maxHandshakesPerSource), connections, pool,
-                tenantView);
+                tenantView, ControlContext.newLimitedLog());
         this.server = new ServerBootstrap()
                 .group(boss, workers)
                 .channel(EpollServerSocketChannel.class)

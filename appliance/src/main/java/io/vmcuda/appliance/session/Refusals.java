@@ -11,6 +11,8 @@ public final class Refusals {
     private static final Logger LOG = Logger.getLogger(Refusals.class.getName());
 
     private final DaemonMetrics metrics;
+    /** Any peer can be refused once per connection it opens (a bad token, a throttled address): see LogLimiter. */
+    private final io.vmcuda.appliance.LogLimiter limitedLog = new io.vmcuda.appliance.LogLimiter(LOG);
 
     public Refusals(DaemonMetrics metrics) {
         this.metrics = metrics;
@@ -30,7 +32,8 @@ public final class Refusals {
      */
     public void refuse(Channel ch, String why, boolean log) {
         metrics.refused();
-        LOG.log(log ? java.util.logging.Level.INFO : java.util.logging.Level.FINE, "refused " + ch.remoteAddress() + ": " + why);
+        if (log) limitedLog.log(java.util.logging.Level.INFO, "refused HELLOs", "refused " + ch.remoteAddress() + ": " + why);
+        else LOG.fine("refused " + ch.remoteAddress() + ": " + why);
         if (!ch.isActive()) return;
         ch.writeAndFlush(Frames.helloReply(ch.alloc(), HelloReply.refused(why)))
                 .addListener(ChannelFutureListener.CLOSE);
