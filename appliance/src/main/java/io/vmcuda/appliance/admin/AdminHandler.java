@@ -80,6 +80,16 @@ final class AdminHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         return r;
     }
 
+    /** No complete request within AdminServer.IDLE_TIMEOUT (the IdleStateHandler before this one says so). */
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) throws Exception {
+        if (evt instanceof io.netty.handler.timeout.IdleStateEvent) {
+            ctx.close();
+            return;
+        }
+        super.userEventTriggered(ctx, evt);
+    }
+
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         LOG.log(Level.FINE, "admin connection failed", cause);

@@ -9,17 +9,44 @@ import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.timeout.IdleStateHandler;
 import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
-/** The admin HTTP port (--admin): status and metrics, read-only, behind {@link AdminAccess}. */
+/**
+ * The admin HTTP port (--admin): status and metrics, read-only, behind {@link AdminAccess}. Anyone who reaches the port
+ * can open connections before any token is checked, so they are bounded: a connection that has not sent a complete
+ * request for {@link #IDLE_TIMEOUT} (since it connected or since its last answer) is closed, and past
+ * {@link #MAX_CONNECTIONS} open at once a new one is closed as it comes. Without these, idle connections held open by
+ * the thousand took every descriptor of the daemon, and its client port stopped accepting.
+ */
 public final class AdminServer implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(AdminServer.class.getName());
     /** Requests are bodiless GETs; anything bigger is not for us. */
     private static final int MAX_REQUEST_BYTES = 16 * 1024;
+    /**
+     * HTTP/1.1 keep-alive: a scraper's next request comes within its interval or on a new connection (Prometheus and
+     * curl reconnect by themselves). Counted between complete requests, so a request sent a byte at a time ends too.
+     */
+    static final Duration IDLE_TIMEOUT = Duration.ofSeconds(30);
+    /** Far more than the monitors and operators of one appliance use; far fewer than the daemon's descriptors. */
+    static final int MAX_CONNECTIONS = 64;
 
     private final Channel server;
+    private final AtomicInteger open = new AtomicInteger();
+    private final io.vmcuda.appliance.LogLimiter limitedLog = new io.vmcuda.appliance.LogLimiter(LOG);
 
     public AdminServer(InetSocketAddress listen, EventLoopGroup group, StatusSource src, AdminAccess access)
             throws InterruptedException {
+        this(listen, group, src, access, IDLE_TIMEOUT, MAX_CONNECTIONS);
+    }
+
+    AdminServer(InetSocketAddress listen, EventLoopGroup group, StatusSource src, AdminAccess access, Duration idleTimeout,
+                int maxConnections) throws InterruptedException {
         PrometheusMetrics metrics = new PrometheusMetrics(src); // one registry for every connection
         this.server = new ServerBootstrap()
                 .group(group)
@@ -28,7 +55,17 @@ public final class AdminServer implements AutoCloseable {
                 .childHandler(new ChannelInitializer<EpollSocketChannel>() {
                     @Override
                     protected void initChannel(EpollSocketChannel ch) {
+                        if (open.incrementAndGet() > maxConnections) {
+                            open.decrementAndGet();
+                            limitedLog.log(Level.WARNING, "admin connections closed at the cap", "closing admin connection from "
+                                    + ch.remoteAddress() + ": " + maxConnections + " admin connections are open already");
+                            ch.close();
+                            return;
+                        }
+                        ch.closeFuture().addListener(f -> open.decrementAndGet());
+                        // after the aggregator: only a complete request counts as reading
                         ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(MAX_REQUEST_BYTES),
+                                new IdleStateHandler(idleTimeout.toNanos(), 0, 0, TimeUnit.NANOSECONDS),
                                 new AdminHandler(src, access, metrics));
                     }
                 })
