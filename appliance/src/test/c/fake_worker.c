@@ -6,7 +6,8 @@
  *  - receives client sockets with recvmsg/SCM_RIGHTS; writes an empty MANIFEST on each;
  *  - echoes whatever a client sends; when the first (NEW) client hangs up, writes STATS and BYE and
  *    exits 0.
- * argv[0] (the program name from HELLO) selects misbehaviour: "silent" never connects, "crash" exits 3.
+ * argv[0] (the program name from HELLO) selects misbehaviour: "silent" never connects, "crash" exits 3,
+ * "chatty" writes 1000 ABORT lines of 400-odd bytes after its WORKER line (tenant code can write on that link).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -102,6 +103,15 @@ int main(int argc, char **argv)
     char line[256];
     int len = snprintf(line, sizeof line, "WORKER %s %s\n", id, key);
     if (write_all(us, line, (size_t)len) != 0) return 2;
+    if (strcmp(name, "chatty") == 0) {
+        char pad[400], report[512];
+        memset(pad, 'Z', sizeof pad - 1);
+        pad[sizeof pad - 1] = 0;
+        for (int i = 0; i < 1000; i++) {
+            len = snprintf(report, sizeof report, "ABORT forged reason %d %s\n", i, pad);
+            if (write_all(us, report, (size_t)len) != 0) return 2;
+        }
+    }
 
     int clients[MAX_CLIENTS];
     int nclients = 0;

@@ -284,4 +284,55 @@ class WorkerHandoffTest {
             }
         }
     }
+
+    /**
+     * The worker runs the tenant's code, which can write ABORT lines on the worker's link as fast as it likes: the
+     * daemon logs the first few of the session and counts the rest in its "ended" line, and the record keeps the
+     * first reason, cut to a bounded length.
+     */
+    @Test
+    void aWorkerFloodingItsLinkWithReportsGetsAFewLogLines() throws Exception {
+        java.util.List<String> lines = new java.util.ArrayList<>();
+        java.util.logging.Logger sessionLog = java.util.logging.Logger.getLogger(
+                io.vmcuda.appliance.session.SessionManager.class.getName());
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                synchronized (lines) {
+                    lines.add(r.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        sessionLog.addHandler(capture);
+        String records;
+        try (DaemonHarness d = daemon(TestInventory.none(), Map.of())) {
+            try (ProtocolClient c = d.connect()) {
+                openSession(c, "chatty");
+            }
+            records = d.awaitRecords(r -> r.contains("\"program\":\"chatty\""));
+        } finally {
+            sessionLog.removeHandler(capture);
+        }
+        List<String> reports;
+        String ended;
+        synchronized (lines) {
+            reports = lines.stream().filter(l -> l.contains("worker reports: forged reason")).toList();
+            ended = lines.stream().filter(l -> l.contains(" aborted: chatty")).findFirst().orElse("");
+        }
+        assertEquals(5, reports.size(), reports.toString());
+        assertTrue(reports.get(0).contains("forged reason 0 ZZZ"), reports.get(0));
+        assertTrue(reports.stream().allMatch(l -> l.length() < 320), "each reason is cut: " + reports.get(0).length());
+        assertTrue(ended.contains("; 995 more worker reports not logged"), ended);
+        // the record's reason is the first report, cut as in the log
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"reason\":\"(forged reason 0 Z*\\.\\.\\.)\"")
+                .matcher(records);
+        assertTrue(m.find(), records);
+        assertTrue(m.group(1).length() <= 243, m.group(1));
+    }
 }

@@ -38,6 +38,8 @@ public final class Session {
     /** Hand-offs run one after another so the NEW connection reaches the worker first. */
     CompletableFuture<Void> handoffTail = CompletableFuture.completedFuture(null);
     String abortReason;
+    /** ABORT lines its worker sent (SessionManager logs the first few: the worker runs the tenant's code). */
+    int workerReports;
     /** The client connections handed (or being handed) to the worker: their tenant's count frees them at the end. */
     final List<ConnectionSlot> connectionSlots = new ArrayList<>();
     /** The worker's own uid (worker.uid_range), 0 when it runs as worker.user or unsandboxed. */
@@ -127,6 +129,10 @@ public final class Session {
 
     public synchronized String abortReason() {
         return abortReason;
+    }
+
+    synchronized int workerReports() {
+        return workerReports;
     }
 
     public long uid() {
