@@ -154,6 +154,31 @@ class ControlProtocolTest {
         }
     }
 
+    private static final byte[] UPLOADED = "x".repeat(100).getBytes(StandardCharsets.UTF_8);
+
+    /** A connection whose HELLO announced {@link #UPLOADED} and was answered SEND_BINARY. */
+    private ProtocolClient uploading() throws Exception {
+        ProtocolClient c = harness.connect();
+        c.sendNewHello(UPLOADED, "app");
+        assertEquals(Wire.HELLO_SEND_BINARY, c.readReply().status());
+        return c;
+    }
+
+    /** An upload must make progress: an empty chunk would restart the handshake timeout without sending anything. */
+    @Test
+    void anEmptyChunkIsAProtocolError() throws Exception {
+        try (ProtocolClient c = uploading()) {
+            c.sendFrame(Wire.TYPE_BINARY_CHUNK, new byte[10]);
+            c.sendFrame(Wire.TYPE_BINARY_CHUNK, new byte[0]);
+            ProtocolClient.ErrorFrame e = c.readError();
+            assertEquals(ProtocolException.MALFORMED, e.code());
+            assertTrue(e.message().contains("empty BINARY_CHUNK"), e.message());
+            assertTrue(c.peerClosed());
+        }
+        assertTrue(harness.body("/metrics").contains("vmcuda_protocol_errors_total 1.0"));
+        assertDaemonStillServes();
+    }
+
     @Test
     void nonElfBinaryIsRefusedWithTheRewritersReason() throws Exception {
         byte[] script = "#!/bin/sh\necho I am not an ELF file\n".getBytes(StandardCharsets.UTF_8);
@@ -184,11 +209,8 @@ class ControlProtocolTest {
 
     @Test
     void framesBeforeTheReplyAreAProtocolError() throws Exception {
-        byte[] binary = "x".repeat(100).getBytes(StandardCharsets.UTF_8);
-        try (ProtocolClient c = harness.connect()) {
-            c.sendNewHello(binary, "app");
-            assertEquals(Wire.HELLO_SEND_BINARY, c.readReply().status());
-            c.sendNewHello(binary, "app"); // a HELLO where BINARY_CHUNK belongs
+        try (ProtocolClient c = uploading()) {
+            c.sendNewHello(UPLOADED, "app"); // a HELLO where BINARY_CHUNK belongs
             assertEquals(ProtocolException.UNEXPECTED, c.readError().code());
         }
         assertDaemonStillServes();

@@ -132,7 +132,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
                 onHello(ctx, Hello.parse(frame.payload()));
                 break;
             case UPLOADING:
-                expect(frame, Wire.TYPE_BINARY_CHUNK, "BINARY_CHUNK");
+                expectChunk(frame);
                 onChunk(ctx, frame);
                 break;
             case LIBRARY_LIST:
@@ -140,7 +140,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
                 onLibraryList(ctx, io.vmcuda.appliance.wire.LibraryList.parse(frame.payload()));
                 break;
             case LIBRARY_UPLOAD:
-                expect(frame, Wire.TYPE_BINARY_CHUNK, "BINARY_CHUNK");
+                expectChunk(frame);
                 onLibraryChunk(ctx, frame);
                 break;
             default:
@@ -152,6 +152,17 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private static void expect(Frame f, int type, String name) {
         if (f.type() != type) {
             throw new ProtocolException(ProtocolException.UNEXPECTED, "expected " + name + ", got frame type " + f.type());
+        }
+    }
+
+    /**
+     * Each chunk restarts the upload's timeout (control.handshake_timeout_s), so each must carry bytes: empty ones sent
+     * every few seconds kept an upload, and its connection, open for as long as the client liked.
+     */
+    private static void expectChunk(Frame f) {
+        expect(f, Wire.TYPE_BINARY_CHUNK, "BINARY_CHUNK");
+        if (!f.payload().isReadable()) {
+            throw new ProtocolException(ProtocolException.MALFORMED, "empty BINARY_CHUNK (every chunk of an upload carries bytes)");
         }
     }
 
