@@ -76,6 +76,32 @@ struct Triple {
     short s;
 };
 
+/* dynamic shared memory a block of `threads` needs: 48 bytes a thread (the occupancy callback) */
+static size_t smem_per_block(int threads) { return (size_t)threads * 48; }
+
+/* cudaOccupancyMaxPotentialBlockSizeVariableSMem's search (cuda_runtime.h), with the driver's per-size answer */
+static void documented_search(CUfunction f, CUdevice dev, size_t fixed, int by_block, int *grid, int *block) {
+    int per_sm = 0, warp = 0, device_max = 0, sms = 0, function_max = 0;
+    cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev);
+    cuDeviceGetAttribute(&warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev);
+    cuDeviceGetAttribute(&device_max, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev);
+    cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    cuFuncGetAttribute(&function_max, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+    int cap = device_max < function_max ? device_max : function_max, best = 0;
+    *grid = *block = 0;
+    for (int aligned = (cap + warp - 1) / warp * warp; aligned > 0; aligned -= warp) {
+        int size = aligned < cap ? aligned : cap, blocks = 0;
+        cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, size, by_block ? smem_per_block(size) : fixed);
+        if (blocks * size > best) {
+            best = blocks * size;
+            *block = size;
+            *grid = blocks * sms;
+        }
+        if (best == per_sm)
+            break;
+    }
+}
+
 static void vector_add(CUfunction add, CUstream stream, const char *label) {
     enum { N = 50000 };
     static float a[N], b[N], c[N];
@@ -195,7 +221,9 @@ int main(int argc, char **argv) {
     link_errors[0] = 0;
     CU(cuLinkCreate_v2(2, link_opts, link_vals, &link));
     CUresult bad_link = cuLinkAddData_v2(link, CU_JIT_INPUT_PTX, (void *)bad_ptx, sizeof bad_ptx, "bad.ptx", 0, NULL, NULL);
-    check(bad_link != CUDA_SUCCESS && link_errors[0] != 0, "cuLinkAddData of malformed PTX fails with the linker's error log");
+    if (bad_link == CUDA_SUCCESS) /* a linker may compile at cuLinkComplete only */
+        bad_link = cuLinkComplete(link, &linked, &linked_size);
+    check(bad_link != CUDA_SUCCESS && link_errors[0] != 0, "malformed PTX refused by the linker, with its error log");
     CU(cuLinkDestroy(link));
     CUkernel kernel;
     CU(cuLibraryGetKernel(&kernel, lib, "add"));
@@ -465,6 +493,17 @@ int main(int argc, char **argv) {
     int clusters = 0;
     CU(cuOccupancyMaxActiveClusters(&clusters, add_fn, &cfg));
     check(clusters > 0, "cuOccupancyMaxActiveClusters");
+    /* the block size for the most resident threads: the driver's answer, with and without a callback for the
+     * dynamic shared memory, against the search cuda_runtime.h documents (natively this compares NVIDIA's
+     * driver with that search; through vmcuda, vmcuda's search with it) */
+    int grid_fixed = 0, block_fixed = 0, grid_cb = 0, block_cb = 0;
+    CU(cuOccupancyMaxPotentialBlockSize(&grid_fixed, &block_fixed, add_fn, NULL, 1024, 0));
+    CU(cuOccupancyMaxPotentialBlockSizeWithFlags(&grid_cb, &block_cb, add_fn, smem_per_block, 0, 0, CU_OCCUPANCY_DEFAULT));
+    int want_grid = 0, want_block = 0;
+    documented_search(add_fn, dev, 1024, 0, &want_grid, &want_block);
+    check(grid_fixed == want_grid && block_fixed == want_block, "cuOccupancyMaxPotentialBlockSize, fixed shared memory");
+    documented_search(add_fn, dev, 0, 1, &want_grid, &want_block);
+    check(grid_cb == want_grid && block_cb == want_block, "cuOccupancyMaxPotentialBlockSizeWithFlags, shared memory by block size");
     CUdevice named_dev = -1;
     CU(cuCtxGetDevice_v2(&named_dev, ctx));
     check(named_dev == dev, "cuCtxGetDevice_v2 of a named context");

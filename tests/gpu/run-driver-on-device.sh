@@ -127,6 +127,7 @@ judge() {
             diff -u --label "native/$name" --label "vmcuda/$name" "$WORK/native/$name.out" "$vd/$name.out" | head -80
             echo "----- vmcuda stderr (tail)"; tail -25 "$vd/$name.err"
             echo "----- native stderr (tail)"; tail -5 "$WORK/native/$name.err"
+            [ "$nrc" = 0 ] || { echo "----- native stdout (lines other than ok)"; grep -v ': ok$' "$WORK/native/$name.out" | tail -15; }
         } >>"$DIFFS"
     fi
 }
