@@ -223,7 +223,9 @@ int main(int argc, char **argv) {
     CUresult bad_link = cuLinkAddData_v2(link, CU_JIT_INPUT_PTX, (void *)bad_ptx, sizeof bad_ptx, "bad.ptx", 0, NULL, NULL);
     if (bad_link == CUDA_SUCCESS) /* a linker may compile at cuLinkComplete only */
         bad_link = cuLinkComplete(link, &linked, &linked_size);
-    check(bad_link != CUDA_SUCCESS && link_errors[0] != 0, "malformed PTX refused by the linker, with its error log");
+    /* what the driver says of it is printed (a native run and a vmcuda run must agree), not judged */
+    printf("malformed PTX: refused: %s, error log: %s\n", bad_link != CUDA_SUCCESS ? "yes" : "no",
+           link_errors[0] ? "not empty" : "empty");
     CU(cuLinkDestroy(link));
     CUkernel kernel;
     CU(cuLibraryGetKernel(&kernel, lib, "add"));

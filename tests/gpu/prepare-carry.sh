@@ -83,7 +83,7 @@ if [ "$with_driver" = true ]; then
     mkdir -p "$pack/cuda-static" "$pack/driver"
     cp -pr "$repo"/tests/target/cuda-static/* "$pack/cuda-static/" 2>/dev/null ||
         { echo "prepare-carry: --driver: no programs in tests/target/cuda-static; run: mvn -B install" >&2; exit 1; }
-    cp -p "$repo"/tests/target/driver/drv_api "$repo"/tests/target/driver/drv_kernels.* "$repo"/tests/target/driver/rt_static "$repo"/tests/target/driver/graph_topology "$repo"/tests/target/driver/drv_hostmap "$repo"/tests/target/driver/drv_threads "$repo"/tests/target/driver/drv_fork "$repo"/tests/target/driver/drv_capture_query "$repo"/tests/target/driver/nvml_probe "$pack/driver/" ||
+    cp -p "$repo"/tests/target/driver/drv_api "$repo"/tests/target/driver/drv_kernels.* "$repo"/tests/target/driver/rt_static "$repo"/tests/target/driver/graph_topology "$repo"/tests/target/driver/graph_host "$repo"/tests/target/driver/drv_hostmap "$repo"/tests/target/driver/drv_threads "$repo"/tests/target/driver/drv_fork "$repo"/tests/target/driver/drv_capture_query "$repo"/tests/target/driver/nvml_probe "$pack/driver/" ||
         { echo "prepare-carry: --driver: no tests/target/driver/{drv_api,rt_static}; run: mvn -B install" >&2; exit 1; }
     bash "$repo/tests/driver/discovery/build.sh" "$pack/disc-tools" >/dev/null
     seal driver "driver front end" "static-runtime programs, drv_api, rt_static, discovery tools"

@@ -141,7 +141,8 @@ compare() { # NAME COMMAND...: native, ring, tcp
     run_prog ring "$WORK/ring" "$name" "$@"
     judge ring "$name" "$WORK/ring"
     case "$name" in
-    zero_copy | drv_hostmap | managed) # mapped and managed memory exist on the co-located path only (over TCP: refused)
+    zero_copy | drv_hostmap | managed | graph_host) # mapped and managed memory, and graphs that copy this process's
+        # memory, exist on the co-located path only (over TCP: refused)
         printf 'SKIP   %-26s %-5s mapped host memory needs the co-located path\n' "$name" tcp | tee -a "$SUMMARY"
         return 0 ;;
     esac
@@ -182,7 +183,7 @@ fi
 if want programs; then
     say ""
     say "== static-runtime samples and driver-API programs: native vs vmcuda (ring, tcp)"
-    for p in "$D"/cuda-static/* "$D"/driver/drv_api "$D"/driver/rt_static "$D"/driver/graph_topology "$D"/driver/drv_hostmap "$D"/driver/drv_threads "$D"/driver/drv_fork "$D"/driver/drv_capture_query; do
+    for p in "$D"/cuda-static/* "$D"/driver/drv_api "$D"/driver/rt_static "$D"/driver/graph_topology "$D"/driver/graph_host "$D"/driver/drv_hostmap "$D"/driver/drv_threads "$D"/driver/drv_fork "$D"/driver/drv_capture_query; do
         [ -f "$p" ] && [ -x "$p" ] || continue
         compare "$(basename "$p")" "$p"
     done

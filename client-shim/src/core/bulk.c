@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include "bulk.h"
 
 #include "hostmap.h"
@@ -98,8 +99,39 @@ static unsigned stripes_for(uint32_t symbol, uint64_t device, size_t count, unsi
 /* Host-to-device: memory shared with the worker where it lies; else the connection's ring (transport.h)
  * when it has one, striped over several connections when the ring's transport gains from that; else the
  * byte stream (striped when large). */
+void vmc_capture_refused_note(void) {
+    static int told;
+    if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED)) {
+        fputs("vmcuda: a copy between this process's memory and the device cannot be captured into a CUDA graph "
+              "here (the graph lives on the appliance; the driver API on the co-located path stages such copies); "
+              "it returns cudaErrorStreamCaptureUnsupported\n", stderr);
+        fflush(stderr);
+    }
+}
+
+/* The runtime front end's copies say why a capture refused them; the driver front end's may still stage them. */
+static cudaError_t noted(cudaError_t st, unsigned mode) {
+    if (st == cudaErrorStreamCaptureUnsupported && !(mode & COPY_DRIVER))
+        vmc_capture_refused_note();
+    return st;
+}
+
+static cudaError_t copy_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, uint64_t stream_arg,
+                                  unsigned mode);
+static cudaError_t copy_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, uint64_t stream_arg,
+                                unsigned mode);
+
 cudaError_t vmc_copy_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, uint64_t stream_arg,
                                unsigned mode) {
+    return noted(copy_to_device(symbol, dst, src, count, stream_arg, mode), mode);
+}
+
+cudaError_t vmc_copy_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, uint64_t stream_arg, unsigned mode) {
+    return noted(copy_to_host(dst, symbol, src, count, stream_arg, mode), mode);
+}
+
+static cudaError_t copy_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, uint64_t stream_arg,
+                                  unsigned mode) {
     cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
     /* memory shared with the worker (page-locked with `pinned_in_region`, mapped, managed): the GPU reads it where
      * it is, in stream order (the bytes may still be a kernel's to write) */
@@ -116,7 +148,8 @@ cudaError_t vmc_copy_to_device(uint32_t symbol, uint64_t dst, const void *src, s
     return socket_host_to_device(symbol, dst, src, count, stream, mode);
 }
 
-cudaError_t vmc_copy_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, uint64_t stream_arg, unsigned mode) {
+static cudaError_t copy_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, uint64_t stream_arg,
+                                unsigned mode) {
     cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
     if (symbol == VMC_NO_INDEX && vmc_hostmap_contains(dst, count))
         return vmc_hostmap_copy(src, dst, count, stream_arg, mode, 0);

@@ -24,4 +24,7 @@ cudaError_t vmc_copy_to_device(uint32_t symbol, uint64_t device, const void *src
                                unsigned mode);
 cudaError_t vmc_copy_to_host(void *dst, uint32_t symbol, uint64_t device, size_t count, uint64_t stream, unsigned mode);
 
+/* Says once that a copy with this process's memory was refused by a stream capture, and why. */
+void vmc_capture_refused_note(void);
+
 #endif

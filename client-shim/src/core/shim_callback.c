@@ -22,6 +22,7 @@
 struct entry {
     uint64_t id;
     unsigned kind;
+    int kept; /* part of a graph (a host node, a captured host function): runs at every execution */
     vmc_host_fn fn;
     vmc_stream_callback callback;
     void *user_data;
@@ -36,11 +37,13 @@ static uint64_t next_id = 1;
 static int channel_state; /* 0 = not started, 1 = starting, 2 = up, -1 = failed */
 static cudaError_t channel_error = cudaSuccess;
 
+/* The entry for id, out of the list unless it is kept. */
 static struct entry *take(uint64_t id) {
     for (struct entry **p = &entries; *p; p = &(*p)->next) {
         if ((*p)->id == id) {
             struct entry *e = *p;
-            *p = e->next;
+            if (!e->kept)
+                *p = e->next;
             return e;
         }
     }
@@ -87,10 +90,30 @@ static void *callback_thread(void *arg) {
                 e->fn(e->user_data);
             else
                 e->callback((void *)(uintptr_t)e->stream, (int)status, e->user_data);
-            free(e);
+            if (!e->kept)
+                free(e);
         }
         done = token;
     }
+}
+
+static struct entry *new_entry(unsigned kind, vmc_host_fn fn, vmc_stream_callback callback, void *user_data,
+                               uint64_t stream, int kept) {
+    struct entry *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->kind = kind;
+    e->fn = fn;
+    e->callback = callback;
+    e->user_data = user_data;
+    e->stream = stream;
+    e->kept = kept;
+    pthread_mutex_lock(&lock);
+    e->id = next_id++;
+    e->next = entries;
+    entries = e;
+    pthread_mutex_unlock(&lock);
+    return e;
 }
 
 /* Starts the callback thread once; waits until its connection is open. */
@@ -125,19 +148,9 @@ cudaError_t vmc_host_callback_enqueue(uint64_t stream, unsigned kind, vmc_host_f
     st = ensure_channel();
     if (st != cudaSuccess)
         return st;
-    struct entry *e = calloc(1, sizeof *e);
+    struct entry *e = new_entry(kind, fn, callback, user_data, stream, 0);
     if (!e)
         return cudaErrorMemoryAllocation;
-    e->kind = kind;
-    e->fn = fn;
-    e->callback = callback;
-    e->user_data = user_data;
-    e->stream = stream;
-    pthread_mutex_lock(&lock);
-    e->id = next_id++;
-    e->next = entries;
-    entries = e;
-    pthread_mutex_unlock(&lock);
     uint64_t id = e->id;
     struct vmc_call c;
     st = vmc_call_begin(&c, VMC_API_vmc_EnqueueHostCallback, 0);
@@ -146,11 +159,37 @@ cudaError_t vmc_host_callback_enqueue(uint64_t stream, unsigned kind, vmc_host_f
             .stream = stream, .id = id, .kind = (uint8_t)kind, .flags = flags, .per_thread = (uint8_t)per_thread});
         st = vmc_call_finish(&c);
     }
-    if (st != cudaSuccess) {
-        pthread_mutex_lock(&lock);
-        e = take(id); /* never enqueued on the worker: it will not be asked for */
-        pthread_mutex_unlock(&lock);
-        free(e);
+    struct vmc_host_callback_enqueued r = {0};
+    if (st == cudaSuccess) {
+        vmc_get_host_callback_enqueued(&c.reply, &r);
+        if (!vmc_call_reply_ok(&c))
+            r.kept = 0;
     }
+    pthread_mutex_lock(&lock);
+    if (st == cudaSuccess && r.kept)
+        e->kept = 1; /* captured into a graph: asked for at every execution */
+    else if (st != cudaSuccess)
+        e = take(id); /* never enqueued on the worker: it will not be asked for */
+    else
+        e = NULL;
+    pthread_mutex_unlock(&lock);
+    if (st != cudaSuccess)
+        free(e);
     return st;
+}
+
+cudaError_t vmc_host_callback_keep(vmc_host_fn fn, void *user_data, uint64_t *id) {
+    cudaError_t st = cudaSuccess;
+    if (!vmc_thread_conn(&st))
+        return st;
+    if (!fn || !id)
+        return cudaErrorInvalidValue;
+    st = ensure_channel();
+    if (st != cudaSuccess)
+        return st;
+    struct entry *e = new_entry(VMC_CALLBACK_HOST_FN, fn, NULL, user_data, 0, 1);
+    if (!e)
+        return cudaErrorMemoryAllocation;
+    *id = e->id;
+    return cudaSuccess;
 }

@@ -18,4 +18,8 @@ typedef void (*vmc_stream_callback)(void *stream, int status, void *user_data);
 cudaError_t vmc_host_callback_enqueue(uint64_t stream, unsigned kind, vmc_host_fn fn, vmc_stream_callback callback,
                                       void *user_data, unsigned flags, int per_thread);
 
+/* Registers fn(user_data) for a graph's host node: the entry is kept for the process (the graph runs it at every
+ * execution); *id is what the worker is given for it. */
+cudaError_t vmc_host_callback_keep(vmc_host_fn fn, void *user_data, uint64_t *id);
+
 #endif

@@ -1,18 +1,26 @@
-/* Graph nodes built node by node (cuGraphAddNode, cuGraphAddKernelNode, cuGraphAddMemcpyNode and setting
- * their parameters on a graph or an instantiated graph): XLA's command buffers, CUTLASS and hand-built
- * graphs make them instead of capturing a stream. The graph lives on the worker, so each node's parameters
- * travel there (vmc_drv_GraphAddNode / vmc_drv_GraphSetNodeParams, PROTOCOL.md "Graph nodes"): a kernel's
- * arguments as a launch sends them (laid out by the kernel's parameter layout, which the driver copies
- * when the node is made, as natively), the other supported types as their parameter union, which holds
- * only numbers and handles once host memory is ruled out. Host nodes (a host function) and copies from or
- * to host memory would run on the appliance, away from this process's memory: they are refused with a line
- * saying so, as are the node types not served yet. */
+/* Graph nodes built node by node (cuGraphAddNode, cuGraphAddKernelNode, cuGraphAddMemcpyNode, cuGraphAddHostNode
+ * and setting their parameters on a graph or an instantiated graph): XLA's command buffers, CUTLASS and
+ * hand-built graphs make them instead of capturing a stream. The graph lives on the worker, so each node's
+ * parameters travel there (vmc_drv_GraphAddNode / vmc_drv_GraphSetNodeParams, PROTOCOL.md "Graph nodes"): a
+ * kernel's arguments as a launch sends them (laid out by the kernel's parameter layout, which the driver copies
+ * when the node is made, as natively), the other supported types as their parameter union, which holds only
+ * numbers and handles once host memory is dealt with:
+ *   - a host node's function and user data stay here: the worker gets an id of the callback channel's
+ *     (shim_callback.h), and its node asks this process to run the function at every execution;
+ *   - a copy from or to this process's memory, on the co-located path, becomes a child graph of two nodes:
+ *     the copy between the device and a staging buffer of mapped memory (which the worker's GPU reaches at the
+ *     same address), and a host node that copies between the staging buffer and the program's memory, before
+ *     the copy to the device or after the copy from it (drv_graph_staging.c). Memory that is already mapped is
+ *     copied from directly. Between machines such copies are refused with a line saying so, as are the node
+ *     types not served yet. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "drv_call.h"
+#include "drv_graph_staging.h"
 #include "drv_launch.h"
+#include "shim_callback.h"
 #include "vmc_drv_api.h"
 #include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
@@ -21,8 +29,10 @@ static int told_type, told_host_copy;
 
 static CUresult not_served(const char *what, const char *why, int *told) { return vmc_drv_not_supported(what, why, told); }
 
-/* A node's parameters, checked and ready to send: for a kernel, its argument bytes laid out. */
+/* A node's parameters, checked and ready to send: for a kernel, its argument bytes laid out; for a host node,
+ * the callback's id in place of its function and user data. */
 struct prepared {
+    CUgraphNodeParams copy;
     const CUgraphNodeParams *p;
     const void *f;    /* kernel: the CUfunction or CUkernel */
     unsigned kind;
@@ -41,18 +51,30 @@ static CUresult prepare(const CUgraphNodeParams *p, struct prepared *out) {
             return CUDA_ERROR_INVALID_VALUE;
         return vmc_drv_kernel_arguments(out->f, k->kernelParams, k->extra, &out->args, &out->size, &out->owned, &out->kind);
     }
+    if (p->type == CU_GRAPH_NODE_TYPE_HOST) {
+        uint64_t id = 0;
+        if (!p->host.fn)
+            return CUDA_ERROR_INVALID_VALUE;
+        CUresult st = (CUresult)vmc_host_callback_keep(p->host.fn, p->host.userData, &id);
+        if (st != CUDA_SUCCESS)
+            return st;
+        out->copy = *p;
+        out->copy.host.fn = NULL;
+        out->copy.host.userData = (void *)(uintptr_t)id;
+        out->p = &out->copy;
+        return CUDA_SUCCESS;
+    }
     if (vmc_graph_node_raw_type(p->type)) {
-        if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY && (!vmc_graph_copy_on_device(p->memcpy.copyParams.srcMemoryType) ||
-                                                     !vmc_graph_copy_on_device(p->memcpy.copyParams.dstMemoryType)))
+        if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY && !vmc_drv_staging_sendable(&p->memcpy.copyParams))
             return not_served("a graph copy node from or to host memory",
-                              "the graph runs on the appliance, which cannot reach this process's memory; copy "
-                              "with cuMemcpy*Async on a stream instead",
+                              "the graph runs on the appliance, which reaches this process's memory only on the "
+                              "co-located path; copy with cuMemcpy*Async on a stream instead",
                               &told_host_copy);
         return CUDA_SUCCESS; /* numbers and handles only */
     }
     char what[112];
-    snprintf(what, sizeof what, "a graph node of type %d (host, conditional, allocation, semaphore or batch)", (int)p->type);
-    return not_served(what, "vmcuda serves kernel, copy, memset, empty, child-graph, event and free nodes", &told_type);
+    snprintf(what, sizeof what, "a graph node of type %d (conditional, allocation, semaphore or batch)", (int)p->type);
+    return not_served(what, "vmcuda serves kernel, copy, memset, host, empty, child-graph, event and free nodes", &told_type);
 }
 
 /* The node's type, then a kernel's handle, context, dimensions and argument bytes, or any other type's
@@ -77,10 +99,12 @@ static struct vmc_graph_node wire_node(const struct prepared *n) {
 }
 
 /* Parameters are checked and laid out before the call starts, so a refusal sends nothing. */
-static CUresult add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+CUresult vmc_drv_graph_add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                          const CUgraphEdgeData *edges, size_t n, const CUgraphNodeParams *params) {
     if (!phGraphNode || !params || (n && !dependencies) || n > VMC_GRAPH_MAX_DEPENDENCIES)
         return CUDA_ERROR_INVALID_VALUE;
+    if (params->type == CU_GRAPH_NODE_TYPE_MEMCPY && vmc_drv_staging_needed(&params->memcpy.copyParams))
+        return vmc_drv_staged_copy_node(phGraphNode, hGraph, dependencies, edges, n, &params->memcpy);
     struct prepared node_params;
     CUresult st = prepare(params, &node_params);
     struct vmc_call c;
@@ -152,13 +176,13 @@ static CUgraphNodeParams from_v2(const CUDA_KERNEL_NODE_PARAMS_v2 *k) {
 
 EXPORT CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                size_t numDependencies, CUgraphNodeParams *nodeParams) {
-    return add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams);
+    return vmc_drv_graph_add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams);
 }
 
 EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                   const CUgraphEdgeData *dependencyData, size_t numDependencies,
                                   CUgraphNodeParams *nodeParams) {
-    return add_node(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
+    return vmc_drv_graph_add_node(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
 }
 
 EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
@@ -166,7 +190,7 @@ EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, c
     if (!nodeParams)
         return CUDA_ERROR_INVALID_VALUE;
     CUgraphNodeParams p = from_v1(nodeParams);
-    return add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+    return vmc_drv_graph_add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
 }
 
 EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
@@ -174,7 +198,7 @@ EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph
     if (!nodeParams)
         return CUDA_ERROR_INVALID_VALUE;
     CUgraphNodeParams p = from_v2(nodeParams);
-    return add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+    return vmc_drv_graph_add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
 }
 
 EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
@@ -186,7 +210,43 @@ EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, c
     p.type = CU_GRAPH_NODE_TYPE_MEMCPY;
     p.memcpy.copyCtx = ctx;
     p.memcpy.copyParams = *copyParams;
-    return add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+    return vmc_drv_graph_add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                   size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams) {
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_HOST;
+    p.host.fn = nodeParams->fn;
+    p.host.userData = nodeParams->userData;
+    return vmc_drv_graph_add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+static CUgraphNodeParams host_params(const CUDA_HOST_NODE_PARAMS *h) {
+    CUgraphNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_HOST;
+    p.host.fn = h->fn;
+    p.host.userData = h->userData;
+    return p;
+}
+
+EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *nodeParams) {
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams p = host_params(nodeParams);
+    return set_params(NULL, hNode, &p, 0);
+}
+
+EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                             const CUDA_HOST_NODE_PARAMS *nodeParams) {
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams p = host_params(nodeParams);
+    return set_params(hGraphExec, hNode, &p, 1);
 }
 
 EXPORT CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) {

@@ -9,6 +9,7 @@
 #include "bulk.h"
 #include "drv.h"
 #include "drv_call.h"
+#include "drv_graph_staging.h"
 #include "drv_mirror.h"
 #include "hostmap.h"
 #include "managed.h"
@@ -129,16 +130,52 @@ __attribute__((visibility("default"))) CUresult cuLibraryGetGlobal(CUdeviceptr *
 
 /* ---- 1-D copies ---- */
 
+/* A 1-D copy between this process's memory and the device, for a stream capture that refused it. */
+static CUresult capture_staged(CUdeviceptr device, void *host, size_t n, CUstream stream, unsigned mode, int to_dev) {
+    CUDA_MEMCPY3D m;
+    memset(&m, 0, sizeof m);
+    m.WidthInBytes = n, m.Height = 1, m.Depth = 1;
+    if (to_dev) {
+        m.srcMemoryType = CU_MEMORYTYPE_HOST, m.srcHost = host, m.srcPitch = n;
+        m.dstMemoryType = CU_MEMORYTYPE_DEVICE, m.dstDevice = device, m.dstPitch = n;
+    } else {
+        m.srcMemoryType = CU_MEMORYTYPE_DEVICE, m.srcDevice = device, m.srcPitch = n;
+        m.dstMemoryType = CU_MEMORYTYPE_HOST, m.dstHost = host, m.dstPitch = n;
+    }
+    return vmc_drv_capture_staged_copy(stream, (mode & COPY_PER_THREAD) != 0, &m);
+}
+
+/* Whether a copy on `stream` is being captured: asked of the worker only once a capture began in this process. An
+ * asynchronous copy to the device is not answered, so the worker's refusal would come too late to stage it. */
+static int capturing(CUstream stream, unsigned mode) {
+    int per_thread = (mode & COPY_PER_THREAD) != 0;
+    if (!vmc_capture_ever_begun() || stream == CU_STREAM_LEGACY || (stream == NULL && !per_thread))
+        return 0;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult st = per_thread ? cuStreamIsCapturing_ptsz(stream, &status) : cuStreamIsCapturing(stream, &status);
+    return st == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 static CUresult to_device(CUdeviceptr dst, const void *src, size_t n, CUstream stream, unsigned mode) {
     if (n && !src)
         return CUDA_ERROR_INVALID_VALUE;
-    return (CUresult)vmc_copy_to_device(VMC_NO_INDEX, dst, src, n, (uint64_t)(uintptr_t)stream, mode | COPY_DRIVER);
+    if (n && !vmc_hostmap_contains(src, n) && capturing(stream, mode))
+        return capture_staged(dst, (void *)src, n, stream, mode, 1);
+    CUresult st = (CUresult)vmc_copy_to_device(VMC_NO_INDEX, dst, src, n, (uint64_t)(uintptr_t)stream, mode | COPY_DRIVER);
+    if (st == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && n)
+        st = capture_staged(dst, (void *)src, n, stream, mode, 1);
+    return st;
 }
 
 static CUresult to_host(void *dst, CUdeviceptr src, size_t n, CUstream stream, unsigned mode) {
     if (n && !dst)
         return CUDA_ERROR_INVALID_VALUE;
-    return (CUresult)vmc_copy_to_host(dst, VMC_NO_INDEX, src, n, (uint64_t)(uintptr_t)stream, mode | COPY_DRIVER);
+    if (n && !vmc_hostmap_contains(dst, n) && capturing(stream, mode))
+        return capture_staged(src, dst, n, stream, mode, 0);
+    CUresult st = (CUresult)vmc_copy_to_host(dst, VMC_NO_INDEX, src, n, (uint64_t)(uintptr_t)stream, mode | COPY_DRIVER);
+    if (st == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && n)
+        st = capture_staged(src, dst, n, stream, mode, 0);
+    return st;
 }
 
 __attribute__((visibility("default"))) CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount) {

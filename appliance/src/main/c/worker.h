@@ -195,6 +195,9 @@ void vmc_w_release_session(uint32_t code, const char *msg, int exit_status) __at
 int vmc_w_fidelity_dispatch(struct vmc_wcall *wc, enum vmc_w_result *result);
 enum vmc_w_result vmc_w_callback_channel(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_enqueue_host_callback(struct vmc_wcall *wc);
+/* A host function and its argument that run the client's callback `client_id` at every execution of a graph
+ * (a host node); NULL when the session holds VMC_MAX_KEPT_CALLBACKS already or memory ran out. */
+void *vmc_w_kept_callback(uint64_t client_id, void (**fn)(void *));
 enum vmc_w_result vmc_w_memcpy_box_host(struct vmc_wcall *wc);
 /* 1 when the client's stream (0 + per_thread = the per-thread default stream) is being captured. */
 int vmc_w_stream_capturing(uint64_t stream, int per_thread);

@@ -70,18 +70,43 @@ static void run_in_client(struct request *r) {
 
 static void CUDART_CB host_function(void *arg) { run_in_client(arg); }
 
+/* A callback a graph holds (a host node, or a host function captured from a stream) runs at every execution of
+ * the graph: its record is kept for the session (graphs and their instances may outlive each other, so no one
+ * call says when it is no longer needed) and each execution makes a request of its own. */
+struct kept {
+    uint64_t client_id;
+    struct kept *next;
+};
+static struct kept *kept_callbacks;
+static unsigned long n_kept;
+
+static void CUDART_CB kept_function(void *arg) {
+    struct request *r = calloc(1, sizeof *r);
+    if (!r)
+        return; /* out of memory on CUDA's callback thread: the callback is lost, the stream goes on */
+    r->client_id = ((const struct kept *)arg)->client_id;
+    run_in_client(r);
+}
+
+void *vmc_w_kept_callback(uint64_t client_id, void (**fn)(void *)) {
+    struct kept *k = NULL;
+    pthread_mutex_lock(&lock);
+    if (n_kept < VMC_MAX_KEPT_CALLBACKS && (k = calloc(1, sizeof *k))) {
+        k->client_id = client_id;
+        k->next = kept_callbacks;
+        kept_callbacks = k;
+        n_kept++;
+    }
+    pthread_mutex_unlock(&lock);
+    *fn = kept_function;
+    return k;
+}
+
 static void CUDART_CB stream_callback(cudaStream_t stream, cudaError_t status, void *arg) {
     (void)stream;
     struct request *r = arg;
     r->status = (uint32_t)status;
     run_in_client(r);
-}
-
-static void print_once(int *told, const char *text) {
-    if (!__atomic_exchange_n(told, 1, __ATOMIC_RELAXED)) {
-        fputs(text, stderr); /* the worker's stderr reaches the client's */
-        fflush(stderr);
-    }
 }
 
 enum vmc_w_result vmc_w_enqueue_host_callback(struct vmc_wcall *wc) {
@@ -93,12 +118,15 @@ enum vmc_w_result vmc_w_enqueue_host_callback(struct vmc_wcall *wc) {
     if (!vmc_w_args_ok(wc) || wc->async || kind > 1 || per_thread > 1)
         return VMC_W_BAD_ARGS;
     cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
-    if (vmc_w_stream_capturing(stream_arg, per_thread)) {
-        /* The request record lives for one execution; a graph would run it many times. */
-        static int told;
-        print_once(&told, "vmcuda: host callbacks cannot be captured into a CUDA graph (the graph lives on the "
-                          "appliance, the callback in this process); it returns cudaErrorStreamCaptureUnsupported\n");
-        vmc_w_reply_status(wc, cudaErrorStreamCaptureUnsupported);
+    if (kind == 0 && vmc_w_stream_capturing(stream_arg, per_thread)) {
+        /* captured into a graph, it runs at every execution: a kept record, and the client keeps its entry
+         * (cudaStreamAddCallback is refused during a capture by the runtime itself, below) */
+        void (*fn)(void *);
+        void *k = vmc_w_kept_callback(client_id, &fn);
+        cudaError_t st = !k ? cudaErrorMemoryAllocation
+                            : per_thread ? cudaLaunchHostFunc_ptsz(stream, fn, k) : cudaLaunchHostFunc(stream, fn, k);
+        vmc_w_reply_status(wc, st);
+        vmc_put_host_callback_enqueued(vmc_w_reply_out(wc), &(struct vmc_host_callback_enqueued){.kept = 1});
         return VMC_W_DONE;
     }
     struct request *r = calloc(1, sizeof *r);
@@ -116,6 +144,7 @@ enum vmc_w_result vmc_w_enqueue_host_callback(struct vmc_wcall *wc) {
     if (st != cudaSuccess)
         free(r);
     vmc_w_reply_status(wc, st);
+    vmc_put_host_callback_enqueued(vmc_w_reply_out(wc), &(struct vmc_host_callback_enqueued){.kept = 0});
     return VMC_W_DONE;
 }
 

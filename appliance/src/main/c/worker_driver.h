@@ -34,6 +34,8 @@ enum vmc_w_result vmc_w_tpc_mapping(struct vmc_wcall *wc);
 /* vmc_drv_HostMapAttach / vmc_drv_HostMapDetach: a co-located client's mapped host memory (worker_hostmap.c). */
 enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_hostmap_detach(struct vmc_wcall *wc);
+/* This worker's address of [client, client + n) inside a client's mapped host memory, or NULL. */
+void *vmc_w_hostmap_translate(uint64_t client, uint64_t n);
 /* vmc_drv_MappedCopy: a copy between device memory and such memory, by the GPU, no bytes on the wire. */
 enum vmc_w_result vmc_w_hostmap_copy(struct vmc_wcall *wc);
 

@@ -8,8 +8,9 @@
 
 
 /* A bulk copy between client host memory and the device on a stream that is being captured would put
- * the worker's staging buffer into the graph (and synchronise a capturing stream): refuse it clearly,
- * after consuming its bytes so that the connection stays in step. */
+ * the worker's staging buffer into the graph (and synchronise a capturing stream): refuse it, after
+ * consuming its bytes so that the connection stays in step. The client says why, or captures the copy in
+ * a form the graph can run (driver front end on the co-located path: drv_graph_staging.c). */
 static int capture_guard(struct vmc_wcall *wc, enum vmc_w_result *result) {
     struct vmc_in peek = wc->in;
     struct vmc_copy_args a;
@@ -20,7 +21,6 @@ static int capture_guard(struct vmc_wcall *wc, enum vmc_w_result *result) {
         return 0; /* malformed: the real handler says so */
     if (!vmc_w_stream_capturing(stream, (mode & COPY_PER_THREAD) != 0))
         return 0;
-    vmc_w_capture_refusal_note();
     if (wc->id == VMC_API_vmc_MemcpyHostToDevice) {
         uint8_t sink[4096];
         while (count) {

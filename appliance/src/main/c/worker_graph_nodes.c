@@ -3,7 +3,9 @@
  * cuGraph(Exec)NodeSetParams. A kernel node's arguments arrive laid out as a launch's do and are given to
  * the driver as one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER), which it copies into the node. Other types
  * arrive as their parameter union: only numbers and handles are accepted (a copy node must have device
- * memory or arrays on both sides; host pointers are cleared), every other type is refused. */
+ * memory or arrays on both sides, or one side in the client's mapped host memory; other host pointers are
+ * cleared); a host node's user data is the client's callback id, and its function one of ours that asks the
+ * client to run it (worker_callback.c); every other type is refused. */
 #include "worker_driver.h"
 #include <cudaTypedefs.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "vmc_drv_api.h"
 #include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
+#include "worker.h"
 
 /* Parameters read from the call, and what a kernel node's `extra` points to while the driver reads it. */
 struct node_params {
@@ -19,7 +22,23 @@ struct node_params {
     size_t args_size;
 };
 
-/* 0 when the parameters are not what the client may send. */
+/* A copy node's host side must lie in the client's mapped host memory (a staging buffer the client made for a
+ * copy from or to its own memory, PROTOCOL.md "Graph nodes"), at the same address here: 0 when it does not. */
+static int host_side_mapped(const CUDA_MEMCPY3D *m, int src) {
+    const void *host = src ? m->srcHost : m->dstHost;
+    uint64_t x = src ? m->srcXInBytes : m->dstXInBytes, y = src ? m->srcY : m->dstY, z = src ? m->srcZ : m->dstZ;
+    uint64_t pitch = src ? m->srcPitch : m->dstPitch, height = src ? m->srcHeight : m->dstHeight;
+    uint64_t w = m->WidthInBytes, h = m->Height ? m->Height : 1, d = m->Depth ? m->Depth : 1;
+    if (!host || w == 0 || (h > 1 && pitch < w) || (d > 1 && height < h) || pitch > (1ull << 40) || height > (1ull << 32) ||
+        h > (1ull << 32) || d > (1ull << 32) || x > (1ull << 40) || y > (1ull << 32) || z > (1ull << 32))
+        return 0;
+    uint64_t slice = pitch * (height ? height : h);
+    uint64_t first = x + y * pitch + z * slice, extent = (d - 1) * slice + (h - 1) * pitch + w;
+    uint64_t at = (uint64_t)(uintptr_t)host + first;
+    return vmc_w_hostmap_translate(at, extent) == (void *)(uintptr_t)at;
+}
+
+/* 1: the parameters as the driver takes them; 0: not what the client may send; -1: no room for a host node. */
 static int node_params_of(const struct vmc_graph_node *w, struct node_params *n) {
     memset(n, 0, sizeof *n);
     CUgraphNodeParams *p = &n->p;
@@ -44,15 +63,32 @@ static int node_params_of(const struct vmc_graph_node *w, struct node_params *n)
         }
         return 1;
     }
-    if (!vmc_graph_node_raw_type(p->type))
+    if (!vmc_graph_node_raw_type(p->type) && p->type != CU_GRAPH_NODE_TYPE_HOST)
         return 0;
     _Static_assert(sizeof w->raw == sizeof p->reserved1, "graph_node.raw is CUgraphNodeParams.reserved1");
     memcpy(p->reserved1, w->raw, sizeof p->reserved1);
+    if (p->type == CU_GRAPH_NODE_TYPE_HOST) {
+        /* userData is the client's callback id; the function is ours, which asks the client to run it */
+        void (*fn)(void *);
+        void *kept = vmc_w_kept_callback((uint64_t)(uintptr_t)p->host.userData, &fn);
+        if (!kept)
+            return -1;
+        p->host.fn = fn;
+        p->host.userData = kept;
+        return 1;
+    }
     if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
         CUDA_MEMCPY3D *m = &p->memcpy.copyParams;
-        if (!vmc_graph_copy_on_device(m->srcMemoryType) || !vmc_graph_copy_on_device(m->dstMemoryType))
+        int src_ok = vmc_graph_copy_on_device(m->srcMemoryType) ||
+                     (m->srcMemoryType == CU_MEMORYTYPE_HOST && vmc_graph_copy_on_device(m->dstMemoryType) && host_side_mapped(m, 1));
+        int dst_ok = vmc_graph_copy_on_device(m->dstMemoryType) ||
+                     (m->dstMemoryType == CU_MEMORYTYPE_HOST && vmc_graph_copy_on_device(m->srcMemoryType) && host_side_mapped(m, 0));
+        if (!src_ok || !dst_ok)
             return 0;
-        m->srcHost = NULL, m->dstHost = NULL;
+        if (m->srcMemoryType != CU_MEMORYTYPE_HOST)
+            m->srcHost = NULL;
+        if (m->dstMemoryType != CU_MEMORYTYPE_HOST)
+            m->dstHost = NULL;
     }
     return 1;
 }
@@ -62,9 +98,13 @@ static enum vmc_w_result add_node(struct vmc_wcall *wc) {
     vmc_get_graph_add_node_args(&wc->in, &a);
     uint32_t n = a.n_dependencies;
     struct node_params params;
-    if (!vmc_w_args_ok(wc) || wc->async || n > VMC_GRAPH_MAX_DEPENDENCIES || (a.n_edges != 0 && a.n_edges != n) ||
-        !node_params_of(&a.node, &params))
+    int ok = vmc_w_args_ok(wc) ? node_params_of(&a.node, &params) : 0;
+    if (!ok || wc->async || n > VMC_GRAPH_MAX_DEPENDENCIES || (a.n_edges != 0 && a.n_edges != n))
         return VMC_W_BAD_ARGS;
+    if (ok < 0) {
+        vmc_w_reply_status(wc, (cudaError_t)CUDA_ERROR_OUT_OF_MEMORY);
+        return VMC_W_DONE;
+    }
     CUgraphNode deps[n ? n : 1];
     for (uint32_t i = 0; i < n; i++)
         deps[i] = (CUgraphNode)(uintptr_t)vmc_graph_add_node_args_dependencies_at(&a, i);
@@ -87,8 +127,13 @@ static enum vmc_w_result set_node_params(struct vmc_wcall *wc) {
     CUgraphExec exec = (CUgraphExec)(uintptr_t)a.exec;
     CUgraphNode node = (CUgraphNode)(uintptr_t)a.node_handle;
     struct node_params params;
-    if (!vmc_w_args_ok(wc) || on_exec > 1 || !node_params_of(&a.node, &params) || wc->async)
+    int ok = vmc_w_args_ok(wc) ? node_params_of(&a.node, &params) : 0;
+    if (!ok || on_exec > 1 || wc->async)
         return VMC_W_BAD_ARGS;
+    if (ok < 0) {
+        vmc_w_reply_status(wc, (cudaError_t)CUDA_ERROR_OUT_OF_MEMORY);
+        return VMC_W_DONE;
+    }
     CUresult st;
     if (on_exec) {
         DRV(PFN_cuGraphExecNodeSetParams_v12020, set_exec, "cuGraphExecNodeSetParams", 12020, 0);

@@ -65,10 +65,19 @@ enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc) {
         st = CUDA_ERROR_ALREADY_MAPPED; /* that range is taken in this process: the client tries another */
     if (fd >= 0)
         close(fd);
+    /* a graph's staging buffer may be made while the program captures a stream (drv_graph_staging.c): in the global
+     * capture mode the registration, which the program never asked for, would be refused and end the capture.
+     * This thread's mode becomes relaxed for it, as CUDA provides for such work. */
+    PFN_cuThreadExchangeStreamCaptureMode_v10010 exchange_mode =
+        (PFN_cuThreadExchangeStreamCaptureMode_v10010)vmc_w_drv_resolve("cuThreadExchangeStreamCaptureMode", 10010, 0);
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    int relaxed = st == CUDA_SUCCESS && exchange_mode && exchange_mode(&mode) == CUDA_SUCCESS;
     if (st == CUDA_SUCCESS)
         st = host_register(here, (size_t)size, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
     if (st == CUDA_SUCCESS && (st = device_pointer(&device, here, 0)) != CUDA_SUCCESS)
         host_unregister(here);
+    if (relaxed)
+        exchange_mode(&mode); /* back to what the thread had */
     if (st == CUDA_SUCCESS) {
         pthread_mutex_lock(&lock);
         if (n_maps < MAX_HOSTMAPS)
@@ -116,7 +125,7 @@ enum vmc_w_result vmc_w_hostmap_detach(struct vmc_wcall *wc) {
 }
 
 /* This worker's address of [client, client + n) of a client's mapping, or NULL when it is not inside one. */
-static void *translate(uint64_t client, uint64_t n) {
+void *vmc_w_hostmap_translate(uint64_t client, uint64_t n) {
     void *here = NULL;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_maps; i++)
@@ -152,7 +161,7 @@ enum vmc_w_result vmc_w_hostmap_copy(struct vmc_wcall *wc) {
     int to_device = a.to_device != 0;
     if (!vmc_w_args_ok(wc) || (mode & ~COPY_MODE_BITS) || (wc->async != 0) != ((mode & COPY_ASYNC) != 0))
         return VMC_W_BAD_ARGS;
-    void *host = translate(client, count);
+    void *host = vmc_w_hostmap_translate(client, count);
     int driver = (mode & COPY_DRIVER) != 0;
     cudaError_t st;
     if (!host) /* not memory this worker shares with the client: nothing is read or written */

@@ -413,14 +413,24 @@ static cudaError_t move_block(void *ctx, uint32_t k, uint8_t *slot) {
     return st;
 }
 
+/* A copy on a stream being captured would put a ring slot into the graph and wait for a stream that does not
+ * run (which ends the capture): refused block by block, which keeps the ring in step (worker_fidelity.c says why
+ * the socket's copies are refused too). */
+static cudaError_t refuse_block(void *ctx, uint32_t k, uint8_t *slot) {
+    (void)ctx, (void)k, (void)slot;
+    return cudaErrorStreamCaptureUnsupported;
+}
+
 /* A 1-D copy through the ring, either way. */
 static enum vmc_w_result ring_copy(struct vmc_wcall *wc, int to_device) {
     struct ring_copy rc;
     if (read_ring_copy(wc, &rc) != VMC_W_DONE)
         return VMC_W_FATAL;
     struct block_move m = {wc->conn->shm, &rc, to_device};
-    enum vmc_w_result r = to_device ? vmc_w_ring_receive(wc, rc.blocks, move_block, &m)
-                                    : vmc_w_ring_send(wc, rc.blocks, move_block, &m);
+    cudaError_t (*move)(void *, uint32_t, uint8_t *) =
+        vmc_w_stream_capturing((uint64_t)(uintptr_t)rc.stream, (rc.mode & COPY_PER_THREAD) != 0) ? refuse_block : move_block;
+    enum vmc_w_result r = to_device ? vmc_w_ring_receive(wc, rc.blocks, move, &m)
+                                    : vmc_w_ring_send(wc, rc.blocks, move, &m);
     if (r == VMC_W_DONE && to_device)
         vmc_w_count_h2d(rc.count);
     else if (r == VMC_W_DONE && wc->replied)
