@@ -88,6 +88,8 @@ static inline int vmc_graph_node_raw_type(CUgraphNodeType t) {
     default: return 0;
     }
 }
+#define VMC_MAX_CONDITIONAL_BODIES 4096 /* a conditional node's body graphs (a switch's cases) */
+#define VMC_MAX_ALLOC_ACCESS_DESCS 64 /* a memory allocation node's access descriptors (at most one per GPU) */
 static inline int vmc_graph_copy_on_device(CUmemorytype t) { return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY; }
 
 /* vmc_drv_MirrorAlloc: mapped host memory mirrored for a client across machines (drv_mirror.c): each is

@@ -1,5 +1,6 @@
 // CUDA graphs that reach this process: host nodes, copy nodes from and to pageable memory, and a stream
-// capture of host functions and pageable copies (as cuda-samples' simpleCudaGraphs and graphMemoryNodes do).
+// capture of host functions and pageable copies (as cuda-samples' simpleCudaGraphs and graphMemoryNodes do),
+// a graph that allocates and frees memory of its own, and a conditional (while) node.
 // Each graph runs three times with new input written into the program's memory in between: a host node
 // must run at every execution, and a copy node must read the program's memory as it is when the graph runs.
 // Built with nvcc's default static runtime (the driver front end). Through vmcuda this needs the co-located
@@ -24,6 +25,12 @@ static const int N = 1 << 16;
 __global__ void scale(const float *in, float *out, float k, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = in[i] * k;
+}
+
+// one turn of a while loop's body: the loop ends when the counter reaches zero
+__global__ void count_down(int *counter, int *turns, cudaGraphConditionalHandle loop) {
+    *turns += 1;
+    if (--*counter <= 0) cudaGraphSetConditional(loop, 0);
 }
 
 struct tally {
@@ -139,6 +146,122 @@ int main() {
     CK(cudaGraphLaunch(clone_exec, s));
     CK(cudaStreamSynchronize(s));
     check(right(out, 7) && t.runs == 4, "cloned graph");
+
+    // a 2-D copy of pageable rows with a pitch, in and out, kind cudaMemcpyDefault (the driver tells the sides apart)
+    const int W = 100, H = 64, HOST_PITCH = 128, BACK_PITCH = 112; // floats
+    float *rows_in = (float *)calloc(H * HOST_PITCH, sizeof(float)), *rows_back = (float *)calloc(H * BACK_PITCH, sizeof(float));
+    float *d_rows;
+    size_t d_pitch;
+    CK(cudaMallocPitch(&d_rows, &d_pitch, W * sizeof(float), H));
+    cudaGraph_t pg;
+    CK(cudaGraphCreate(&pg, 0));
+    cudaMemcpy3DParms r_in = {}, r_out = {};
+    r_in.srcPtr = make_cudaPitchedPtr(rows_in, HOST_PITCH * sizeof(float), W, H);
+    r_in.dstPtr = make_cudaPitchedPtr(d_rows, d_pitch, W, H);
+    r_in.extent = make_cudaExtent(W * sizeof(float), H, 1);
+    r_in.kind = cudaMemcpyDefault;
+    r_out.srcPtr = make_cudaPitchedPtr(d_rows, d_pitch, W, H);
+    r_out.dstPtr = make_cudaPitchedPtr(rows_back, BACK_PITCH * sizeof(float), W, H);
+    r_out.extent = make_cudaExtent(W * sizeof(float), H, 1);
+    r_out.kind = cudaMemcpyDefault;
+    cudaGraphNode_t rows_in_node, rows_out_node;
+    CK(cudaGraphAddMemcpyNode(&rows_in_node, pg, nullptr, 0, &r_in));
+    CK(cudaGraphAddMemcpyNode(&rows_out_node, pg, &rows_in_node, 1, &r_out));
+    cudaGraphExec_t pge;
+    CK(cudaGraphInstantiate(&pge, pg, 0));
+    bool rows_right = true;
+    for (int round = 0; round < 2; round++) {
+        for (int r = 0; r < H; r++)
+            for (int c = 0; c < HOST_PITCH; c++) rows_in[r * HOST_PITCH + c] = c < W ? (float)(r * 1000 + c + round) : -1.0f;
+        for (int i = 0; i < H * BACK_PITCH; i++) rows_back[i] = -2.0f;
+        CK(cudaGraphLaunch(pge, s));
+        CK(cudaStreamSynchronize(s));
+        for (int r = 0; r < H; r++)
+            for (int c = 0; c < BACK_PITCH; c++)
+                rows_right = rows_right && rows_back[r * BACK_PITCH + c] == (c < W ? (float)(r * 1000 + c + round) : -2.0f);
+    }
+    check(rows_right, "2-D copy nodes of pitched pageable rows (cudaMemcpyDefault), in and out, two runs");
+    CK(cudaGraphExecDestroy(pge));
+    CK(cudaGraphDestroy(pg));
+    CK(cudaFree(d_rows));
+    free(rows_in);
+    free(rows_back);
+
+    // memory that the graph allocates and frees itself, its address given back at the node's creation
+    cudaGraph_t ag;
+    CK(cudaGraphCreate(&ag, 0));
+    cudaMemAllocNodeParams ap = {};
+    ap.poolProps.allocType = cudaMemAllocationTypePinned;
+    ap.poolProps.location.type = cudaMemLocationTypeDevice;
+    ap.poolProps.location.id = 0;
+    ap.bytesize = N * sizeof(float);
+    cudaGraphNode_t alloc_node, fill_node, read_node, free_node;
+    CK(cudaGraphAddMemAllocNode(&alloc_node, ag, nullptr, 0, &ap));
+    check(ap.dptr != nullptr, "memory allocation node: address given back");
+    float *scratch = (float *)ap.dptr;
+    void *fill_args[] = {&d_in, &scratch, &k, &n};
+    cudaKernelNodeParams fp = kp;
+    fp.kernelParams = fill_args;
+    CK(cudaGraphAddKernelNode(&fill_node, ag, &alloc_node, 1, &fp));
+    cudaMemcpy3DParms rp = {};
+    rp.srcPtr = make_cudaPitchedPtr(scratch, N * sizeof(float), N, 1);
+    rp.dstPtr = make_cudaPitchedPtr(out, N * sizeof(float), N, 1);
+    rp.extent = make_cudaExtent(N * sizeof(float), 1, 1);
+    rp.kind = cudaMemcpyDeviceToHost;
+    CK(cudaGraphAddMemcpyNode(&read_node, ag, &fill_node, 1, &rp));
+    CK(cudaGraphAddMemFreeNode(&free_node, ag, &read_node, 1, scratch));
+    cudaGraphExec_t age;
+    CK(cudaGraphInstantiate(&age, ag, 0));
+    fill(in, 8);
+    CK(cudaMemcpy(d_in, in, N * sizeof(float), cudaMemcpyHostToDevice));
+    all = true;
+    for (int i = 0; i < 2; i++) {
+        memset(out, 0, N * sizeof(float));
+        CK(cudaGraphLaunch(age, s));
+        CK(cudaStreamSynchronize(s));
+        all = all && right(out, 8);
+    }
+    check(all, "graph with its own memory (allocation, kernel, copy out, free), two runs");
+    unsigned long long high = 0;
+    CK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &high));
+    check(high >= N * sizeof(float), "graph memory high-water mark at least the allocation");
+    CK(cudaDeviceGraphMemTrim(0));
+    CK(cudaGraphExecDestroy(age));
+    CK(cudaGraphDestroy(ag));
+
+    // a conditional (while) node: the driver makes its body graph, which the program fills
+    cudaGraph_t wg;
+    CK(cudaGraphCreate(&wg, 0));
+    cudaGraphConditionalHandle loop;
+    CK(cudaGraphConditionalHandleCreate(&loop, wg, 1, cudaGraphCondAssignDefault));
+    cudaGraphNodeParams cp = {};
+    cp.type = cudaGraphNodeTypeConditional;
+    cp.conditional.handle = loop;
+    cp.conditional.type = cudaGraphCondTypeWhile;
+    cp.conditional.size = 1;
+    cudaGraphNode_t while_node, body_node;
+    CK(cudaGraphAddNode(&while_node, wg, nullptr, nullptr, 0, &cp));
+    int *counters;
+    CK(cudaMalloc(&counters, 2 * sizeof(int)));
+    int *turns = counters + 1;
+    void *cd_args[] = {&counters, &turns, &loop};
+    cudaKernelNodeParams cdp = {};
+    cdp.func = (void *)count_down;
+    cdp.gridDim = dim3(1);
+    cdp.blockDim = dim3(1);
+    cdp.kernelParams = cd_args;
+    CK(cudaGraphAddKernelNode(&body_node, cp.conditional.phGraph_out[0], nullptr, 0, &cdp));
+    cudaGraphExec_t wge;
+    CK(cudaGraphInstantiate(&wge, wg, 0));
+    int start[2] = {5, 0}, end[2] = {-1, -1};
+    CK(cudaMemcpy(counters, start, sizeof start, cudaMemcpyHostToDevice));
+    CK(cudaGraphLaunch(wge, s));
+    CK(cudaStreamSynchronize(s));
+    CK(cudaMemcpy(end, counters, sizeof end, cudaMemcpyDeviceToHost));
+    check(end[0] == 0 && end[1] == 5, "conditional while node: its body ran five times");
+    CK(cudaGraphExecDestroy(wge));
+    CK(cudaGraphDestroy(wg));
+    CK(cudaFree(counters));
 
     CK(cudaGraphExecDestroy(clone_exec));
     CK(cudaGraphDestroy(clone));

@@ -32,21 +32,28 @@ struct entry {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
-static struct entry *entries;
+static struct entry *entries; /* one-shot callbacks: few at a time */
+static struct entry *kept;    /* graphs' callbacks: they stay, apart, so that they do not slow the others' lookup */
 static uint64_t next_id = 1;
 static int channel_state; /* 0 = not started, 1 = starting, 2 = up, -1 = failed */
 static cudaError_t channel_error = cudaSuccess;
 
-/* The entry for id, out of the list unless it is kept. */
+/* The entry for id: a one-shot one leaves its list, a kept one stays in its own. */
 static struct entry *take(uint64_t id) {
     for (struct entry **p = &entries; *p; p = &(*p)->next) {
         if ((*p)->id == id) {
             struct entry *e = *p;
-            if (!e->kept)
-                *p = e->next;
+            *p = e->next;
+            if (e->kept) { /* captured into a graph after it was enqueued: it moves to the kept list */
+                e->next = kept;
+                kept = e;
+            }
             return e;
         }
     }
+    for (struct entry *e = kept; e; e = e->next)
+        if (e->id == id)
+            return e;
     return NULL;
 }
 
@@ -98,7 +105,7 @@ static void *callback_thread(void *arg) {
 }
 
 static struct entry *new_entry(unsigned kind, vmc_host_fn fn, vmc_stream_callback callback, void *user_data,
-                               uint64_t stream, int kept) {
+                               uint64_t stream, int keep) {
     struct entry *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
@@ -107,11 +114,12 @@ static struct entry *new_entry(unsigned kind, vmc_host_fn fn, vmc_stream_callbac
     e->callback = callback;
     e->user_data = user_data;
     e->stream = stream;
-    e->kept = kept;
+    e->kept = keep;
     pthread_mutex_lock(&lock);
     e->id = next_id++;
-    e->next = entries;
-    entries = e;
+    struct entry **list = keep ? &kept : &entries;
+    e->next = *list;
+    *list = e;
     pthread_mutex_unlock(&lock);
     return e;
 }

@@ -284,6 +284,8 @@ __attribute__((visibility("default"))) CUresult cuCtxCreate_v2(CUcontext *pctx, 
 
 __attribute__((visibility("default"))) CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
                                                               int numParams, unsigned int flags, CUdevice dev) {
+    if (numParams > 0 && !paramsArray)
+        return CUDA_ERROR_INVALID_VALUE;
     CUctxCreateParams params = {.execAffinityParams = paramsArray, .numExecAffinityParams = numParams};
     return cuCtxCreate_v4(pctx, &params, flags, dev);
 }

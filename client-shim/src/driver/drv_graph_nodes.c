@@ -64,6 +64,17 @@ static CUresult prepare(const CUgraphNodeParams *p, struct prepared *out) {
         out->p = &out->copy;
         return CUDA_SUCCESS;
     }
+    if (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        /* the access descriptors travel after the union (the driver reads them when the node is made) */
+        if (p->alloc.accessDescCount > VMC_MAX_ALLOC_ACCESS_DESCS || (p->alloc.accessDescCount && !p->alloc.accessDescs))
+            return CUDA_ERROR_INVALID_VALUE;
+        out->args = (unsigned char *)(uintptr_t)p->alloc.accessDescs;
+        out->size = p->alloc.accessDescCount * sizeof(CUmemAccessDesc);
+        return CUDA_SUCCESS;
+    }
+    if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+        return p->conditional.size == 0 || p->conditional.size > VMC_MAX_CONDITIONAL_BODIES ? CUDA_ERROR_INVALID_VALUE
+                                                                                          : CUDA_SUCCESS;
     if (vmc_graph_node_raw_type(p->type)) {
         if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY && !vmc_drv_staging_sendable(&p->memcpy.copyParams))
             return not_served("a graph copy node from or to host memory",
@@ -73,8 +84,8 @@ static CUresult prepare(const CUgraphNodeParams *p, struct prepared *out) {
         return CUDA_SUCCESS; /* numbers and handles only */
     }
     char what[112];
-    snprintf(what, sizeof what, "a graph node of type %d (conditional, allocation, semaphore or batch)", (int)p->type);
-    return not_served(what, "vmcuda serves kernel, copy, memset, host, empty, child-graph, event and free nodes", &told_type);
+    snprintf(what, sizeof what, "a graph node of type %d (semaphore or batch)", (int)p->type);
+    return not_served(what, "vmcuda serves kernel, copy, memset, host, empty, child-graph, event, allocation, free and conditional nodes", &told_type);
 }
 
 /* The node's type, then a kernel's handle, context, dimensions and argument bytes, or any other type's
@@ -85,6 +96,8 @@ static struct vmc_graph_node wire_node(const struct prepared *n) {
     if (p->type != CU_GRAPH_NODE_TYPE_KERNEL) {
         _Static_assert(sizeof w.raw == sizeof p->reserved1, "graph_node.raw is CUgraphNodeParams.reserved1");
         memcpy(w.raw, p->reserved1, sizeof w.raw);
+        w.params_bytes = (uint32_t)n->size; /* a memory allocation node's access descriptors */
+        w.params = n->args;
         return w;
     }
     const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->kernel;
@@ -103,8 +116,14 @@ CUresult vmc_drv_graph_add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const 
                          const CUgraphEdgeData *edges, size_t n, const CUgraphNodeParams *params) {
     if (!phGraphNode || !params || (n && !dependencies) || n > VMC_GRAPH_MAX_DEPENDENCIES)
         return CUDA_ERROR_INVALID_VALUE;
-    if (params->type == CU_GRAPH_NODE_TYPE_MEMCPY && vmc_drv_staging_needed(&params->memcpy.copyParams))
-        return vmc_drv_staged_copy_node(phGraphNode, hGraph, dependencies, edges, n, &params->memcpy);
+    CUgraphNodeParams resolved;
+    if (params->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
+        resolved = *params;
+        vmc_drv_staging_resolve_unified(&resolved.memcpy.copyParams);
+        if (vmc_drv_staging_needed(&resolved.memcpy.copyParams))
+            return vmc_drv_staged_copy_node(phGraphNode, hGraph, dependencies, edges, n, &resolved.memcpy);
+        params = &resolved;
+    }
     struct prepared node_params;
     CUresult st = prepare(params, &node_params);
     struct vmc_call c;
@@ -129,6 +148,17 @@ CUresult vmc_drv_graph_add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const 
     if (!vmc_call_reply_ok(&c))
         return CUDA_ERROR_UNKNOWN;
     *phGraphNode = (CUgraphNode)(uintptr_t)r.node;
+    if (params->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+        ((CUgraphNodeParams *)params)->alloc.dptr = (CUdeviceptr)r.alloc_address; /* an out field, as natively */
+    if (params->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+        /* the body graphs, in an array that lives as long as the node may (the driver owns its own natively) */
+        CUgraph *bodies = r.n_bodies == params->conditional.size ? calloc(r.n_bodies, sizeof *bodies) : NULL;
+        if (!bodies)
+            return CUDA_ERROR_UNKNOWN;
+        for (uint32_t i = 0; i < r.n_bodies; i++)
+            bodies[i] = (CUgraph)(uintptr_t)vmc_graph_node_handle_bodies_at(&r, i);
+        ((CUgraphNodeParams *)params)->conditional.phGraph_out = bodies;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -136,6 +166,12 @@ CUresult vmc_drv_graph_add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const 
 static CUresult set_params(CUgraphExec exec, CUgraphNode node, const CUgraphNodeParams *params, int on_exec) {
     if (!params)
         return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams resolved;
+    if (params->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
+        resolved = *params;
+        vmc_drv_staging_resolve_unified(&resolved.memcpy.copyParams);
+        params = &resolved;
+    }
     struct prepared n;
     CUresult st = prepare(params, &n);
     struct vmc_call c;
@@ -247,6 +283,47 @@ EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode
         return CUDA_ERROR_INVALID_VALUE;
     CUgraphNodeParams p = host_params(nodeParams);
     return set_params(hGraphExec, hNode, &p, 1);
+}
+
+EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                       size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams) {
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    _Static_assert(sizeof p.alloc == sizeof *nodeParams, "CUDA_MEM_ALLOC_NODE_PARAMS v1 and v2 are alike");
+    memcpy(&p.alloc, nodeParams, sizeof *nodeParams);
+    CUresult st = vmc_drv_graph_add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+    if (st == CUDA_SUCCESS)
+        nodeParams->dptr = p.alloc.dptr;
+    return st;
+}
+
+static CUresult graph_mem_attribute(CUdevice device, CUgraphMem_attribute attr, void *value, int set) {
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct vmc_call c;
+    CUresult st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_GraphMemAttribute, 0);
+    if (st != CUDA_SUCCESS)
+        return st;
+    vmc_put_graph_mem_attribute_args(vmc_call_args(&c), &(struct vmc_graph_mem_attribute_args){
+        .device = (uint32_t)device, .attribute = (uint32_t)attr, .set = (uint8_t)set,
+        .value = set ? *(const cuuint64_t *)value : 0});
+    st = (CUresult)vmc_call_finish(&c);
+    struct vmc_pool_attribute_value v;
+    vmc_get_pool_attribute_value(&c.reply, &v);
+    if (st == CUDA_SUCCESS && !set)
+        *(cuuint64_t *)value = v.value;
+    return st;
+}
+
+EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value) {
+    return graph_mem_attribute(device, attr, value, 0);
+}
+
+EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value) {
+    return graph_mem_attribute(device, attr, value, 1);
 }
 
 EXPORT CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) {

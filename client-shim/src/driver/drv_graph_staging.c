@@ -40,6 +40,23 @@ static int is_host(CUmemorytype type, const void *host, CUdeviceptr device) {
     return st != CUDA_SUCCESS || kind == CU_MEMORYTYPE_HOST;
 }
 
+void vmc_drv_staging_resolve_unified(CUDA_MEMCPY3D *m) {
+    if (m->srcMemoryType == CU_MEMORYTYPE_UNIFIED) {
+        int host = is_host(m->srcMemoryType, m->srcHost, m->srcDevice);
+        CUdeviceptr at = m->srcDevice ? m->srcDevice : (CUdeviceptr)(uintptr_t)m->srcHost;
+        m->srcMemoryType = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        m->srcHost = host ? (const void *)(uintptr_t)at : NULL;
+        m->srcDevice = host ? 0 : at;
+    }
+    if (m->dstMemoryType == CU_MEMORYTYPE_UNIFIED) {
+        int host = is_host(m->dstMemoryType, m->dstHost, m->dstDevice);
+        CUdeviceptr at = m->dstDevice ? m->dstDevice : (CUdeviceptr)(uintptr_t)m->dstHost;
+        m->dstMemoryType = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        m->dstHost = host ? (void *)(uintptr_t)at : NULL;
+        m->dstDevice = host ? 0 : at;
+    }
+}
+
 /* -1: neither side is host memory; 1: the source is; 0: the destination is (never both: a host-to-host copy is
  * no GPU work, refused as natively by the worker's driver). */
 static int host_is_source(const CUDA_MEMCPY3D *m) {
@@ -50,6 +67,7 @@ static int host_is_source(const CUDA_MEMCPY3D *m) {
     return -1;
 }
 
+/* -1 when the region's arithmetic overflows or its geometry is impossible (the driver refuses it natively). */
 static int host_side(const CUDA_MEMCPY3D *m, int src, struct host_side *h) {
     const unsigned char *base = src ? (m->srcHost ? m->srcHost : (const void *)(uintptr_t)m->srcDevice)
                                     : (m->dstHost ? m->dstHost : (const void *)(uintptr_t)m->dstDevice);
@@ -62,12 +80,19 @@ static int host_side(const CUDA_MEMCPY3D *m, int src, struct host_side *h) {
         pitch = w;
     if (height == 0)
         height = rows;
-    if ((rows > 1 && pitch < w) || (depth > 1 && height < rows))
+    size_t slice, at_y, at_z, first, last_slice, last_row, extent, packed;
+    if ((rows > 1 && pitch < w) || (depth > 1 && height < rows) || __builtin_mul_overflow(pitch, height, &slice) ||
+        __builtin_mul_overflow(y, pitch, &at_y) || __builtin_mul_overflow(z, slice, &at_z) ||
+        __builtin_add_overflow(x, at_y, &first) || __builtin_add_overflow(first, at_z, &first) ||
+        __builtin_mul_overflow(depth - 1, slice, &last_slice) || __builtin_mul_overflow(rows - 1, pitch, &last_row) ||
+        __builtin_add_overflow(last_slice, last_row, &extent) || __builtin_add_overflow(extent, w, &extent) ||
+        __builtin_mul_overflow(w, rows, &packed) || __builtin_mul_overflow(packed, depth, &packed) ||
+        (uintptr_t)base + first < (uintptr_t)base)
         return -1;
     h->pitch = pitch;
-    h->slice = pitch * height;
-    h->first = (unsigned char *)base + x + y * pitch + z * h->slice;
-    h->extent = (depth - 1) * h->slice + (rows - 1) * pitch + w;
+    h->slice = slice;
+    h->first = (unsigned char *)base + first;
+    h->extent = extent;
     return 0;
 }
 
@@ -190,6 +215,8 @@ CUresult vmc_drv_capture_staged_copy(CUstream stream, int per_thread, const CUDA
                              : cuStreamGetCaptureInfo_v3(stream, &status, &id, &graph, &deps, &edges, &n);
     if (st != CUDA_SUCCESS)
         return st;
+    if (status == CU_STREAM_CAPTURE_STATUS_NONE)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* refused for another stream's capture: as the worker said */
     if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     /* the capture info's arrays are this thread's until its next such call: keep copies */

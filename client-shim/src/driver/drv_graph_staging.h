@@ -9,6 +9,9 @@
 CUresult vmc_drv_graph_add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                 const CUgraphEdgeData *edges, size_t n, const CUgraphNodeParams *params);
 
+/* Makes each CU_MEMORYTYPE_UNIFIED side DEVICE or HOST, as the driver knows the pointer (the worker takes no
+ * unified side: it cannot tell the program's memory from its own). */
+void vmc_drv_staging_resolve_unified(CUDA_MEMCPY3D *m);
 /* 1 when the copy can go to the worker as it is: device memory or arrays on both sides, or one side in mapped
  * memory the worker's GPU reaches at the same address. */
 int vmc_drv_staging_sendable(const CUDA_MEMCPY3D *m);

@@ -149,7 +149,8 @@ static CUresult capture_staged(CUdeviceptr device, void *host, size_t n, CUstrea
  * asynchronous copy to the device is not answered, so the worker's refusal would come too late to stage it. */
 static int capturing(CUstream stream, unsigned mode) {
     int per_thread = (mode & COPY_PER_THREAD) != 0;
-    if (!vmc_capture_ever_begun() || stream == CU_STREAM_LEGACY || (stream == NULL && !per_thread))
+    /* a synchronous copy on a capturing stream is refused, as natively (only the asynchronous ones are captured) */
+    if (!(mode & COPY_ASYNC) || !vmc_capture_ever_begun() || stream == CU_STREAM_LEGACY || (stream == NULL && !per_thread))
         return 0;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult st = per_thread ? cuStreamIsCapturing_ptsz(stream, &status) : cuStreamIsCapturing(stream, &status);
@@ -162,7 +163,7 @@ static CUresult to_device(CUdeviceptr dst, const void *src, size_t n, CUstream s
     if (n && !vmc_hostmap_contains(src, n) && capturing(stream, mode))
         return capture_staged(dst, (void *)src, n, stream, mode, 1);
     CUresult st = (CUresult)vmc_copy_to_device(VMC_NO_INDEX, dst, src, n, (uint64_t)(uintptr_t)stream, mode | COPY_DRIVER);
-    if (st == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && n)
+    if (st == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && n && (mode & COPY_ASYNC))
         st = capture_staged(dst, (void *)src, n, stream, mode, 1);
     return st;
 }
@@ -173,7 +174,7 @@ static CUresult to_host(void *dst, CUdeviceptr src, size_t n, CUstream stream, u
     if (n && !vmc_hostmap_contains(dst, n) && capturing(stream, mode))
         return capture_staged(src, dst, n, stream, mode, 0);
     CUresult st = (CUresult)vmc_copy_to_host(dst, VMC_NO_INDEX, src, n, (uint64_t)(uintptr_t)stream, mode | COPY_DRIVER);
-    if (st == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && n)
+    if (st == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && n && (mode & COPY_ASYNC))
         st = capture_staged(src, dst, n, stream, mode, 0);
     return st;
 }

@@ -5,7 +5,8 @@
  * arrive as their parameter union: only numbers and handles are accepted (a copy node must have device
  * memory or arrays on both sides, or one side in the client's mapped host memory; other host pointers are
  * cleared); a host node's user data is the client's callback id, and its function one of ours that asks the
- * client to run it (worker_callback.c); every other type is refused. */
+ * client to run it (worker_callback.c); a memory allocation node's access descriptors follow the union; a
+ * conditional node's body graphs go back in the reply; every other type is refused. */
 #include "worker_driver.h"
 #include <cudaTypedefs.h>
 #include <string.h>
@@ -23,19 +24,33 @@ struct node_params {
 };
 
 /* A copy node's host side must lie in the client's mapped host memory (a staging buffer the client made for a
- * copy from or to its own memory, PROTOCOL.md "Graph nodes"), at the same address here: 0 when it does not. */
-static int host_side_mapped(const CUDA_MEMCPY3D *m, int src) {
+ * copy from or to its own memory, PROTOCOL.md "Graph nodes"), at the same address here: 0 when it does not.
+ * Every product is checked for overflow, and the side is rewritten to start at the first byte checked, with an
+ * explicit height, so that the driver addresses exactly the extent that was checked. */
+static int host_side_mapped(CUDA_MEMCPY3D *m, int src) {
     const void *host = src ? m->srcHost : m->dstHost;
-    uint64_t x = src ? m->srcXInBytes : m->dstXInBytes, y = src ? m->srcY : m->dstY, z = src ? m->srcZ : m->dstZ;
-    uint64_t pitch = src ? m->srcPitch : m->dstPitch, height = src ? m->srcHeight : m->dstHeight;
+    size_t *x = src ? &m->srcXInBytes : &m->dstXInBytes, *y = src ? &m->srcY : &m->dstY, *z = src ? &m->srcZ : &m->dstZ;
+    size_t *pitch = src ? &m->srcPitch : &m->dstPitch, *height = src ? &m->srcHeight : &m->dstHeight;
     uint64_t w = m->WidthInBytes, h = m->Height ? m->Height : 1, d = m->Depth ? m->Depth : 1;
-    if (!host || w == 0 || (h > 1 && pitch < w) || (d > 1 && height < h) || pitch > (1ull << 40) || height > (1ull << 32) ||
-        h > (1ull << 32) || d > (1ull << 32) || x > (1ull << 40) || y > (1ull << 32) || z > (1ull << 32))
+    uint64_t p = *pitch ? *pitch : w, rows = *height ? *height : h;
+    uint64_t slice, at_y, at_z, first, last_slice, last_row, extent, at;
+    if (!host || w == 0 || (h > 1 && p < w) || (d > 1 && rows < h) ||
+        __builtin_mul_overflow(p, rows, &slice) || __builtin_mul_overflow((uint64_t)*y, p, &at_y) ||
+        __builtin_mul_overflow((uint64_t)*z, slice, &at_z) || __builtin_add_overflow((uint64_t)*x, at_y, &first) ||
+        __builtin_add_overflow(first, at_z, &first) || __builtin_mul_overflow(d - 1, slice, &last_slice) ||
+        __builtin_mul_overflow(h - 1, p, &last_row) || __builtin_add_overflow(last_slice, last_row, &extent) ||
+        __builtin_add_overflow(extent, w, &extent) || __builtin_add_overflow((uint64_t)(uintptr_t)host, first, &at))
         return 0;
-    uint64_t slice = pitch * (height ? height : h);
-    uint64_t first = x + y * pitch + z * slice, extent = (d - 1) * slice + (h - 1) * pitch + w;
-    uint64_t at = (uint64_t)(uintptr_t)host + first;
-    return vmc_w_hostmap_translate(at, extent) == (void *)(uintptr_t)at;
+    if (vmc_w_hostmap_translate(at, extent) != (void *)(uintptr_t)at)
+        return 0;
+    if (src)
+        m->srcHost = (const void *)(uintptr_t)at;
+    else
+        m->dstHost = (void *)(uintptr_t)at;
+    *x = *y = *z = 0;
+    *pitch = (size_t)p;
+    *height = (size_t)rows;
+    return 1;
 }
 
 /* 1: the parameters as the driver takes them; 0: not what the client may send; -1: no room for a host node. */
@@ -63,10 +78,30 @@ static int node_params_of(const struct vmc_graph_node *w, struct node_params *n)
         }
         return 1;
     }
-    if (!vmc_graph_node_raw_type(p->type) && p->type != CU_GRAPH_NODE_TYPE_HOST)
+    if (!vmc_graph_node_raw_type(p->type) && p->type != CU_GRAPH_NODE_TYPE_HOST && p->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC &&
+        p->type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
         return 0;
+    if (p->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC && w->params_bytes != 0)
+        return 0; /* only kernels and allocations carry bytes after the union */
     _Static_assert(sizeof w->raw == sizeof p->reserved1, "graph_node.raw is CUgraphNodeParams.reserved1");
     memcpy(p->reserved1, w->raw, sizeof p->reserved1);
+    if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+        /* the driver gives back its own array of body graphs, which the reply carries */
+        if (p->conditional.size == 0 || p->conditional.size > VMC_MAX_CONDITIONAL_BODIES)
+            return 0;
+        p->conditional.phGraph_out = NULL;
+        return 1;
+    }
+    if (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        /* the access descriptors arrive after the union; no pointer of the client's is kept */
+        CUDA_MEM_ALLOC_NODE_PARAMS_v2 *a = &p->alloc;
+        if (a->accessDescCount > VMC_MAX_ALLOC_ACCESS_DESCS || w->params_bytes != a->accessDescCount * sizeof(CUmemAccessDesc))
+            return 0;
+        a->accessDescs = a->accessDescCount ? (const CUmemAccessDesc *)(const void *)w->params : NULL;
+        a->poolProps.win32SecurityAttributes = NULL;
+        a->dptr = 0;
+        return 1;
+    }
     if (p->type == CU_GRAPH_NODE_TYPE_HOST) {
         /* userData is the client's callback id; the function is ours, which asks the client to run it */
         void (*fn)(void *);
@@ -115,8 +150,17 @@ static enum vmc_w_result add_node(struct vmc_wcall *wc) {
     CUresult st = add ? add(&node, (CUgraph)(uintptr_t)a.graph, n ? deps : NULL, a.n_edges ? edges : NULL, n, &params.p)
                       : vmc_w_drv_missing("cuGraphAddNode_v2");
     vmc_w_reply_status(wc, (cudaError_t)st);
-    if (st == CUDA_SUCCESS)
-        vmc_put_graph_node_handle(vmc_w_reply_out(wc), &(struct vmc_graph_node_handle){.node = (uint64_t)(uintptr_t)node});
+    if (st == CUDA_SUCCESS) {
+        int conditional = params.p.type == CU_GRAPH_NODE_TYPE_CONDITIONAL && params.p.conditional.phGraph_out;
+        uint32_t n_bodies = conditional ? params.p.conditional.size : 0;
+        uint64_t bodies[n_bodies ? n_bodies : 1];
+        for (uint32_t i = 0; i < n_bodies; i++)
+            bodies[i] = (uint64_t)(uintptr_t)params.p.conditional.phGraph_out[i];
+        vmc_put_graph_node_handle(vmc_w_reply_out(wc), &(struct vmc_graph_node_handle){
+            .node = (uint64_t)(uintptr_t)node,
+            .alloc_address = params.p.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ? (uint64_t)params.p.alloc.dptr : 0,
+            .n_bodies = n_bodies, .bodies = bodies});
+    }
     return VMC_W_DONE;
 }
 
@@ -146,8 +190,27 @@ static enum vmc_w_result set_node_params(struct vmc_wcall *wc) {
     return VMC_W_DONE;
 }
 
+/* cuDeviceGetGraphMemAttribute / cuDeviceSetGraphMemAttribute: every value is a cuuint64_t. */
+static enum vmc_w_result graph_mem_attribute(struct vmc_wcall *wc) {
+    struct vmc_graph_mem_attribute_args a;
+    vmc_get_graph_mem_attribute_args(&wc->in, &a);
+    if (!vmc_w_args_ok(wc) || wc->async || a.set > 1)
+        return VMC_W_BAD_ARGS;
+    DRV(PFN_cuDeviceGetGraphMemAttribute_v11040, get, "cuDeviceGetGraphMemAttribute", 11040, 0);
+    DRV(PFN_cuDeviceSetGraphMemAttribute_v11040, set, "cuDeviceSetGraphMemAttribute", 11040, 0);
+    cuuint64_t value = a.value;
+    CUresult st = a.set ? (set ? set((CUdevice)a.device, (CUgraphMem_attribute)a.attribute, &value)
+                               : vmc_w_drv_missing("cuDeviceSetGraphMemAttribute"))
+                        : (get ? get((CUdevice)a.device, (CUgraphMem_attribute)a.attribute, &value)
+                               : vmc_w_drv_missing("cuDeviceGetGraphMemAttribute"));
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    vmc_put_pool_attribute_value(vmc_w_reply_out(wc), &(struct vmc_pool_attribute_value){.value = value});
+    return VMC_W_DONE;
+}
+
 int vmc_w_graph_nodes_dispatch(struct vmc_wcall *wc, enum vmc_w_result *r) {
     switch (wc->id) {
+    case VMC_DRV_vmc_drv_GraphMemAttribute: *r = graph_mem_attribute(wc); return 1;
     case VMC_DRV_vmc_drv_GraphAddNode: *r = add_node(wc); return 1;
     case VMC_DRV_vmc_drv_GraphSetNodeParams: *r = set_node_params(wc); return 1;
     default: return 0;

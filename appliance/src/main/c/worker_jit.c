@@ -20,10 +20,18 @@ CUresult vmc_w_jit_read(const struct vmc_module_load_args *a, struct vmc_w_jit *
     }
     if (!allowed)
         return CUDA_ERROR_INVALID_VALUE;
+    /* Each log buffer is as large as its SIZE_BYTES option says (capped above), whatever value came with the
+     * buffer option: the driver writes up to that size, so the two must agree (a client that sent a 1-byte
+     * buffer with a 64 KiB size would have the driver write past it). Without a size the driver writes nothing. */
     for (uint32_t i = 0; i < j->n; i++)
         if (j->options[i] == CU_JIT_INFO_LOG_BUFFER || j->options[i] == CU_JIT_ERROR_LOG_BUFFER) {
-            size_t size = (size_t)(uintptr_t)j->values[i];
-            j->logs[i] = calloc(1, (size < VMC_MAX_JIT_LOG ? size : VMC_MAX_JIT_LOG) + 1);
+            CUjit_option size_option = j->options[i] == CU_JIT_INFO_LOG_BUFFER ? CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES
+                                                                               : CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
+            size_t size = 0;
+            for (uint32_t k = 0; k < j->n; k++)
+                if (j->options[k] == size_option)
+                    size = (size_t)(uintptr_t)j->values[k]; /* capped to VMC_MAX_JIT_LOG above */
+            j->logs[i] = calloc(1, size + 1);
             j->values[i] = j->logs[i];
             if (!j->logs[i]) {
                 vmc_w_jit_free(j);

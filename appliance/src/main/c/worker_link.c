@@ -81,6 +81,9 @@ enum vmc_w_result vmc_w_link_add(struct vmc_wcall *wc) {
     DRV(PFN_cuLinkAddData_v6050, add, "cuLinkAddData", 6050, 0);
     struct vmc_w_jit own;
     CUresult st = vmc_w_jit_read(&a.input, &own);
+    for (uint32_t i = 0; i < own.n && st == CUDA_SUCCESS; i++)
+        if (own.logs[i])
+            st = CUDA_ERROR_INVALID_VALUE; /* an input's own log buffers: the client gives them to cuLinkCreate */
     const struct vmc_w_image *img = vmc_w_image_find(a.input.sha256);
     if (st == CUDA_SUCCESS && (!img || img->size != a.size))
         st = CUDA_ERROR_INVALID_VALUE; /* the client adds only what it made sure is here */
