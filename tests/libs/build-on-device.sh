@@ -7,16 +7,9 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="$1"
 mkdir -p "$out"
-site="$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))')"
-nv="$site/nvidia/cu13"
-[ -d "$nv/include" ] || { echo "build-on-device: no $nv/include" >&2; exit 1; }
-# the wheels ship libX.so.N without the libX.so link the linker looks for
-links="$out/.links"
-mkdir -p "$links"
-for f in "$nv"/lib/lib*.so.*; do
-    base="$(basename "$f")"
-    ln -sf "$f" "$links/${base%%.so.*}.so"
-done
+# shellcheck source=wheel-links.sh
+. "$here/wheel-links.sh"
+wheel_links "$out" || exit 1
 echo "wheel libraries: $nv/lib"
 declare -A LIBS=(
     [cublas_basic]="-lcublas -lcublasLt"

@@ -49,15 +49,10 @@ fi
 CS="$1"
 out="$2"
 mkdir -p "$out"
-site="$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))')"
-nv="$site/nvidia/cu13"
-# the wheels ship libX.so.N without the libX.so link the linker looks for; -lcuda is the machine's driver
-links="$out/.links"
-mkdir -p "$links"
-for f in "$nv"/lib/lib*.so.*; do
-    base="$(basename "$f")"
-    ln -sf "$f" "$links/${base%%.so.*}.so"
-done
+# shellcheck source=../libs/wheel-links.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../libs/wheel-links.sh"
+wheel_links "$out" || exit 1
+# -lcuda is the machine's driver
 ln -sf "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')" "$links/libcuda.so"
 
 build() { # DIRECTORY SOURCES LIBRARIES

@@ -36,6 +36,17 @@ static struct link *find(uint64_t handle) {
     return l;
 }
 
+/* The link `handle` names, with the lock held; NULL (lock released, the call answered) for an unknown one. */
+static struct link *lock_link(struct vmc_wcall *wc, uint64_t handle) {
+    pthread_mutex_lock(&lock);
+    struct link *l = find(handle);
+    if (!l) {
+        pthread_mutex_unlock(&lock);
+        vmc_w_reply_status(wc, (cudaError_t)CUDA_ERROR_INVALID_HANDLE);
+    }
+    return l;
+}
+
 enum vmc_w_result vmc_w_link_create(struct vmc_wcall *wc) {
     struct vmc_module_load_args a;
     vmc_get_module_load_args(&wc->in, &a);
@@ -71,13 +82,9 @@ enum vmc_w_result vmc_w_link_add(struct vmc_wcall *wc) {
     vmc_get_link_add_args(&wc->in, &a);
     if (!vmc_w_args_ok(wc) || wc->async || a.input.n_options > VMC_MAX_JIT_OPTIONS || a.name_bytes > VMC_MAX_LINK_NAME)
         return VMC_W_BAD_ARGS;
-    pthread_mutex_lock(&lock);
-    struct link *l = find(a.link);
-    if (!l) {
-        pthread_mutex_unlock(&lock);
-        vmc_w_reply_status(wc, (cudaError_t)CUDA_ERROR_INVALID_HANDLE);
+    struct link *l = lock_link(wc, a.link);
+    if (!l)
         return VMC_W_DONE;
-    }
     DRV(PFN_cuLinkAddData_v6050, add, "cuLinkAddData", 6050, 0);
     struct vmc_w_jit own;
     CUresult st = vmc_w_jit_read(&a.input, &own);
@@ -105,13 +112,9 @@ enum vmc_w_result vmc_w_link_complete(struct vmc_wcall *wc) {
     vmc_get_link_handle(&wc->in, &a);
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
-    pthread_mutex_lock(&lock);
-    struct link *l = find(a.link);
-    if (!l) {
-        pthread_mutex_unlock(&lock);
-        vmc_w_reply_status(wc, (cudaError_t)CUDA_ERROR_INVALID_HANDLE);
+    struct link *l = lock_link(wc, a.link);
+    if (!l)
         return VMC_W_DONE;
-    }
     DRV(PFN_cuLinkComplete_v5050, complete, "cuLinkComplete", 5050, 0);
     void *image = NULL;
     size_t size = 0;
@@ -130,11 +133,12 @@ enum vmc_w_result vmc_w_link_read(struct vmc_wcall *wc) {
     vmc_get_link_read_args(&wc->in, &a);
     if (!vmc_w_args_ok(wc) || wc->async)
         return VMC_W_BAD_ARGS;
-    pthread_mutex_lock(&lock);
-    struct link *l = find(a.link);
-    if (!l || !l->image || a.offset >= l->image_size) {
+    struct link *l = lock_link(wc, a.link);
+    if (!l)
+        return VMC_W_DONE;
+    if (!l->image || a.offset >= l->image_size) {
         pthread_mutex_unlock(&lock);
-        vmc_w_reply_status(wc, (cudaError_t)(l ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE));
+        vmc_w_reply_status(wc, (cudaError_t)CUDA_ERROR_INVALID_VALUE);
         return VMC_W_DONE;
     }
     size_t n = l->image_size - a.offset;
