@@ -47,6 +47,8 @@ public final class ApplianceConfig {
         cacheMemoryBytes();
         cachePublicHashes();
         cacheModuleBytes();
+        cacheDiskBytes();
+        cacheTenantDiskBytes();
         adminTokenSha256();
         logLevel();
         sessionRecordsMaxBytes();
@@ -207,6 +209,16 @@ public final class ApplianceConfig {
                     + "(make one with: vmcudad --new-token)");
         }
         return java.util.HexFormat.of().parseHex(h.toLowerCase(java.util.Locale.ROOT));
+    }
+
+    /** {@code cache.disk_bytes}: what the binary cache's entries may take on disk. */
+    public long cacheDiskBytes() {
+        return longValue("cache.disk_bytes", 1, Long.MAX_VALUE);
+    }
+
+    /** {@code cache.tenant_disk_bytes}: what entries only one tenant uploaded may take, per tenant; 0 = no limit. */
+    public long cacheTenantDiskBytes() {
+        return longValue("cache.tenant_disk_bytes", 0, Long.MAX_VALUE);
     }
 
     /** {@code cache.module_bytes}: what the module cache may keep on disk; 0 = no module cache. */

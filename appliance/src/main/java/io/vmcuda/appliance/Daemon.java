@@ -125,7 +125,8 @@ public final class Daemon implements AutoCloseable {
         DaemonMetrics metrics = new DaemonMetrics();
         Refusals refusals = new Refusals(metrics);
         GpuScheduler scheduler = new GpuScheduler(inventory, config.schedulerConfig(), timer);
-        BinaryCache cache = new BinaryCache(stateDir.resolve("cache"), config.cacheMemoryBytes(), config.cachePublicHashes());
+        BinaryCache cache = new BinaryCache(stateDir.resolve("cache"), config.cacheMemoryBytes(), config.cachePublicHashes(),
+                config.cacheDiskBytes(), config.cacheTenantDiskBytes());
         Path socketPath = stateDir.resolve("run").resolve("worker.sock");
         launcher = new WorkerLauncher(socketPath, workerLibDir, config.workerCudaLibDirs(),
                 config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes(),

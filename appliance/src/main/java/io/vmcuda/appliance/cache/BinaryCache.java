@@ -16,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Comparator;
+import java.util.List;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
@@ -37,6 +38,10 @@ import java.util.stream.Stream;
  * once they hash right), so a tenant can neither run another's program by naming its hash nor learn
  * whether anybody runs it. Admission always checks and rewrites the upload, also when the entry exists,
  * so that its time does not tell either.
+ * <p>The disk the entries take is bounded (cache.disk_bytes) and so is what entries that only one tenant
+ * uploaded take for that tenant (cache.tenant_disk_bytes): past either, the least recently used go, the
+ * uploading tenant's own first, so that one tenant's uploads cannot fill the state disk or push everyone
+ * else's programs out.
  * Blocking (disk and rewriting): call off the network threads.
  */
 public final class BinaryCache {
@@ -52,17 +57,29 @@ public final class BinaryCache {
     private final Path dir;
     private final Cache<String, CachedBinary> index;
     private final Set<String> publicHashes;
+    private final long diskBytes;
+    private final long tenantDiskBytes;
+    private final LruEntries lru;
     /** Serialises updates of the tenants files (reads go through the index or the disk). */
     private final Object ownersLock = new Object();
 
     public BinaryCache(Path dir, long memoryBytes) throws IOException {
-        this(dir, memoryBytes, Set.of());
+        this(dir, memoryBytes, Set.of(), Long.MAX_VALUE, 0);
     }
 
-    /** @param publicHashes entries every tenant may use without uploading (cache.public_sha256) */
-    public BinaryCache(Path dir, long memoryBytes, Set<String> publicHashes) throws IOException {
+    /**
+     * @param publicHashes    entries every tenant may use without uploading (cache.public_sha256)
+     * @param diskBytes       what all entries may take on disk (cache.disk_bytes)
+     * @param tenantDiskBytes what the entries only one tenant uploaded may take, per tenant (cache.tenant_disk_bytes;
+     *                        0: no such limit)
+     */
+    public BinaryCache(Path dir, long memoryBytes, Set<String> publicHashes, long diskBytes, long tenantDiskBytes)
+            throws IOException {
         this.dir = dir;
         this.publicHashes = Set.copyOf(publicHashes);
+        this.diskBytes = diskBytes;
+        this.tenantDiskBytes = tenantDiskBytes;
+        this.lru = new LruEntries(dir, "binary cache", entry -> entry.resolve(REWRITTEN));
         Files.createDirectories(dir);
         removeLeftovers();
         this.index = Caffeine.newBuilder()
@@ -86,7 +103,13 @@ public final class BinaryCache {
             hit = fromDisk.get();
             index.put(sha256, hit);
         }
-        return publicHashes.contains(sha256) || owners(sha256).contains(tenant) ? Optional.of(hit) : Optional.empty();
+        if (!publicHashes.contains(sha256) && !owners(sha256).contains(tenant)) return Optional.empty();
+        try {
+            Files.setLastModifiedTime(hit.rewritten(), java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis()));
+        } catch (IOException e) {
+            // evicted meanwhile: this hit still has its paths (the caller links or copies the files at once)
+        }
+        return Optional.of(hit);
     }
 
     /** The tenants that uploaded this entry's bytes (empty for an entry of an older version: nobody's yet). */
@@ -147,11 +170,27 @@ public final class BinaryCache {
             CachedBinary b = readEntry(sha256).orElseThrow(() -> new IOException("cache entry " + entry + " unreadable"));
             addOwner(sha256, tenant); // when the entry was there before: one more owner
             index.put(sha256, b);
+            evict(sha256, tenant);
             return b;
         } finally {
             Files.deleteIfExists(uploaded);
             deleteTree(staging);
         }
+    }
+
+    /** After an admission by {@code tenant}: its own entries, then everybody's, back within their budgets. */
+    private void evict(String admitted, String tenant) throws IOException {
+        synchronized (ownersLock) {
+            List<LruEntries.Entry> all = lru.entries();
+            if (tenantDiskBytes > 0) {
+                List<LruEntries.Entry> own = all.stream()
+                        .filter(e -> !publicHashes.contains(e.sha256()) && owners(e.sha256()).equals(Set.of(tenant))).toList();
+                lru.evict(own, tenantDiskBytes, Set.of(admitted), " of tenant " + tenant + ", past cache.tenant_disk_bytes");
+                all = lru.entries();
+            }
+            lru.evict(all, diskBytes, Set.of(admitted), ", past cache.disk_bytes");
+        }
+        index.asMap().keySet().removeIf(sha -> !Files.isDirectory(dir.resolve(sha)));
     }
 
     private Optional<CachedBinary> readEntry(String sha256) {

@@ -49,11 +49,13 @@ public final class ModuleCache {
     private final Path dir;
     private final long budgetBytes;
     private final Set<String> publicHashes;
+    private final LruEntries lru;
 
     public ModuleCache(Path dir, long budgetBytes, Set<String> publicHashes) throws IOException {
         this.dir = dir;
         this.budgetBytes = budgetBytes;
         this.publicHashes = Set.copyOf(publicHashes);
+        this.lru = new LruEntries(dir, "module cache", entry -> entry.resolve(IMAGE));
         Files.createDirectories(dir);
         try (Stream<Path> s = Files.list(dir)) {
             s.filter(p -> p.getFileName().toString().startsWith(STAGING_PREFIX)).forEach(BinaryCache::deleteTree);
@@ -169,25 +171,7 @@ public final class ModuleCache {
 
     /** Least recently used entries first, until the total is within the budget. Caller holds the lock. */
     private void evict() throws IOException {
-        record Entry(Path dir, long bytes, long used) {}
-        List<Entry> entries;
-        try (Stream<Path> s = Files.list(dir)) {
-            entries = s.filter(p -> SHA256_HEX.matcher(p.getFileName().toString()).matches()).map(p -> {
-                try {
-                    Path image = p.resolve(IMAGE);
-                    return new Entry(p, Files.size(image), Files.getLastModifiedTime(image).toMillis());
-                } catch (IOException e) {
-                    return new Entry(p, 0, 0);
-                }
-            }).sorted(Comparator.comparingLong(Entry::used)).toList();
-        }
-        long total = entries.stream().mapToLong(Entry::bytes).sum();
-        for (Entry e : entries) {
-            if (total <= budgetBytes) break;
-            BinaryCache.deleteTree(e.dir());
-            total -= e.bytes();
-            LOG.info("module cache: evicted " + e.dir().getFileName() + " (" + e.bytes() + " bytes, least recently used)");
-        }
+        lru.evict(lru.entries(), budgetBytes, Set.of(), "");
     }
 
     /** Reads at most {@code limit} bytes, so that a file growing while it is copied cannot fill the disk. */
