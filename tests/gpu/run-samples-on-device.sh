@@ -12,7 +12,9 @@
 # reported as SKIP with its reason, not counted. Device tool call:
 #     run(command="bash tests/gpu/run-samples-on-device.sh",
 #         carry=[".carry/vmcuda-bundle.tar.gz", ".carry/samples.tar.xz"])
-# SAMPLES="a b" runs only those; MODES (default "ring"); VMCUDA_TEST_TIMEOUT per run (default 120 s).
+# SAMPLES="a b" runs only those; MODES (default "ring"); VMCUDA_TEST_TIMEOUT per run (default 120 s);
+# SAMPLES_TAR=samples-shared.tar.xz runs the `-cudart shared` build (SAMPLES_CUDART=shared build-samples.sh;
+# the library samples are then built here the same way).
 # $OUT gets: summary.txt (also on stdout), diffs.txt, daemon.log, worker-logs.tar.gz, outputs.tar.gz.
 set -uo pipefail
 
@@ -33,12 +35,15 @@ finish_more() {
     [ -s "$DIFFS" ] || rm -f "$DIFFS"
 }
 
-say "== NVIDIA cuda-samples through vmcuda $(date -u +%Y-%m-%dT%H:%M:%SZ); modes: $MODES"
+SAMPLES_TAR="${SAMPLES_TAR:-samples.tar.xz}"
+say "== NVIDIA cuda-samples through vmcuda $(date -u +%Y-%m-%dT%H:%M:%SZ); modes: $MODES; $SAMPLES_TAR"
 say "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | paste -sd';')"
 S="$WORK/carried"
-tar -xJf "$CARRY/samples.tar.xz" -C "$S" || { fail "cannot extract $CARRY/samples.tar.xz (tests/samples/build-samples.sh)"; exit 1; }
+tar -xJf "$CARRY/$SAMPLES_TAR" -C "$S" || { fail "cannot extract $CARRY/$SAMPLES_TAR (tests/samples/build-samples.sh)"; exit 1; }
+cudart="$(cat "$S/cudart" 2>/dev/null || echo static)"
+say "CUDA runtime of the samples: $cudart"
 t0="$(now)"
-bash "$REPO/tests/samples/build-lib-samples.sh" "$S/src" "$S/bin" >"$WORK/lib-build.txt" 2>&1
+SAMPLES_CUDART="$cudart" bash "$REPO/tests/samples/build-lib-samples.sh" "$S/src" "$S/bin" >"$WORK/lib-build.txt" 2>&1
 say "library and NVRTC samples built here in $(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s" \
     "($(grep -c '^built ' "$WORK/lib-build.txt") built, $(grep -c '^BUILD FAILED' "$WORK/lib-build.txt") failed)"
 grep '^BUILD FAILED' "$WORK/lib-build.txt" | sed 's/^/  /' | tee -a "$SUMMARY"

@@ -4,6 +4,7 @@
 # its CMakeLists.txt builds it (nvcc's default static runtime, separable compilation, the sources and
 # libraries named there) for sm_90, into OUTDIR/NAME/NAME beside the files it reads at run time (its data,
 # and the kernel sources NVRTC compiles). Prints "built NAME" or "BUILD FAILED NAME: ..." per sample.
+# SAMPLES_CUDART=shared links them with `-cudart shared` instead.
 #   build-lib-samples.sh SAMPLES_SRC OUTDIR     (SAMPLES_SRC: Common/ and Samples/ of cuda-samples)
 #   build-lib-samples.sh --list                 (the samples' directories, for build-samples.sh)
 set -uo pipefail
@@ -48,6 +49,7 @@ if [ "${1:-}" = --list ]; then
 fi
 CS="$1"
 out="$2"
+cudart="${SAMPLES_CUDART:-static}"
 mkdir -p "$out"
 # shellcheck source=../libs/wheel-links.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../libs/wheel-links.sh"
@@ -62,7 +64,7 @@ build() { # DIRECTORY SOURCES LIBRARIES
     find "$d" -maxdepth 2 \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.mtx' \) -exec cp {} "$out/$n/" \;
     if [ -d "$d/data" ]; then cp -r "$d/data" "$out/$n/" && cp "$d"/data/* "$out/$n/" 2>/dev/null; fi
     # shellcheck disable=SC2086 # word lists
-    if nvcc -O2 -std=c++17 -gencode 'arch=compute_90,code=[sm_90,compute_90]' -rdc=true -Xcompiler -fopenmp \
+    if nvcc -cudart "$cudart" -O2 -std=c++17 -gencode 'arch=compute_90,code=[sm_90,compute_90]' -rdc=true -Xcompiler -fopenmp \
         -I"$CS/Common" -I"$d" -I"$d/inc" -I"$nv/include" -o "$out/$n/$n" $srcs -L"$links" $3 -lgomp \
         -Xlinker -rpath="$nv/lib" >"$out/$n.build.log" 2>&1; then
         echo "built $n"

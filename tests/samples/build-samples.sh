@@ -6,11 +6,20 @@
 # sources and are built on the GPU machine. Programs link against vmcuda's client libcuda.so.1 (the same ABI as
 # NVIDIA's: this machine has no NVIDIA driver); at run time they get whichever libcuda.so.1 is first.
 # Writes .carry/samples.tar.xz (bin/NAME/{NAME, data...}, src/, test_args.json) for run-samples-on-device.sh.
-#   build-samples.sh CUDA_SAMPLES_CHECKOUT
+# SAMPLES_CUDART=shared builds them as `-cudart shared` does (CMake's CUDA_RUNTIME_LIBRARY=Shared: at run time
+# they take whichever libcudart.so.13 is first, through vmcuda its runtime front end) into
+# .carry/samples-shared.tar.xz; the library samples built on the GPU machine follow the same setting.
+#   [SAMPLES_CUDART=static|shared] build-samples.sh CUDA_SAMPLES_CHECKOUT
 set -euo pipefail
 repo="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
 src="$(readlink -f "$1")"
-work=/tmp/vmcuda-samples-build
+cudart="${SAMPLES_CUDART:-static}"
+case "$cudart" in
+    static) tarball=samples.tar.xz cmake_runtime=Static ;;
+    shared) tarball=samples-shared.tar.xz cmake_runtime=Shared ;;
+    *) echo "build-samples: SAMPLES_CUDART is static or shared, not '$cudart'" >&2; exit 2 ;;
+esac
+work=/tmp/vmcuda-samples-build-$cudart
 client_lib="$repo/client-shim/target/lib"
 [ -f "$client_lib/libcuda.so.1" ] || { echo "build-samples: no $client_lib/libcuda.so.1; run: mvn -B install" >&2; exit 1; }
 [ -f "$src/test_args.json" ] && [ -d "$src/Common" ] || { echo "build-samples: $src is not a cuda-samples checkout" >&2; exit 1; }
@@ -32,9 +41,11 @@ for d in $(bash "$repo/tests/samples/build-lib-samples.sh" --list); do
 done
 cp -r "$src/Common" "$work/pack/src/"
 cp "$src/test_args.json" "$work/pack/"
+echo "$cudart" >"$work/pack/cudart"
 ln -s "$client_lib/libcuda.so.1" "$work/stub/libcuda.so"
 (cd "$work" && mkdir build && cd build &&
     cmake ../tree -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
+        -DCMAKE_CUDA_RUNTIME_LIBRARY="$cmake_runtime" \
         -DCUDA_cuda_driver_LIBRARY="$work/stub/libcuda.so" -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$client_lib" \
         >"$work/cmake.log" 2>&1 || { tail -20 "$work/cmake.log"; exit 1; }
     make -k -j"$(nproc)" >"$work/make.log" 2>&1 || true)
@@ -50,7 +61,7 @@ for exe in $(find "$work/build/Samples" -mindepth 3 -maxdepth 3 -type f -executa
     built=$((built + 1))
 done
 mkdir -p "$repo/.carry"
-tar -cJf "$repo/.carry/samples.tar.xz" -C "$work/pack" .
-echo "build-samples: $built samples built here ($(grep -c 'Error [0-9]' "$work/make.log" || true) make errors, $work/make.log)," \
+tar -cJf "$repo/.carry/$tarball" -C "$work/pack" .
+echo "build-samples: $built samples built here ($cudart runtime) ($(grep -c 'Error [0-9]' "$work/make.log" || true) make errors, $work/make.log)," \
     "$(bash "$repo/tests/samples/build-lib-samples.sh" --list | wc -l) to build on the GPU machine;" \
-    ".carry/samples.tar.xz $(du -h "$repo/.carry/samples.tar.xz" | cut -f1)"
+    ".carry/$tarball $(du -h "$repo/.carry/$tarball" | cut -f1)"

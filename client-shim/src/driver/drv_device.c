@@ -17,6 +17,18 @@ static struct vmc_drv_snapshot snapshot;
 static pthread_once_t snapshot_once = PTHREAD_ONCE_INIT;
 static int initialized; /* cuInit(0) returned CUDA_SUCCESS in this process */
 
+/* Whether the driver is initialised: cuInit succeeded, or the program's CUDA runtime has reached the appliance
+ * (vmcuda's runtime front end: a forwarded call was made), as NVIDIA's runtime calls cuInit when it starts and a
+ * program built with it may call the driver API without calling cuInit itself. */
+static int is_initialized(const struct vmc_drv_snapshot *s) {
+    if (__atomic_load_n(&initialized, __ATOMIC_ACQUIRE))
+        return 1;
+    if (vmc_runtime_epoch() == 0 || s->init_status != CUDA_SUCCESS)
+        return 0;
+    __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
 /* Reply layout: PROTOCOL.md "Driver front end" (vmc_drv_Snapshot). */
 static void load(void) {
     snapshot.driver_version = CUDA_VERSION; /* what this front end implements, when no appliance answers */
@@ -68,7 +80,7 @@ const struct vmc_drv_snapshot *vmc_drv_snapshot(void) {
 
 CUresult vmc_drv_device(CUdevice dev, const struct vmc_drv_device **out) {
     const struct vmc_drv_snapshot *s = vmc_drv_snapshot();
-    if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE))
+    if (!is_initialized(s))
         return CUDA_ERROR_NOT_INITIALIZED;
     if (dev < 0 || dev >= s->device_count)
         return CUDA_ERROR_INVALID_DEVICE;
@@ -96,7 +108,7 @@ __attribute__((visibility("default"))) CUresult cuDeviceGetCount(int *count) {
     if (!count)
         return CUDA_ERROR_INVALID_VALUE;
     const struct vmc_drv_snapshot *s = vmc_drv_snapshot();
-    if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE))
+    if (!is_initialized(s))
         return CUDA_ERROR_NOT_INITIALIZED;
     *count = s->device_count;
     return CUDA_SUCCESS;
@@ -204,7 +216,7 @@ __attribute__((visibility("default"))) CUresult cuDeviceGetByPCIBusId(CUdevice *
     if (!dev || !pciBusId)
         return CUDA_ERROR_INVALID_VALUE;
     const struct vmc_drv_snapshot *s = vmc_drv_snapshot();
-    if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE))
+    if (!is_initialized(s))
         return CUDA_ERROR_NOT_INITIALIZED;
     unsigned dom, bus, d;
     if (!parse_bus_id(pciBusId, &dom, &bus, &d))

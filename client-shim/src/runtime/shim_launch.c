@@ -221,3 +221,36 @@ __attribute__((visibility("default"))) cudaError_t cudaLaunchKernelExC_ptsz(cons
                                                                            const void *func, void **args) {
     return launch_ex(config, func, args, 1);
 }
+
+/* cudaLaunchCooperativeKernel: cudaLaunchKernelEx with the cooperative attribute, as the runtime defines it. */
+static cudaError_t launch_cooperative(const void *func, dim3 grid, dim3 block, void **args, size_t shared_mem,
+                                      cudaStream_t stream, int per_thread) {
+    cudaLaunchAttribute cooperative = {.id = cudaLaunchAttributeCooperative, .val.cooperative = 1};
+    cudaLaunchConfig_t config = {.gridDim = grid, .blockDim = block, .dynamicSmemBytes = shared_mem, .stream = stream,
+                                 .attrs = &cooperative, .numAttrs = 1};
+    return launch_ex(&config, func, args, per_thread);
+}
+
+__attribute__((visibility("default"))) cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
+                                                                              void **args, size_t sharedMem, cudaStream_t stream) {
+    return launch_cooperative(func, gridDim, blockDim, args, sharedMem, stream, 0);
+}
+
+extern cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                                    size_t sharedMem, cudaStream_t stream);
+__attribute__((visibility("default"))) cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim,
+                                                                                   dim3 blockDim, void **args,
+                                                                                   size_t sharedMem, cudaStream_t stream) {
+    return launch_cooperative(func, gridDim, blockDim, args, sharedMem, stream, 1);
+}
+
+/* The kernel's name as the program registered it (its mangled device name), as cuFuncGetName gives it. */
+__attribute__((visibility("default"))) cudaError_t cudaFuncGetName(const char **name, const void *func) {
+    if (!name || !func)
+        return cudaErrorInvalidValue;
+    const struct vmc_kernel *k = vmc_kernel_by_host_fun(func);
+    if (!k)
+        return cudaErrorInvalidDeviceFunction;
+    *name = k->device_name;
+    return cudaSuccess;
+}

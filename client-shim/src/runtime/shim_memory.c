@@ -11,6 +11,7 @@
 #include "hostmap.h"
 #include "hostmem.h"
 #include "managed.h"
+#include "rt_driver.h"
 #include "vmc_internal.h"
 #include "shim_shm.h"
 #include "shim_call.h"
@@ -116,6 +117,7 @@ static enum cudaMemcpyKind resolve_default(void *dst, const void *src) {
 
 static cudaError_t copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream,
                         unsigned mode) {
+    cudaError_t st;
     if (kind == cudaMemcpyDefault) {
         /* Managed memory counts as the device's (the GPU may still be writing it: the copy must be ordered on
          * the stream, never a memmove here); between two such ends the worker's runtime resolves the kind, as
@@ -135,10 +137,14 @@ static cudaError_t copy(void *dst, const void *src, size_t count, enum cudaMemcp
     case cudaMemcpyHostToDevice:
         if (count && !src)
             return cudaErrorInvalidValue;
+        if ((mode & COPY_ASYNC) && vmc_rt_captured_copy(dst, src, count, 1, stream, (mode & COPY_PER_THREAD) != 0, &st))
+            return st;
         return vmc_copy_to_device(VMC_NO_INDEX, (uint64_t)(uintptr_t)dst, src, count, (uint64_t)(uintptr_t)stream, mode);
     case cudaMemcpyDeviceToHost:
         if (count && !dst)
             return cudaErrorInvalidValue;
+        if ((mode & COPY_ASYNC) && vmc_rt_captured_copy(dst, src, count, 0, stream, (mode & COPY_PER_THREAD) != 0, &st))
+            return st;
         return vmc_copy_to_host(dst, VMC_NO_INDEX, (uint64_t)(uintptr_t)src, count, (uint64_t)(uintptr_t)stream, mode);
     default:
         return on_appliance(VMC_NO_INDEX, (uint64_t)(uintptr_t)dst, VMC_NO_INDEX, (uint64_t)(uintptr_t)src, count,

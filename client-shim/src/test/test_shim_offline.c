@@ -19,11 +19,16 @@ int main(void) {
     char host[4];
     CHECK(cudaMemcpy(host, host, 4, cudaMemcpyHostToHost) == cudaSuccess, "host-to-host copies need no appliance");
 
+    struct cudaMemPoolPtrExportData data;
+    CHECK(cudaMemPoolExportPointer(&data, p) == cudaErrorNotSupported, "unsupported function returns cudaErrorNotSupported");
+    CHECK(cudaMemPoolExportPointer(&data, p) == cudaErrorNotSupported, "and again");
+    /* served through the driver front end, which has no appliance either */
     cudaMemPool_t pool;
     struct cudaMemPoolProps props;
     memset(&props, 0, sizeof props);
-    CHECK(cudaMemPoolCreate(&pool, &props) == cudaErrorNotSupported, "unsupported function returns cudaErrorNotSupported");
-    CHECK(cudaMemPoolCreate(&pool, &props) == cudaErrorNotSupported, "and again");
+    CHECK(cudaMemPoolCreate(&pool, &props) == cudaErrorNoDevice, "cudaMemPoolCreate without an appliance");
+    cudaGraphNode_t node;
+    CHECK(cudaGraphAddEmptyNode(&node, NULL, NULL, 0) == cudaErrorNoDevice, "cudaGraphAddEmptyNode without an appliance");
 
     int v = 0;
     CHECK(cudaRuntimeGetVersion(&v) == cudaSuccess && v == CUDART_VERSION, "runtime version %d", v);

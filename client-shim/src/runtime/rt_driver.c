@@ -1,0 +1,79 @@
+/* The runtime front end's way into the driver front end (rt_driver.h). */
+#include "rt_driver.h"
+#include "shim_call.h"
+
+CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
+
+cudaError_t vmc_forward_cudaFree(void *devPtr);
+
+_Static_assert(cudaErrorInvalidValue == (int)CUDA_ERROR_INVALID_VALUE && cudaErrorMemoryAllocation == (int)CUDA_ERROR_OUT_OF_MEMORY &&
+                   cudaErrorInvalidResourceHandle == (int)CUDA_ERROR_INVALID_HANDLE &&
+                   cudaErrorNotSupported == (int)CUDA_ERROR_NOT_SUPPORTED &&
+                   cudaErrorStreamCaptureUnsupported == (int)CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+                   cudaErrorIllegalAddress == (int)CUDA_ERROR_ILLEGAL_ADDRESS,
+               "the runtime's errors carry the driver's numbers");
+_Static_assert((uintptr_t)cudaStreamPerThread == (uintptr_t)CU_STREAM_PER_THREAD &&
+                   (uintptr_t)cudaStreamLegacy == (uintptr_t)CU_STREAM_LEGACY,
+               "the special streams are the driver's");
+
+cudaError_t vmc_rt_driver_ready(CUcontext *ctx) {
+    CUresult r = cuInit(0);
+    if (r != CUDA_SUCCESS)
+        return vmc_rt_status(r);
+    CUcontext current = NULL;
+    if ((r = cuCtxGetCurrent(&current)) != CUDA_SUCCESS)
+        return vmc_rt_status(r);
+    if (!current) {
+        /* cudaFree(NULL): the runtime's idiom for "initialise now"; it makes the primary context of the
+         * thread's device current on the worker's thread that serves this one */
+        cudaError_t st = vmc_forward_cudaFree(NULL);
+        if (st != cudaSuccess)
+            return st;
+        if ((r = cuCtxGetCurrent(&current)) != CUDA_SUCCESS)
+            return vmc_rt_status(r);
+        if (!current)
+            return cudaErrorDeviceUninitialized;
+    }
+    if (ctx)
+        *ctx = current;
+    return cudaSuccess;
+}
+
+cudaError_t vmc_rt_function(const void *func, CUfunction *out) {
+    if (!func || !out)
+        return cudaErrorInvalidDeviceFunction;
+    cudaFunction_t f = NULL;
+    cudaError_t st = cudaGetFuncBySymbol(&f, func) /* forwarded: the worker asks its runtime */;
+    if (st == cudaSuccess)
+        *out = (CUfunction)f;
+    return st;
+}
+
+cudaError_t vmc_rt_device(int ordinal, CUdevice *out) {
+    CUresult r = cuInit(0);
+    if (r == CUDA_SUCCESS)
+        r = cuDeviceGet(out, ordinal);
+    return r == CUDA_ERROR_INVALID_DEVICE ? cudaErrorInvalidDevice : vmc_rt_status(r);
+}
+
+int vmc_rt_captured_copy(void *dst, const void *src, size_t count, int to_device, cudaStream_t stream, int per_thread,
+                         cudaError_t *status) {
+    /* the legacy default stream cannot capture, nor can the NULL stream unless it is the per-thread one */
+    if (!count || !vmc_capture_ever_begun() || stream == cudaStreamLegacy || (!stream && !per_thread))
+        return 0;
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r = per_thread ? cuStreamIsCapturing_ptsz((CUstream)stream, &capture) : cuStreamIsCapturing((CUstream)stream, &capture);
+    if (r != CUDA_SUCCESS || capture == CU_STREAM_CAPTURE_STATUS_NONE)
+        return 0;
+    CUstream s = (CUstream)stream;
+    if (to_device)
+        r = per_thread ? cuMemcpyHtoDAsync_v2_ptsz((CUdeviceptr)(uintptr_t)dst, src, count, s)
+                       : cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, count, s);
+    else
+        r = per_thread ? cuMemcpyDtoHAsync_v2_ptsz(dst, (CUdeviceptr)(uintptr_t)src, count, s)
+                       : cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, count, s);
+    *status = vmc_rt_status(r);
+    return 1;
+}
