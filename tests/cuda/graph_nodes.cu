@@ -50,6 +50,8 @@ __global__ void grid_sum(const int *v, int n, int *partial, int *total) {
 
 __global__ void __cluster_dims__(2, 1, 1) cluster_kernel(int *v) { v[blockIdx.x] = 1; }
 
+__device__ int table[64];
+
 static int host_calls;
 static void CUDART_CB count_host_call(void *arg) { *(int *)arg += 1; }
 
@@ -329,6 +331,59 @@ static void cooperative_and_queries(cudaStream_t s) {
     CK(cudaFree(total));
 }
 
+// Copy nodes to and from a __device__ symbol; an error of a node call is the thread's last error, as natively.
+static void symbols_and_errors(cudaStream_t s) {
+    int *in, *out;
+    CK(cudaMalloc((void **)&in, 64 * sizeof(int)));
+    CK(cudaMalloc((void **)&out, 64 * sizeof(int)));
+    fill_index<<<1, 64, 0, s>>>(in, 64);
+    cudaGraph_t g;
+    cudaGraphNode_t to, from;
+    CK(cudaGraphCreate(&g, 0));
+    CK(cudaGraphAddMemcpyNodeToSymbol(&to, g, NULL, 0, table, in, 32 * sizeof(int), 32 * sizeof(int), cudaMemcpyDeviceToDevice));
+    CK(cudaGraphAddMemcpyNodeFromSymbol(&from, g, &to, 1, out, table, 64 * sizeof(int), 0, cudaMemcpyDeviceToDevice));
+    cudaGraphExec_t e;
+    CK(cudaGraphInstantiate(&e, g, 0));
+    CK(cudaMemsetAsync(out, 0, 64 * sizeof(int), s));
+    CK(cudaGraphLaunch(e, s));
+    int h[64];
+    CK(cudaMemcpyAsync(h, out, sizeof h, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    vmc_check(h[32] == 0 && h[63] == 31, "copy nodes to and from a symbol", "table[32] %d, table[63] %d", h[32], h[63]);
+    cudaGraphNode_t none;
+    CK_EXPECT(cudaGraphAddKernelNode(&none, g, NULL, 0, NULL), cudaErrorInvalidValue);
+    CK_EXPECT(cudaGetLastError(), cudaErrorInvalidValue);
+    CK(cudaGraphExecDestroy(e));
+    CK(cudaGraphDestroy(g));
+    CK(cudaFree(in));
+    CK(cudaFree(out));
+}
+
+// After a reset, new modules and functions: a graph's kernel node must launch what it names.
+static void after_reset() {
+    CK(cudaDeviceReset());
+    int *v, n = 256, k = 3;
+    CK(cudaMalloc((void **)&v, n * sizeof(int)));
+    CK(cudaMemset(v, 0, n * sizeof(int)));
+    cudaGraph_t g;
+    cudaGraphNode_t add;
+    CK(cudaGraphCreate(&g, 0));
+    void *args[] = {&v, &n, &k};
+    cudaKernelNodeParams kp = {};
+    kp.func = (void *)add_k, kp.gridDim = dim3(1), kp.blockDim = dim3(256), kp.kernelParams = args;
+    CK(cudaGraphAddKernelNode(&add, g, NULL, 0, &kp));
+    cudaGraphExec_t e;
+    CK(cudaGraphInstantiate(&e, g, 0));
+    CK(cudaGraphLaunch(e, 0));
+    int *h = (int *)malloc(n * sizeof(int));
+    CK(cudaMemcpy(h, v, n * sizeof(int), cudaMemcpyDeviceToHost));
+    vmc_check(sum_of(h, n) == 3LL * n, "a kernel node after cudaDeviceReset", "sum %lld", sum_of(h, n));
+    free(h);
+    CK(cudaGraphExecDestroy(e));
+    CK(cudaGraphDestroy(g));
+    CK(cudaFree(v));
+}
+
 int main() {
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
@@ -336,6 +391,8 @@ int main() {
     graph_memory_and_conditional(s);
     memory_pools(s);
     cooperative_and_queries(s);
+    symbols_and_errors(s);
     CK(cudaStreamDestroy(s));
+    after_reset();
     return vmc_finish("graph_nodes");
 }

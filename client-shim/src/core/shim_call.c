@@ -41,6 +41,16 @@ void vmc_local_error_restore(int status) { local_error = status; }
 
 uint64_t vmc_runtime_epoch(void) { return __atomic_load_n(&runtime_epoch, __ATOMIC_ACQUIRE); }
 
+static void (*device_reset_hook)(void);
+
+void vmc_set_device_reset_hook(void (*hook)(void)) { __atomic_store_n(&device_reset_hook, hook, __ATOMIC_RELEASE); }
+
+void vmc_device_reset_done(void) {
+    void (*hook)(void) = __atomic_load_n(&device_reset_hook, __ATOMIC_ACQUIRE);
+    if (hook)
+        hook();
+}
+
 cudaError_t vmc_call_begin(struct vmc_call *c, uint32_t id, int async) {
     return vmc_call_begin_ex(c, id, async, id < VMC_DRV_FIRST_ID);
 }

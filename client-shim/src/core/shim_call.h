@@ -27,6 +27,10 @@ cudaError_t vmc_call_begin_ex(struct vmc_call *c, uint32_t id, int async, int ru
 /* How many such calls this process has made: the driver front end's cached context answers are valid
  * while it does not change. */
 uint64_t vmc_runtime_epoch(void);
+/* The runtime front end's cudaDeviceReset succeeded: the driver front end, which registers the hook, forgets what
+ * it remembered of functions and modules (their handles may come back naming others). */
+void vmc_set_device_reset_hook(void (*hook)(void));
+void vmc_device_reset_done(void);
 /* A runtime call answered on the client returns `status` (recorded as this thread's last error when it is
  * one, as NVIDIA's runtime does); returns status. */
 int vmc_local_error(int status);

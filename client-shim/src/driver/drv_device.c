@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "drv_call.h"
+#include "drv_launch.h"
 #include "vmc_drv_api.h"
 #include "vmc_drv_internal.h"
 
@@ -31,6 +32,7 @@ static int is_initialized(const struct vmc_drv_snapshot *s) {
 
 /* Reply layout: PROTOCOL.md "Driver front end" (vmc_drv_Snapshot). */
 static void load(void) {
+    vmc_set_device_reset_hook(vmc_drv_forget_handles); /* a reset through the runtime front end */
     snapshot.driver_version = CUDA_VERSION; /* what this front end implements, when no appliance answers */
     struct vmc_call c;
     CUresult st = vmc_drv_call_begin(&c, VMC_DRV_vmc_drv_Snapshot, 0);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bulk.h"
 #include "drv_call.h"
 #include "drv_graph_staging.h"
 #include "drv_launch.h"
@@ -148,8 +149,11 @@ CUresult vmc_drv_graph_add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const 
     if (!vmc_call_reply_ok(&c))
         return CUDA_ERROR_UNKNOWN;
     *phGraphNode = (CUgraphNode)(uintptr_t)r.node;
-    if (params->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+    if (params->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
         ((CUgraphNodeParams *)params)->alloc.dptr = (CUdeviceptr)r.alloc_address; /* an out field, as natively */
+        /* device memory for cudaMemcpyDefault and unified copy sides (the graph reserves the range for its life) */
+        vmc_device_range_add(r.alloc_address, params->alloc.bytesize);
+    }
     if (params->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
         /* the body graphs, in an array that lives as long as the node may (the driver owns its own natively) */
         CUgraph *bodies = r.n_bodies == params->conditional.size ? calloc(r.n_bodies, sizeof *bodies) : NULL;

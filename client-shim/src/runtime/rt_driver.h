@@ -13,8 +13,11 @@
 /* The driver front end is initialised and the calling thread has the runtime's context current on the worker,
  * as NVIDIA's runtime makes sure before it calls its driver; *ctx (may be NULL) gets that context. */
 cudaError_t vmc_rt_driver_ready(CUcontext *ctx);
-/* The driver's status as the runtime's: CUDA numbers the runtime's errors after the driver's since CUDA 10.1. */
-static inline cudaError_t vmc_rt_status(CUresult r) { return (cudaError_t)r; }
+/* A status the runtime function returns, recorded as the thread's last error when it is one (cudaGetLastError,
+ * cudaPeekAtLastError see it, as natively). */
+cudaError_t vmc_rt_error(cudaError_t st);
+/* The driver's status as the runtime's, recorded so (CUDA numbers the runtime's errors after the driver's). */
+cudaError_t vmc_rt_status(CUresult r);
 /* The CUfunction of a kernel the program registered (host stub), in the calling thread's current context. */
 cudaError_t vmc_rt_function(const void *func, CUfunction *out);
 /* A runtime device ordinal as the driver front end's CUdevice. */
@@ -30,7 +33,7 @@ int vmc_rt_captured_copy(void *dst, const void *src, size_t count, int to_device
 #define VMC_RT_VIA_DRIVER(call)                                                                                        \
     do {                                                                                                               \
         cudaError_t ready_ = vmc_rt_driver_ready(NULL);                                                                \
-        return ready_ != cudaSuccess ? ready_ : vmc_rt_status(call);                                                   \
+        return ready_ != cudaSuccess ? vmc_rt_error(ready_) : vmc_rt_status(call);                                     \
     } while (0)
 /* The stream a per-thread-default-stream entry point (_ptsz) means by 0. */
 static inline cudaStream_t vmc_rt_ptsz_stream(cudaStream_t s) { return s ? s : cudaStreamPerThread; }

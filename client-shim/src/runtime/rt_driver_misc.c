@@ -24,7 +24,7 @@ API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCap
                                          unsigned long long *id_out, cudaGraph_t *graph_out,
                                          const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out,
                                          size_t *numDependencies_out) {
-    return capture_info(stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
+    return vmc_rt_error(capture_info(stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out));
 }
 
 extern cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out,
@@ -35,8 +35,8 @@ API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream, enum cudaStre
                                               unsigned long long *id_out, cudaGraph_t *graph_out,
                                               const cudaGraphNode_t **dependencies_out,
                                               const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out) {
-    return capture_info(vmc_rt_ptsz_stream(stream), captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
-                        numDependencies_out);
+    return vmc_rt_error(capture_info(vmc_rt_ptsz_stream(stream), captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+                        numDependencies_out));
 }
 
 static cudaError_t update_dependencies(cudaStream_t stream, cudaGraphNode_t *deps, const cudaGraphEdgeData *edges, size_t n,
@@ -47,7 +47,7 @@ static cudaError_t update_dependencies(cudaStream_t stream, cudaGraphNode_t *dep
 API cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t *dependencies,
                                                     const cudaGraphEdgeData *dependencyData, size_t numDependencies,
                                                     unsigned int flags) {
-    return update_dependencies(stream, dependencies, dependencyData, numDependencies, flags);
+    return vmc_rt_error(update_dependencies(stream, dependencies, dependencyData, numDependencies, flags));
 }
 
 extern cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream, cudaGraphNode_t *dependencies,
@@ -56,7 +56,7 @@ extern cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream,
 API cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream, cudaGraphNode_t *dependencies,
                                                          const cudaGraphEdgeData *dependencyData, size_t numDependencies,
                                                          unsigned int flags) {
-    return update_dependencies(vmc_rt_ptsz_stream(stream), dependencies, dependencyData, numDependencies, flags);
+    return vmc_rt_error(update_dependencies(vmc_rt_ptsz_stream(stream), dependencies, dependencyData, numDependencies, flags));
 }
 
 static cudaError_t capture_to_graph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *deps,
@@ -68,7 +68,7 @@ static cudaError_t capture_to_graph(cudaStream_t stream, cudaGraph_t graph, cons
 API cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
                                               const cudaGraphEdgeData *dependencyData, size_t numDependencies,
                                               enum cudaStreamCaptureMode mode) {
-    return capture_to_graph(stream, graph, dependencies, dependencyData, numDependencies, mode);
+    return vmc_rt_error(capture_to_graph(stream, graph, dependencies, dependencyData, numDependencies, mode));
 }
 
 extern cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
@@ -78,7 +78,7 @@ extern cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaG
 API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
                                                    const cudaGraphEdgeData *dependencyData, size_t numDependencies,
                                                    enum cudaStreamCaptureMode mode) {
-    return capture_to_graph(vmc_rt_ptsz_stream(stream), graph, dependencies, dependencyData, numDependencies, mode);
+    return vmc_rt_error(capture_to_graph(vmc_rt_ptsz_stream(stream), graph, dependencies, dependencyData, numDependencies, mode));
 }
 
 /* ---- the device and the driver ---- */
@@ -86,7 +86,7 @@ API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGrap
 API cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
     CUdevice dev;
     cudaError_t st = vmc_rt_device(device, &dev);
-    return st != cudaSuccess ? st : vmc_rt_status(cuDeviceGetPCIBusId(pciBusId, len, dev));
+    return vmc_rt_error(st != cudaSuccess ? st : vmc_rt_status(cuDeviceGetPCIBusId(pciBusId, len, dev)));
 }
 
 static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int version, unsigned long long flags,
@@ -99,12 +99,12 @@ static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int 
 
 API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
                                         enum cudaDriverEntryPointQueryResult *driverStatus) {
-    return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus);
+    return vmc_rt_error(entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus));
 }
 
 API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
                                                  unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
-    return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus);
+    return vmc_rt_error(entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus));
 }
 
 /* Built with per-thread default streams, "default" means the per-thread entry points. */
@@ -116,7 +116,7 @@ extern cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcP
                                                 enum cudaDriverEntryPointQueryResult *driverStatus);
 API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
                                              enum cudaDriverEntryPointQueryResult *driverStatus) {
-    return entry_point(symbol, funcPtr, CUDART_VERSION, ptsz_flags(flags), driverStatus);
+    return vmc_rt_error(entry_point(symbol, funcPtr, CUDART_VERSION, ptsz_flags(flags), driverStatus));
 }
 
 extern cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
@@ -125,7 +125,7 @@ extern cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, voi
 API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
                                                       unsigned long long flags,
                                                       enum cudaDriverEntryPointQueryResult *driverStatus) {
-    return entry_point(symbol, funcPtr, cudaVersion, ptsz_flags(flags), driverStatus);
+    return vmc_rt_error(entry_point(symbol, funcPtr, cudaVersion, ptsz_flags(flags), driverStatus));
 }
 
 /* ---- clusters ---- */
@@ -146,9 +146,9 @@ static cudaError_t cluster_query(int which, int *out, const void *func, const cu
 }
 
 API cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func, const cudaLaunchConfig_t *launchConfig) {
-    return cluster_query(0, numClusters, func, launchConfig);
+    return vmc_rt_error(cluster_query(0, numClusters, func, launchConfig));
 }
 
 API cudaError_t cudaOccupancyMaxPotentialClusterSize(int *clusterSize, const void *func, const cudaLaunchConfig_t *launchConfig) {
-    return cluster_query(1, clusterSize, func, launchConfig);
+    return vmc_rt_error(cluster_query(1, clusterSize, func, launchConfig));
 }

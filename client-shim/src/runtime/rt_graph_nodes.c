@@ -11,6 +11,7 @@
 
 #include "rt_copy_params.h"
 #include "rt_driver.h"
+#include "shim_registry.h"
 #include "shim_unsupported.h"
 
 #define API __attribute__((visibility("default")))
@@ -162,11 +163,20 @@ static struct cudaGraphNodeParams host_node(const struct cudaHostNodeParams *h) 
 }
 
 /* A 1-D copy's node parameters; with a symbol, the device side is that symbol's address plus offset (the runtime
- * front end knows the program's symbols): the destination when to_symbol, else the source. */
+ * front end knows the program's symbols): the destination when to_symbol, else the source. As natively, the copy
+ * must lie within the symbol and its kind must allow the symbol's side to be the device's. */
 static cudaError_t copy1d_at(const void *symbol, int to_symbol, size_t offset, void *dst, const void *src, size_t count,
                              enum cudaMemcpyKind kind, struct cudaGraphNodeParams *out) {
     void *at = NULL;
     if (symbol) {
+        enum cudaMemcpyKind other_side_host = to_symbol ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+        if (kind != other_side_host && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+            return cudaErrorInvalidMemcpyDirection;
+        const struct vmc_var *v = vmc_var_by_host_var(symbol);
+        if (!v)
+            return cudaErrorInvalidSymbol;
+        if (offset > v->size || count > v->size - offset)
+            return cudaErrorInvalidValue;
         cudaError_t st = cudaGetSymbolAddress(&at, symbol);
         if (st != cudaSuccess)
             return st;
@@ -179,30 +189,30 @@ static cudaError_t copy1d_at(const void *symbol, int to_symbol, size_t offset, v
 API cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                  const cudaGraphEdgeData *dependencyData, size_t numDependencies,
                                  struct cudaGraphNodeParams *nodeParams) {
-    return add(pGraphNode, graph, pDependencies, dependencyData, numDependencies, nodeParams);
+    return vmc_rt_error(add(pGraphNode, graph, pDependencies, dependencyData, numDependencies, nodeParams));
 }
 
 API cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                        size_t numDependencies, const struct cudaKernelNodeParams *pNodeParams) {
     if (!pNodeParams)
-        return cudaErrorInvalidValue;
+        return vmc_rt_error(cudaErrorInvalidValue);
     struct cudaGraphNodeParams p = kernel(pNodeParams);
-    return add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                        size_t numDependencies, const struct cudaMemcpy3DParms *pCopyParams) {
     if (!pCopyParams)
-        return cudaErrorInvalidValue;
+        return vmc_rt_error(cudaErrorInvalidValue);
     struct cudaGraphNodeParams p = copy3d(pCopyParams);
-    return add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                          size_t numDependencies, void *dst, const void *src, size_t count,
                                          enum cudaMemcpyKind kind) {
     struct cudaGraphNodeParams p = copy1d(dst, src, count, kind);
-    return add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddMemcpyNodeToSymbol(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
@@ -211,7 +221,7 @@ API cudaError_t cudaGraphAddMemcpyNodeToSymbol(cudaGraphNode_t *pGraphNode, cuda
                                                enum cudaMemcpyKind kind) {
     struct cudaGraphNodeParams p;
     cudaError_t st = copy1d_at(symbol, 1, offset, NULL, src, count, kind, &p);
-    return st != cudaSuccess ? st : add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(st != cudaSuccess ? st : add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddMemcpyNodeFromSymbol(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
@@ -219,81 +229,81 @@ API cudaError_t cudaGraphAddMemcpyNodeFromSymbol(cudaGraphNode_t *pGraphNode, cu
                                                  const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
     struct cudaGraphNodeParams p;
     cudaError_t st = copy1d_at(symbol, 0, offset, dst, NULL, count, kind, &p);
-    return st != cudaSuccess ? st : add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(st != cudaSuccess ? st : add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                        size_t numDependencies, const struct cudaMemsetParams *pMemsetParams) {
     if (!pMemsetParams)
-        return cudaErrorInvalidValue;
+        return vmc_rt_error(cudaErrorInvalidValue);
     struct cudaGraphNodeParams p = memset_node(pMemsetParams);
-    return add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                      size_t numDependencies, const struct cudaHostNodeParams *pNodeParams) {
     if (!pNodeParams)
-        return cudaErrorInvalidValue;
+        return vmc_rt_error(cudaErrorInvalidValue);
     struct cudaGraphNodeParams p = host_node(pNodeParams);
-    return add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                            size_t numDependencies, cudaGraph_t childGraph) {
     struct cudaGraphNodeParams p = typed(cudaGraphNodeTypeGraph);
     p.graph.graph = childGraph;
-    return add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                       size_t numDependencies) {
     struct cudaGraphNodeParams p = typed(cudaGraphNodeTypeEmpty);
-    return add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                             const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event) {
     struct cudaGraphNodeParams p = typed(cudaGraphNodeTypeEventRecord);
     p.eventRecord.event = event;
-    return add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                           size_t numDependencies, cudaEvent_t event) {
     struct cudaGraphNodeParams p = typed(cudaGraphNodeTypeWaitEvent);
     p.eventWait.event = event;
-    return add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                          size_t numDependencies, struct cudaMemAllocNodeParams *nodeParams) {
     if (!nodeParams)
-        return cudaErrorInvalidValue;
+        return vmc_rt_error(cudaErrorInvalidValue);
     struct cudaGraphNodeParams p = typed(cudaGraphNodeTypeMemAlloc);
     _Static_assert(sizeof p.alloc == sizeof *nodeParams, "cudaMemAllocNodeParams and its V2 are alike");
     memcpy(&p.alloc, nodeParams, sizeof *nodeParams);
     cudaError_t st = add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
     if (st == cudaSuccess)
         nodeParams->dptr = p.alloc.dptr;
-    return st;
+    return vmc_rt_error(st);
 }
 
 API cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                         size_t numDependencies, void *dptr) {
     struct cudaGraphNodeParams p = typed(cudaGraphNodeTypeMemFree);
     p.free.dptr = dptr;
-    return add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p);
+    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 /* ---- setting parameters ---- */
 
 API cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams) {
-    return set(NULL, node, nodeParams);
+    return vmc_rt_error(set(NULL, node, nodeParams));
 }
 
 API cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_t node,
                                            struct cudaGraphNodeParams *nodeParams) {
-    return graphExec ? set(graphExec, node, nodeParams) : cudaErrorInvalidValue;
+    return vmc_rt_error(graphExec ? set(graphExec, node, nodeParams) : cudaErrorInvalidValue);
 }
 
 /* cudaGraph<T>NodeSetParams and cudaGraphExec<T>NodeSetParams: the typed parameters as a node's, set on the
@@ -301,15 +311,15 @@ API cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphN
 #define TYPED_SETTERS(T, PARAMS, AS_NODE)                                                                              \
     API cudaError_t cudaGraph##T##NodeSetParams(cudaGraphNode_t node, const PARAMS *params) {                          \
         if (!params)                                                                                                   \
-            return cudaErrorInvalidValue;                                                                              \
+            return vmc_rt_error(cudaErrorInvalidValue);                                                                \
         struct cudaGraphNodeParams p = AS_NODE(params);                                                                \
-        return set(NULL, node, &p);                                                                                    \
+        return vmc_rt_error(set(NULL, node, &p));                                                                      \
     }                                                                                                                  \
     API cudaError_t cudaGraphExec##T##NodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const PARAMS *params) { \
         if (!params || !exec)                                                                                          \
-            return cudaErrorInvalidValue;                                                                              \
+            return vmc_rt_error(cudaErrorInvalidValue);                                                                \
         struct cudaGraphNodeParams p = AS_NODE(params);                                                                \
-        return set(exec, node, &p);                                                                                    \
+        return vmc_rt_error(set(exec, node, &p));                                                                      \
     }
 TYPED_SETTERS(Kernel, struct cudaKernelNodeParams, kernel)
 TYPED_SETTERS(Memcpy, struct cudaMemcpy3DParms, copy3d)
@@ -328,33 +338,33 @@ static cudaError_t set_copy1d(cudaGraphExec_t exec, int on_exec, cudaGraphNode_t
 
 API cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void *dst, const void *src, size_t count,
                                                enum cudaMemcpyKind kind) {
-    return set_copy1d(NULL, 0, node, dst, src, NULL, 0, count, 0, kind);
+    return vmc_rt_error(set_copy1d(NULL, 0, node, dst, src, NULL, 0, count, 0, kind));
 }
 
 API cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst,
                                                    const void *src, size_t count, enum cudaMemcpyKind kind) {
-    return set_copy1d(hGraphExec, 1, node, dst, src, NULL, 0, count, 0, kind);
+    return vmc_rt_error(set_copy1d(hGraphExec, 1, node, dst, src, NULL, 0, count, 0, kind));
 }
 
 API cudaError_t cudaGraphMemcpyNodeSetParamsToSymbol(cudaGraphNode_t node, const void *symbol, const void *src, size_t count,
                                                      size_t offset, enum cudaMemcpyKind kind) {
-    return set_copy1d(NULL, 0, node, NULL, src, symbol, 1, count, offset, kind);
+    return vmc_rt_error(set_copy1d(NULL, 0, node, NULL, src, symbol, 1, count, offset, kind));
 }
 
 API cudaError_t cudaGraphMemcpyNodeSetParamsFromSymbol(cudaGraphNode_t node, void *dst, const void *symbol, size_t count,
                                                        size_t offset, enum cudaMemcpyKind kind) {
-    return set_copy1d(NULL, 0, node, dst, NULL, symbol, 0, count, offset, kind);
+    return vmc_rt_error(set_copy1d(NULL, 0, node, dst, NULL, symbol, 0, count, offset, kind));
 }
 
 API cudaError_t cudaGraphExecMemcpyNodeSetParamsToSymbol(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const void *symbol,
                                                          const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-    return set_copy1d(hGraphExec, 1, node, NULL, src, symbol, 1, count, offset, kind);
+    return vmc_rt_error(set_copy1d(hGraphExec, 1, node, NULL, src, symbol, 1, count, offset, kind));
 }
 
 API cudaError_t cudaGraphExecMemcpyNodeSetParamsFromSymbol(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst,
                                                            const void *symbol, size_t count, size_t offset,
                                                            enum cudaMemcpyKind kind) {
-    return set_copy1d(hGraphExec, 1, node, dst, NULL, symbol, 0, count, offset, kind);
+    return vmc_rt_error(set_copy1d(hGraphExec, 1, node, dst, NULL, symbol, 0, count, offset, kind));
 }
 
 API cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, cudaGraph_t childGraph) {

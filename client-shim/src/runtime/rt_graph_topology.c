@@ -83,14 +83,14 @@ API cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_o
 
 API cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *pNodeParams) {
     if (!pNodeParams)
-        return cudaErrorInvalidValue;
+        return vmc_rt_error(cudaErrorInvalidValue);
     CUDA_MEMSET_NODE_PARAMS m;
     cudaError_t st = vmc_rt_driver_ready(NULL);
     if (st == cudaSuccess)
         st = vmc_rt_status(cuGraphMemsetNodeGetParams((CUgraphNode)node, &m));
     if (st == cudaSuccess)
         *pNodeParams = (struct cudaMemsetParams){(void *)(uintptr_t)m.dst, m.pitch, m.value, m.elementSize, m.width, m.height};
-    return st;
+    return vmc_rt_error(st);
 }
 
 API cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled) {
@@ -132,9 +132,9 @@ API cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec,
         cudaError_t st = cudaGraphInstantiateWithParams(pGraphExec, graph, &p);
         instantiateParams->errNode_out = p.errNode_out;
         instantiateParams->result_out = p.result_out;
-        return st;
+        return vmc_rt_error(st);
     }
-    return cudaGraphInstantiateWithParams(pGraphExec, graph, instantiateParams);
+    return vmc_rt_error(cudaGraphInstantiateWithParams(pGraphExec, graph, instantiateParams));
 }
 
 /* The node's context is the thread's current one, as the runtime's has no context argument. */
@@ -142,7 +142,7 @@ API cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHa
                                                  unsigned int defaultLaunchValue, unsigned int flags) {
     CUcontext ctx;
     cudaError_t st = vmc_rt_driver_ready(&ctx);
-    return st != cudaSuccess ? st
+    return vmc_rt_error(st != cudaSuccess ? st
                              : vmc_rt_status(cuGraphConditionalHandleCreate((CUgraphConditionalHandle *)pHandle_out,
-                                                                            (CUgraph)graph, ctx, defaultLaunchValue, flags));
+                                                                            (CUgraph)graph, ctx, defaultLaunchValue, flags)));
 }

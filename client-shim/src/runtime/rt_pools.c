@@ -35,19 +35,19 @@ static cudaError_t on_device(int device, CUdevice *dev) {
 API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device) {
     CUdevice dev;
     cudaError_t st = on_device(device, &dev);
-    return st != cudaSuccess ? st : vmc_rt_status(cuDeviceGetDefaultMemPool((CUmemoryPool *)memPool, dev));
+    return vmc_rt_error(st != cudaSuccess ? st : vmc_rt_status(cuDeviceGetDefaultMemPool((CUmemoryPool *)memPool, dev)));
 }
 
 API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device) {
     CUdevice dev;
     cudaError_t st = on_device(device, &dev);
-    return st != cudaSuccess ? st : vmc_rt_status(cuDeviceGetMemPool((CUmemoryPool *)memPool, dev));
+    return vmc_rt_error(st != cudaSuccess ? st : vmc_rt_status(cuDeviceGetMemPool((CUmemoryPool *)memPool, dev)));
 }
 
 API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
     CUdevice dev;
     cudaError_t st = on_device(device, &dev);
-    return st != cudaSuccess ? st : vmc_rt_status(cuDeviceSetMemPool(dev, (CUmemoryPool)memPool));
+    return vmc_rt_error(st != cudaSuccess ? st : vmc_rt_status(cuDeviceSetMemPool(dev, (CUmemoryPool)memPool)));
 }
 
 API cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type) {
@@ -90,16 +90,19 @@ API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) 
     VMC_RT_VIA_DRIVER(cuMemPoolTrimTo((CUmemoryPool)memPool, minBytesToKeep));
 }
 
-/* No context check here: an allocation needs the stream's context, which exists once the stream does; this is
- * the one function of the file a program calls in its loops. */
+/* The context check only for a default stream: a created stream's context exists, and this is the one function of
+ * the file a program calls in its loops. */
 API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
-    CUresult r = cuInit(0);
-    return vmc_rt_status(r != CUDA_SUCCESS ? r : cuMemAllocFromPoolAsync((CUdeviceptr *)ptr, size, (CUmemoryPool)memPool, stream));
+    int default_stream = !stream || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+    cudaError_t st = default_stream ? vmc_rt_driver_ready(NULL) : vmc_rt_status(cuInit(0));
+    if (st != cudaSuccess)
+        return vmc_rt_error(st);
+    return vmc_rt_status(cuMemAllocFromPoolAsync((CUdeviceptr *)ptr, size, (CUmemoryPool)memPool, stream));
 }
 
 extern cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
 API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
-    return cudaMallocFromPoolAsync(ptr, size, memPool, vmc_rt_ptsz_stream(stream));
+    return vmc_rt_error(cudaMallocFromPoolAsync(ptr, size, memPool, vmc_rt_ptsz_stream(stream)));
 }
 
 /* ---- memory of graphs' allocation nodes ---- */
@@ -107,17 +110,17 @@ API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPoo
 API cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value) {
     CUdevice dev;
     cudaError_t st = on_device(device, &dev);
-    return st != cudaSuccess ? st : vmc_rt_status(cuDeviceGetGraphMemAttribute(dev, (CUgraphMem_attribute)attr, value));
+    return vmc_rt_error(st != cudaSuccess ? st : vmc_rt_status(cuDeviceGetGraphMemAttribute(dev, (CUgraphMem_attribute)attr, value)));
 }
 
 API cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value) {
     CUdevice dev;
     cudaError_t st = on_device(device, &dev);
-    return st != cudaSuccess ? st : vmc_rt_status(cuDeviceSetGraphMemAttribute(dev, (CUgraphMem_attribute)attr, value));
+    return vmc_rt_error(st != cudaSuccess ? st : vmc_rt_status(cuDeviceSetGraphMemAttribute(dev, (CUgraphMem_attribute)attr, value)));
 }
 
 API cudaError_t cudaDeviceGraphMemTrim(int device) {
     CUdevice dev;
     cudaError_t st = on_device(device, &dev);
-    return st != cudaSuccess ? st : vmc_rt_status(cuDeviceGraphMemTrim(dev));
+    return vmc_rt_error(st != cudaSuccess ? st : vmc_rt_status(cuDeviceGraphMemTrim(dev)));
 }
