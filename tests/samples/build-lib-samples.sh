@@ -6,10 +6,11 @@
 # and the kernel sources NVRTC compiles). Prints "built NAME" or "BUILD FAILED NAME: ..." per sample.
 # SAMPLES_CUDART=shared links them with `-cudart shared` instead.
 #   build-lib-samples.sh SAMPLES_SRC OUTDIR     (SAMPLES_SRC: Common/ and Samples/ of cuda-samples)
-#   build-lib-samples.sh --list                 (the samples' directories, for build-samples.sh)
+#   build-lib-samples.sh --list [CATEGORY...]   (the samples' directories, for build-samples.sh; only those of
+#                                               the categories named, when some are)
 set -uo pipefail
 SOLVER="-lcusolver -lcublas -lcublasLt -lcusparse -lnvJitLink"
-# DIRECTORY | SOURCES | LIBRARIES
+# DIRECTORY | SOURCES | LIBRARIES (and any nvcc option the sample's CMakeLists.txt adds)
 SAMPLES="
 4_CUDA_Libraries/MersenneTwisterGP11213|MersenneTwister.cpp|-lcurand
 4_CUDA_Libraries/batchCUBLAS|batchCUBLAS.cpp|-lcublas
@@ -42,9 +43,17 @@ SAMPLES="
 2_Concepts_and_Techniques/MC_EstimatePiP|src/main.cpp src/piestimator.cu src/test.cpp|-lcurand
 2_Concepts_and_Techniques/MC_EstimatePiQ|src/main.cpp src/piestimator.cu src/test.cpp|-lcurand
 2_Concepts_and_Techniques/MC_SingleAsianOptionP|src/main.cpp src/pricingengine.cu src/test.cpp|-lcurand
+5_Domain_Specific/BlackScholes_nvrtc|BlackScholes.cpp BlackScholes_gold.cpp|-lnvrtc -lcuda
+5_Domain_Specific/binomialOptions_nvrtc|binomialOptions.cpp binomialOptions_gold.cpp binomialOptions_gpu.cpp|-lnvrtc -lcuda
+5_Domain_Specific/quasirandomGenerator_nvrtc|quasirandomGenerator.cpp quasirandomGenerator_gold.cpp|-lnvrtc -lcuda
+5_Domain_Specific/convolutionFFT2D|convolutionFFT2D.cu convolutionFFT2D_gold.cpp main.cpp|-lcufft
+5_Domain_Specific/MonteCarloMultiGPU|MonteCarlo_gold.cpp MonteCarlo_kernel.cu multithreading.cpp MonteCarloMultiGPU.cpp|--extended-lambda -lcurand
 "
 if [ "${1:-}" = --list ]; then
-    echo "$SAMPLES" | awk -F'|' 'NF { print $1 }'
+    shift
+    echo "$SAMPLES" | awk -F'|' 'NF { print $1 }' | while read -r d; do
+        if [ $# -eq 0 ] || [[ " $* " == *" ${d%%/*} "* ]]; then echo "$d"; fi
+    done
     exit 0
 fi
 CS="$1"
@@ -76,7 +85,7 @@ build() { # DIRECTORY SOURCES LIBRARIES
 # eight at a time
 running=0
 while IFS='|' read -r dir srcs libs; do
-    [ -n "$dir" ] || continue
+    [ -n "$dir" ] && [ -d "$CS/Samples/$dir" ] || continue # only those whose sources came in the pack
     build "$dir" "$srcs" "$libs" &
     running=$((running + 1))
     if [ "$running" -ge 8 ]; then wait -n; running=$((running - 1)); fi
