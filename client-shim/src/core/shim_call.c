@@ -41,6 +41,21 @@ void vmc_local_error_restore(int status) { local_error = status; }
 
 uint64_t vmc_runtime_epoch(void) { return __atomic_load_n(&runtime_epoch, __ATOMIC_ACQUIRE); }
 
+static uint64_t runtime_state_epoch;
+
+uint64_t vmc_runtime_state_epoch(void) { return __atomic_load_n(&runtime_state_epoch, __ATOMIC_ACQUIRE); }
+
+static int changes_runtime_state(uint32_t id) {
+    switch (id) {
+    case VMC_API_cudaSetDevice:
+    case VMC_API_cudaSetDeviceFlags:
+    case VMC_API_cudaInitDevice:
+    case VMC_API_cudaDeviceReset:
+    case VMC_API_cudaDeviceSetLimit: return 1;
+    default: return 0;
+    }
+}
+
 static void (*device_reset_hook)(void);
 
 void vmc_set_device_reset_hook(void (*hook)(void)) { __atomic_store_n(&device_reset_hook, hook, __ATOMIC_RELEASE); }
@@ -89,6 +104,8 @@ cudaError_t vmc_call_begin_ex(struct vmc_call *c, uint32_t id, int async, int ru
         __atomic_store_n(&capture_begun, 1, __ATOMIC_RELEASE);
     if (runtime_call)
         __atomic_add_fetch(&runtime_epoch, 1, __ATOMIC_ACQ_REL);
+    if (runtime_call && changes_runtime_state(id))
+        __atomic_add_fetch(&runtime_state_epoch, 1, __ATOMIC_ACQ_REL);
     if (runtime_call && async)
         async_sent++;
     memset(c, 0, sizeof *c);
@@ -213,6 +230,8 @@ static void (*reply_hook)(uint32_t id, int status);
 void vmc_call_set_reply_hook(void (*hook)(uint32_t id, int status)) { __atomic_store_n(&reply_hook, hook, __ATOMIC_RELEASE); }
 
 static void after_reply(uint32_t id, int status) {
+    if (changes_runtime_state(id)) /* what another thread learnt while the call ran is stale too */
+        __atomic_add_fetch(&runtime_state_epoch, 1, __ATOMIC_ACQ_REL);
     void (*hook)(uint32_t, int) = __atomic_load_n(&reply_hook, __ATOMIC_ACQUIRE);
     if (hook)
         hook(id, status);

@@ -27,6 +27,11 @@ cudaError_t vmc_call_begin_ex(struct vmc_call *c, uint32_t id, int async, int ru
 /* How many such calls this process has made: the driver front end's cached context answers are valid
  * while it does not change. */
 uint64_t vmc_runtime_epoch(void);
+/* Runtime calls that can change a thread's current context or a context's limits (cudaSetDevice,
+ * cudaSetDeviceFlags, cudaInitDevice, cudaDeviceReset, cudaDeviceSetLimit), counted before they are sent and
+ * again once answered: the driver front end keeps a known current context, a primary context's active state and
+ * limits across the runtime's other calls (which use the current context and change none of them). */
+uint64_t vmc_runtime_state_epoch(void);
 /* The runtime front end's cudaDeviceReset succeeded: the driver front end, which registers the hook, forgets what
  * it remembered of functions and modules (their handles may come back naming others). */
 void vmc_set_device_reset_hook(void (*hook)(void));

@@ -2,8 +2,9 @@
  * context state are remembered here, so that cuCtxGetCurrent, cuCtxGetDevice and
  * cuDevicePrimaryCtxGetState (thousands of calls per PyTorch step) need no round trip. Every call that
  * changes them goes to the worker, whose answer updates what is remembered. A call through the runtime
- * front end may change them behind our back (the runtime makes its primary context current when it
- * starts): vmc_runtime_epoch() counts those, and a changed count makes the remembered answers stale. */
+ * front end may change them behind our back: any runtime call makes the primary context current where no
+ * context is (vmc_runtime_epoch() counts them: a remembered "no context" goes stale), and a few change a known
+ * current context or a primary context's state (cudaSetDevice, cudaDeviceReset, ...: vmc_runtime_state_epoch()). */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -33,16 +34,19 @@ CUresult vmc_forward_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flag
 struct current {
     int known;
     CUcontext ctx;
-    uint64_t epoch;
+    uint64_t epoch, state_epoch;
 };
 static __thread struct current current;
 
-static int current_known(void) { return current.known && current.epoch == vmc_runtime_epoch(); }
+static int current_known(void) {
+    return current.known && (current.ctx ? current.state_epoch == vmc_runtime_state_epoch() : current.epoch == vmc_runtime_epoch());
+}
 
 static void set_current(CUcontext ctx) {
     current.known = 1;
     current.ctx = ctx;
     current.epoch = vmc_runtime_epoch();
+    current.state_epoch = vmc_runtime_state_epoch();
 }
 
 static void forget_current(void) { current.known = 0; }
@@ -254,7 +258,7 @@ __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxSetFlags_v2(CU
 }
 
 __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
-    uint64_t epoch = vmc_runtime_epoch();
+    uint64_t epoch = vmc_runtime_state_epoch(); /* an active primary context goes inactive only by a reset */
     if (flags && active && dev >= 0 && dev < VMC_DRV_MAX_DEVICES && __atomic_load_n(&primary[dev].known, __ATOMIC_ACQUIRE) &&
         primary[dev].epoch == epoch) {
         *flags = primary[dev].flags;

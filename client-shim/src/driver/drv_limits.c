@@ -1,7 +1,8 @@
 /* cuCtxGetLimit answered from what the worker said before: a context's limits change only through
  * cuCtxSetLimit, except the stack size, which the driver raises itself when a kernel needs more (always
  * asked), and through the runtime front end's cudaDeviceSetLimit in a process that uses both front ends
- * (any runtime call drops what is kept). cuDNN and cuBLASLt ask a limit many times per training step. */
+ * (that, a reset or a change of device drops what is kept: vmc_runtime_state_epoch()). cuDNN and cuBLASLt ask a
+ * limit many times per training step. */
 #include "drv.h"
 #include "drv_cache.h"
 #include "drv_context.h"
@@ -12,12 +13,12 @@ CUresult vmc_forward_cuCtxSetLimit(CUlimit limit, size_t value);
 
 static struct vmc_drv_cache known = VMC_DRV_CACHE_INIT; /* (context, limit) -> value */
 
-static uint64_t known_epoch; /* vmc_runtime_epoch() when `known` was last emptied */
+static uint64_t known_epoch; /* vmc_runtime_state_epoch() when `known` was last emptied */
 
 void vmc_drv_forget_context_limits(void) { vmc_drv_cache_clear(&known); }
 
 static void forget_after_runtime_calls(void) {
-    uint64_t now = vmc_runtime_epoch();
+    uint64_t now = vmc_runtime_state_epoch();
     if (__atomic_exchange_n(&known_epoch, now, __ATOMIC_ACQ_REL) != now)
         vmc_drv_forget_context_limits();
 }
