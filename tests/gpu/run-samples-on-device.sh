@@ -14,7 +14,8 @@
 #         carry=[".carry/vmcuda-bundle.tar.gz", ".carry/samples.tar.xz"])
 # SAMPLES="a b" runs only those; MODES (default "ring"); VMCUDA_TEST_TIMEOUT per run (default 120 s);
 # SAMPLES_TAR=samples-shared.tar.xz runs the `-cudart shared` build (SAMPLES_CUDART=shared build-samples.sh;
-# the library samples are then built here the same way).
+# the library samples are then built here the same way); SAMPLES_TAR=libsamples.tar.xz runs NVIDIA's
+# CUDALibrarySamples (tests/samples/pack-library-samples.sh), all built here.
 # $OUT gets: summary.txt (also on stdout), diffs.txt, daemon.log, worker-logs.tar.gz, outputs.tar.gz.
 set -uo pipefail
 
@@ -41,9 +42,11 @@ say "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 S="$WORK/carried"
 tar -xJf "$CARRY/$SAMPLES_TAR" -C "$S" || { fail "cannot extract $CARRY/$SAMPLES_TAR (tests/samples/build-samples.sh)"; exit 1; }
 cudart="$(cat "$S/cudart" 2>/dev/null || echo static)"
-say "CUDA runtime of the samples: $cudart"
+# what builds the samples that need the math libraries here: named by the pack (CUDALibrarySamples'), else cuda-samples'
+builder="$(cat "$S/builder" 2>/dev/null || echo tests/samples/build-lib-samples.sh)"
+say "CUDA runtime of the samples: $cudart; built here by $builder"
 t0="$(now)"
-SAMPLES_CUDART="$cudart" bash "$REPO/tests/samples/build-lib-samples.sh" "$S/src" "$S/bin" >"$WORK/lib-build.txt" 2>&1
+SAMPLES_CUDART="$cudart" bash "$REPO/$builder" "$S/src" "$S/bin" >"$WORK/lib-build.txt" 2>&1
 say "library and NVRTC samples built here in $(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s" \
     "($(grep -c '^built ' "$WORK/lib-build.txt") built, $(grep -c '^BUILD FAILED' "$WORK/lib-build.txt") failed)"
 grep '^BUILD FAILED' "$WORK/lib-build.txt" | sed 's/^/  /' | tee -a "$SUMMARY"

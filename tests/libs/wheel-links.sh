@@ -1,7 +1,8 @@
-# Sourced by the GPU machine's build scripts (tests/libs/build-on-device.sh, tests/samples/build-lib-samples.sh):
-# the CUDA 13 math libraries and their headers live in that machine's pip wheels. Sets nv (the wheels' cu13
-# directory: include/, lib/) and links (OUT/.links: libX.so -> the wheel's libX.so.N, which the wheels ship
-# without the unversioned name the linker looks for).
+# Sourced by the GPU machine's build scripts (tests/libs/build-on-device.sh, tests/samples/build-lib-samples.sh,
+# tests/samples/build-library-samples.sh): the CUDA 13 math libraries and their headers live in that machine's pip
+# wheels. Sets nv (the wheels' cu13 directory: include/, lib/) and links (OUT/.links: libX.so -> the wheel's
+# libX.so.N, which the wheels ship without the unversioned name the linker looks for; libcuda.so -> the machine's
+# driver, for programs that link -lcuda).
 #   wheel_links OUT
 wheel_links() {
     local site f base
@@ -14,4 +15,6 @@ wheel_links() {
         base="$(basename "$f")"
         ln -sf "$f" "$links/${base%%.so.*}.so"
     done
+    f="$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')"
+    [ -z "$f" ] || ln -sf "$f" "$links/libcuda.so"
 }

@@ -63,8 +63,6 @@ mkdir -p "$out"
 # shellcheck source=../libs/wheel-links.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../libs/wheel-links.sh"
 wheel_links "$out" || exit 1
-# -lcuda is the machine's driver
-ln -sf "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')" "$links/libcuda.so"
 
 build() { # DIRECTORY SOURCES LIBRARIES
     local d="$CS/Samples/$1" n="${1#*/}" srcs="" s
