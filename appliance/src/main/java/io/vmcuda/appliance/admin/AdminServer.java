@@ -21,8 +21,9 @@ import java.util.logging.Logger;
  * The admin HTTP port (--admin): status and metrics, read-only, behind {@link AdminAccess}. Anyone who reaches the port
  * can open connections before any token is checked, so they are bounded: a connection that has not sent a complete
  * request for {@link #IDLE_TIMEOUT} (since it connected or since its last answer) is closed, and past
- * {@link #MAX_CONNECTIONS} open at once a new one is closed as it comes. Without these, idle connections held open by
- * the thousand took every descriptor of the daemon, and its client port stopped accepting.
+ * {@link #MAX_CONNECTIONS} open at once, or {@link #MAX_PER_ADDRESS} from one address, a new one is closed as it comes.
+ * Without these, idle connections held open by the thousand took every descriptor of the daemon, and its client port
+ * stopped accepting; without the second, one host could hold every place and keep the operator's monitors out.
  */
 public final class AdminServer implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(AdminServer.class.getName());
@@ -35,18 +36,22 @@ public final class AdminServer implements AutoCloseable {
     static final Duration IDLE_TIMEOUT = Duration.ofSeconds(30);
     /** Far more than the monitors and operators of one appliance use; far fewer than the daemon's descriptors. */
     static final int MAX_CONNECTIONS = 64;
+    /** A monitor and an operator's shell or two per host; the rest of the places stay for other hosts. */
+    static final int MAX_PER_ADDRESS = 8;
 
     private final Channel server;
     private final AtomicInteger open = new AtomicInteger();
+    private final java.util.concurrent.ConcurrentHashMap<java.net.InetAddress, Integer> openFrom =
+            new java.util.concurrent.ConcurrentHashMap<>();
     private final io.vmcuda.appliance.LogLimiter limitedLog = new io.vmcuda.appliance.LogLimiter(LOG);
 
     public AdminServer(InetSocketAddress listen, EventLoopGroup group, StatusSource src, AdminAccess access)
             throws InterruptedException {
-        this(listen, group, src, access, IDLE_TIMEOUT, MAX_CONNECTIONS);
+        this(listen, group, src, access, IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_PER_ADDRESS);
     }
 
     AdminServer(InetSocketAddress listen, EventLoopGroup group, StatusSource src, AdminAccess access, Duration idleTimeout,
-                int maxConnections) throws InterruptedException {
+                int maxConnections, int maxPerAddress) throws InterruptedException {
         PrometheusMetrics metrics = new PrometheusMetrics(src); // one registry for every connection
         this.server = new ServerBootstrap()
                 .group(group)
@@ -55,14 +60,20 @@ public final class AdminServer implements AutoCloseable {
                 .childHandler(new ChannelInitializer<EpollSocketChannel>() {
                     @Override
                     protected void initChannel(EpollSocketChannel ch) {
-                        if (open.incrementAndGet() > maxConnections) {
+                        java.net.InetAddress from = ch.remoteAddress().getAddress();
+                        int fromThere = openFrom.merge(from, 1, Integer::sum);
+                        int all = open.incrementAndGet();
+                        ch.closeFuture().addListener(f -> {
                             open.decrementAndGet();
+                            openFrom.computeIfPresent(from, (k, n) -> n > 1 ? n - 1 : null);
+                        });
+                        if (all > maxConnections || fromThere > maxPerAddress) {
                             limitedLog.log(Level.WARNING, "admin connections closed at the cap", "closing admin connection from "
-                                    + ch.remoteAddress() + ": " + maxConnections + " admin connections are open already");
+                                    + ch.remoteAddress() + ": " + (all > maxConnections ? maxConnections + " admin connections are"
+                                    : maxPerAddress + " admin connections from that address are") + " open already");
                             ch.close();
                             return;
                         }
-                        ch.closeFuture().addListener(f -> open.decrementAndGet());
                         // after the aggregator: only a complete request counts as reading
                         ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(MAX_REQUEST_BYTES),
                                 new IdleStateHandler(idleTimeout.toNanos(), 0, 0, TimeUnit.NANOSECONDS),

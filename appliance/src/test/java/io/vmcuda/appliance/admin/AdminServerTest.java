@@ -36,6 +36,10 @@ class AdminServerTest {
     }
 
     private AdminServer server(Duration idle, int cap) throws InterruptedException {
+        return server(idle, cap, cap);
+    }
+
+    private AdminServer server(Duration idle, int cap, int perAddress) throws InterruptedException {
         GpuInventory noGpus = new GpuInventory() {
             @Override
             public List<io.vmcuda.scheduler.GpuInfo> gpus() {
@@ -53,11 +57,17 @@ class AdminServerTest {
             }
         };
         StatusSource src = new StatusSource("test", noGpus, null, new DaemonMetrics(), List::of);
-        return new AdminServer(new InetSocketAddress("127.0.0.1", 0), group, src, AdminAccess.open(), idle, cap);
+        return new AdminServer(new InetSocketAddress("127.0.0.1", 0), group, src, AdminAccess.open(), idle, cap, perAddress);
     }
 
     private Socket connect(AdminServer a) throws IOException {
-        Socket s = new Socket("127.0.0.1", a.localAddress().getPort());
+        return connectFrom(a, "127.0.0.1");
+    }
+
+    /** A connection from another loopback address (Linux routes all of 127/8 to lo). */
+    private Socket connectFrom(AdminServer a, String source) throws IOException {
+        Socket s = new Socket(java.net.InetAddress.getByName("127.0.0.1"), a.localAddress().getPort(),
+                java.net.InetAddress.getByName(source), 0);
         sockets.add(s);
         return s;
     }
@@ -115,6 +125,17 @@ class AdminServerTest {
                     Thread.sleep(20);
                 }
             }
+        }
+    }
+
+    @Test
+    void oneAddressHoldsAtMostItsShareAndOthersAreStillServed() throws Exception {
+        try (AdminServer a = server(Duration.ofHours(1), 10, 2)) {
+            for (int i = 0; i < 2; i++)
+                assertTrue(healthz(connectFrom(a, "127.0.0.2"), "keep-alive").startsWith("HTTP/1.1 200"), "127.0.0.2's " + i);
+            assertEquals("", readToClose(connectFrom(a, "127.0.0.2")), "a third from 127.0.0.2 is closed without an answer");
+            assertTrue(healthz(connectFrom(a, "127.0.0.3"), "keep-alive").startsWith("HTTP/1.1 200"),
+                    "another address is served while 127.0.0.2 holds its share");
         }
     }
 }
