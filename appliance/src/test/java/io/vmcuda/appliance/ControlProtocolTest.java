@@ -179,6 +179,37 @@ class ControlProtocolTest {
         assertDaemonStillServes();
     }
 
+    /**
+     * Each chunk restarts the idle timeout, so a trickle of one-byte chunks kept an upload, its connection and its file
+     * for as long as the client liked: an upload must average ControlHandler.MIN_UPLOAD_BYTES_PER_S once it has run
+     * longer than control.handshake_timeout_s.
+     */
+    @Test
+    void anUploadTrickledAByteAtATimeEndsOnceItHasHadItsTime() throws Exception {
+        harness.close();
+        harness = new DaemonHarness(state, state.resolve("no-worker-lib"), TestInventory.none(),
+                Map.of("binary.max_bytes", "100000", "control.handshake_timeout_s", "1"));
+        try (ProtocolClient c = uploading()) {
+            long t0 = System.nanoTime();
+            ProtocolClient.ErrorFrame e = null;
+            for (int i = 0; i < 50 && e == null; i++) { // a byte every 200 ms: never idle for the 1 s timeout
+                try {
+                    c.sendFrame(Wire.TYPE_BINARY_CHUNK, new byte[1]);
+                    Thread.sleep(200);
+                } catch (java.io.IOException closed) {
+                    break;
+                }
+            }
+            e = c.readError();
+            assertEquals(ProtocolException.TIMEOUT, e.code());
+            assertTrue(e.message().contains("upload too slow"), e.message());
+            assertTrue(c.peerClosed());
+            double s = (System.nanoTime() - t0) / 1e9;
+            assertTrue(s < 5, "ended after " + s + " s, not soon after the first second");
+        }
+        assertDaemonStillServes();
+    }
+
     @Test
     void nonElfBinaryIsRefusedWithTheRewritersReason() throws Exception {
         byte[] script = "#!/bin/sh\necho I am not an ELF file\n".getBytes(StandardCharsets.UTF_8);

@@ -47,6 +47,16 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private Tenant tenant;
     /** When the current handshake phase last made progress (connect, then each BINARY_CHUNK). */
     private long progressNanos = System.nanoTime();
+    /**
+     * An upload (the binary, or libraries) must average this once it has run longer than control.handshake_timeout_s:
+     * each chunk restarts the idle timeout, so a client sending a byte every few seconds kept an upload, and its
+     * connection and upload file, for as long as it liked. Far below any network a GPU appliance serves (a 1 GB
+     * binary at this rate takes over four hours), far above a trickle.
+     */
+    static final long MIN_UPLOAD_BYTES_PER_S = 64 * 1024;
+    /** When the current upload phase began, and the bytes it has received since. */
+    private long transferStartNanos;
+    private long transferBytes;
     private ScheduledFuture<?> timeoutCheck;
     private BinaryUpload upload;
     /** The client-libraries step, while it runs; the binary and timings of the session it leads to. */
@@ -108,14 +118,24 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private void checkTimeout(ChannelHandlerContext ctx) {
         if (!ctx.channel().isActive() || phase == Phase.BUSY) return;
         long limit = ctxShared.handshakeTimeout().toNanos();
-        long idle = System.nanoTime() - progressNanos;
-        if (idle < limit) {
+        long now = System.nanoTime();
+        long idle = now - progressNanos;
+        String msg = null;
+        if (idle < limit && (phase == Phase.UPLOADING || phase == Phase.LIBRARY_UPLOAD)) { // a silent client: below
+            long running = now - transferStartNanos;
+            if (running > limit && transferBytes < MIN_UPLOAD_BYTES_PER_S * (double) running / 1e9) {
+                msg = "upload too slow: " + transferBytes + " bytes in " + running / 1_000_000_000L + " s; an upload must average "
+                        + MIN_UPLOAD_BYTES_PER_S / 1024 + " KiB/s once it has run longer than control.handshake_timeout_s";
+            }
+        }
+        if (msg == null && idle < limit) {
             scheduleTimeoutCheck(ctx, limit - idle);
             return;
         }
-        String what = phase == Phase.AWAIT_HELLO ? "no HELLO" : phase == Phase.LIBRARY_LIST ? "no LIBRARIES" : "no BINARY_CHUNK";
-        String msg = what + " within " + ctxShared.handshakeTimeout().toSeconds()
-                + " s (appliance setting control.handshake_timeout_s)";
+        if (msg == null) {
+            String what = phase == Phase.AWAIT_HELLO ? "no HELLO" : phase == Phase.LIBRARY_LIST ? "no LIBRARIES" : "no BINARY_CHUNK";
+            msg = what + " within " + ctxShared.handshakeTimeout().toSeconds() + " s (appliance setting control.handshake_timeout_s)";
+        }
         ctxShared.limitedLog().log(Level.INFO, "handshakes timed out", "closing " + ctx.channel().remoteAddress() + ": " + msg);
         ctxShared.refusals().metrics().handshakeTimeout();
         phase = Phase.BUSY;
@@ -350,6 +370,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         phase = Phase.UPLOADING;
         uploadStartNanos = System.nanoTime();
         progressNanos = uploadStartNanos;
+        transferStartNanos = uploadStartNanos;
+        transferBytes = 0;
         if (timeoutCheck == null || timeoutCheck.isDone()) {
             scheduleTimeoutCheck(ctx, ctxShared.handshakeTimeout().toNanos());
         }
@@ -360,6 +382,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         boolean complete;
         Path file;
         progressNanos = System.nanoTime();
+        transferBytes += frame.payload().readableBytes();
         try {
             complete = upload.append(frame.payload());
             if (!complete) return;
@@ -453,6 +476,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private void awaitClient(ChannelHandlerContext ctx, Phase next, HelloReply question) {
         phase = next;
         progressNanos = System.nanoTime();
+        transferStartNanos = progressNanos;
+        transferBytes = 0;
         if (timeoutCheck == null || timeoutCheck.isDone()) scheduleTimeoutCheck(ctx, ctxShared.handshakeTimeout().toNanos());
         ctx.writeAndFlush(Frames.helloReply(ctx.alloc(), question));
     }
@@ -464,6 +489,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
 
     private void onLibraryChunk(ChannelHandlerContext ctx, Frame frame) {
         progressNanos = System.nanoTime();
+        transferBytes += frame.payload().readableBytes();
         boolean all;
         try {
             all = libraries.onChunk(frame.payload());
