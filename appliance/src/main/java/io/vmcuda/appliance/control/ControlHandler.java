@@ -48,10 +48,11 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     /** When the current handshake phase last made progress (connect, then each BINARY_CHUNK). */
     private long progressNanos = System.nanoTime();
     /**
-     * An upload (the binary, or libraries) must average this once it has run longer than control.handshake_timeout_s:
-     * each chunk restarts the idle timeout, so a client sending a byte every few seconds kept an upload, and its
-     * connection and upload file, for as long as it liked. Far below any network a GPU appliance serves (a 1 GB
-     * binary at this rate takes over four hours), far above a trickle.
+     * An upload (the binary, or libraries) must average this once it has run longer than twice
+     * control.handshake_timeout_s: each chunk restarts the idle timeout, so a client sending a byte every few seconds
+     * kept an upload, and its connection and upload file, for as long as it liked. Far below any network a GPU
+     * appliance serves (a 1 GB binary at this rate takes over four hours), far above a trickle. Twice: a client that
+     * merely stops sending is told so by the idle timeout first.
      */
     static final long MIN_UPLOAD_BYTES_PER_S = 64 * 1024;
     /** When the current upload phase began, and the bytes it has received since. */
@@ -123,9 +124,9 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         String msg = null;
         if (idle < limit && (phase == Phase.UPLOADING || phase == Phase.LIBRARY_UPLOAD)) { // a silent client: below
             long running = now - transferStartNanos;
-            if (running > limit && transferBytes < MIN_UPLOAD_BYTES_PER_S * (double) running / 1e9) {
+            if (running > 2 * limit && transferBytes < MIN_UPLOAD_BYTES_PER_S * (double) running / 1e9) {
                 msg = "upload too slow: " + transferBytes + " bytes in " + running / 1_000_000_000L + " s; an upload must average "
-                        + MIN_UPLOAD_BYTES_PER_S / 1024 + " KiB/s once it has run longer than control.handshake_timeout_s";
+                        + MIN_UPLOAD_BYTES_PER_S / 1024 + " KiB/s once it has run twice control.handshake_timeout_s";
             }
         }
         if (msg == null && idle < limit) {
