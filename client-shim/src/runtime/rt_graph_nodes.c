@@ -84,15 +84,19 @@ static cudaError_t to_driver(const struct cudaGraphNodeParams *in, CUgraphNodePa
     }
 }
 
-static cudaError_t add(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraphNode_t *deps, const cudaGraphEdgeData *edges,
-                       size_t n, struct cudaGraphNodeParams *params) {
+/* The node's parameters as the driver's, in the calling thread's current context (made ready first). */
+static cudaError_t driver_params(const struct cudaGraphNodeParams *params, CUgraphNodeParams *p) {
     if (!params)
         return cudaErrorInvalidValue;
     CUcontext ctx;
-    CUgraphNodeParams p;
     cudaError_t st = vmc_rt_driver_ready(&ctx);
-    if (st == cudaSuccess)
-        st = to_driver(params, &p, ctx);
+    return st != cudaSuccess ? st : to_driver(params, p, ctx);
+}
+
+static cudaError_t add(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraphNode_t *deps, const cudaGraphEdgeData *edges,
+                       size_t n, struct cudaGraphNodeParams *params) {
+    CUgraphNodeParams p;
+    cudaError_t st = driver_params(params, &p);
     if (st != cudaSuccess)
         return st;
     st = vmc_rt_status(cuGraphAddNode_v2((CUgraphNode *)node, (CUgraph)graph, (const CUgraphNode *)deps,
@@ -106,13 +110,8 @@ static cudaError_t add(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraph
 
 /* exec NULL: the graph's node; else the node in that instance. */
 static cudaError_t set(cudaGraphExec_t exec, cudaGraphNode_t node, const struct cudaGraphNodeParams *params) {
-    if (!params)
-        return cudaErrorInvalidValue;
-    CUcontext ctx;
     CUgraphNodeParams p;
-    cudaError_t st = vmc_rt_driver_ready(&ctx);
-    if (st == cudaSuccess)
-        st = to_driver(params, &p, ctx);
+    cudaError_t st = driver_params(params, &p);
     if (st != cudaSuccess)
         return st;
     return vmc_rt_status(exec ? cuGraphExecNodeSetParams((CUgraphExec)exec, (CUgraphNode)node, &p)
@@ -192,21 +191,19 @@ API cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
     return vmc_rt_error(add(pGraphNode, graph, pDependencies, dependencyData, numDependencies, nodeParams));
 }
 
-API cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
-                                       size_t numDependencies, const struct cudaKernelNodeParams *pNodeParams) {
-    if (!pNodeParams)
-        return vmc_rt_error(cudaErrorInvalidValue);
-    struct cudaGraphNodeParams p = kernel(pNodeParams);
-    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
-}
-
-API cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
-                                       size_t numDependencies, const struct cudaMemcpy3DParms *pCopyParams) {
-    if (!pCopyParams)
-        return vmc_rt_error(cudaErrorInvalidValue);
-    struct cudaGraphNodeParams p = copy3d(pCopyParams);
-    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
-}
+/* cudaGraphAdd<T>Node: the typed parameters as a node's, added after the dependencies given. */
+#define TYPED_ADD(T, PARAMS, AS_NODE)                                                                                  \
+    API cudaError_t cudaGraphAdd##T##Node(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraphNode_t *dependencies, \
+                                          size_t n, const PARAMS *params) {                                            \
+        if (!params)                                                                                                   \
+            return vmc_rt_error(cudaErrorInvalidValue);                                                                \
+        struct cudaGraphNodeParams p = AS_NODE(params);                                                                \
+        return vmc_rt_error(add(node, graph, dependencies, NULL, n, &p));                                              \
+    }
+TYPED_ADD(Kernel, struct cudaKernelNodeParams, kernel)
+TYPED_ADD(Memcpy, struct cudaMemcpy3DParms, copy3d)
+TYPED_ADD(Memset, struct cudaMemsetParams, memset_node)
+TYPED_ADD(Host, struct cudaHostNodeParams, host_node)
 
 API cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
                                          size_t numDependencies, void *dst, const void *src, size_t count,
@@ -230,22 +227,6 @@ API cudaError_t cudaGraphAddMemcpyNodeFromSymbol(cudaGraphNode_t *pGraphNode, cu
     struct cudaGraphNodeParams p;
     cudaError_t st = copy1d_at(symbol, 0, offset, dst, NULL, count, kind, &p);
     return vmc_rt_error(st != cudaSuccess ? st : add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
-}
-
-API cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
-                                       size_t numDependencies, const struct cudaMemsetParams *pMemsetParams) {
-    if (!pMemsetParams)
-        return vmc_rt_error(cudaErrorInvalidValue);
-    struct cudaGraphNodeParams p = memset_node(pMemsetParams);
-    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
-}
-
-API cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
-                                     size_t numDependencies, const struct cudaHostNodeParams *pNodeParams) {
-    if (!pNodeParams)
-        return vmc_rt_error(cudaErrorInvalidValue);
-    struct cudaGraphNodeParams p = host_node(pNodeParams);
-    return vmc_rt_error(add(pGraphNode, graph, pDependencies, NULL, numDependencies, &p));
 }
 
 API cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
