@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_view.h"
 #include "drv_call.h"
 #include "drv_launch.h"
 #include "vmc_drv_api.h"
@@ -64,7 +65,7 @@ static void load(void) {
             /* attributes the appliance's driver does not know (an older one) */
             dev->attr_status[a] = a < w->n_attributes ? (CUresult)vmc_snapshot_device_attribute_status_at(w, a)
                                                       : CUDA_ERROR_INVALID_VALUE;
-            dev->attr[a] = a < w->n_attributes ? (int)vmc_snapshot_device_attribute_value_at(w, a) : 0;
+            dev->attr[a] = a < w->n_attributes ? vmc_device_view_attribute((int)a, (int)vmc_snapshot_device_attribute_value_at(w, a)) : 0;
         }
     }
     if (!vmc_call_reply_ok(&c)) {

@@ -1,10 +1,13 @@
 /* Answers that cannot change during a session, given by the client after the worker's first successful
  * answer: device attributes and properties, the number of devices, the driver version (a round trip was
  * 188 times a native cudaDeviceGetAttribute; programs ask these in loops). A failed answer is not kept:
- * a GPU-less appliance, or a bad device number, gets the worker's answer each time, as natively. */
+ * a GPU-less appliance, or a bad device number, gets the worker's answer each time, as natively. What describes the
+ * appliance's host memory rather than this process's is answered as this process sees it (device_view.h). */
 #include <pthread.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+
+#include "device_view.h"
 
 cudaError_t vmc_forward_cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device);
 cudaError_t vmc_forward_cudaDriverGetVersion(int *driverVersion);
@@ -25,6 +28,8 @@ __attribute__((visibility("default"))) cudaError_t cudaDeviceGetAttribute(int *v
         return cudaSuccess;
     }
     cudaError_t st = vmc_forward_cudaDeviceGetAttribute(value, attr, device);
+    if (st == cudaSuccess && value)
+        *value = vmc_device_view_attribute((int)attr, *value);
     if (st == cudaSuccess && cacheable) {
         attribute_value[device][attr] = *value;
         __atomic_store_n(&attribute_known[device][attr], 1, __ATOMIC_RELEASE);
@@ -71,6 +76,11 @@ __attribute__((visibility("default"))) cudaError_t cudaGetDeviceProperties(struc
         return cudaSuccess;
     }
     cudaError_t st = vmc_forward_cudaGetDeviceProperties(prop, device);
+    if (st == cudaSuccess && prop) {
+        prop->pageableMemoryAccess = vmc_device_view_attribute(cudaDevAttrPageableMemoryAccess, prop->pageableMemoryAccess);
+        prop->pageableMemoryAccessUsesHostPageTables = vmc_device_view_attribute(
+            cudaDevAttrPageableMemoryAccessUsesHostPageTables, prop->pageableMemoryAccessUsesHostPageTables);
+    }
     if (st == cudaSuccess && cacheable) {
         pthread_mutex_lock(&properties_lock); /* two first askers write the same bytes, one at a time */
         if (!properties_known[device]) {

@@ -29,6 +29,11 @@ int main(void) {
     CHECK(cudaMemPoolCreate(&pool, &props) == cudaErrorNoDevice, "cudaMemPoolCreate without an appliance");
     cudaGraphNode_t node;
     CHECK(cudaGraphAddEmptyNode(&node, NULL, NULL, 0) == cudaErrorNoDevice, "cudaGraphAddEmptyNode without an appliance");
+    cudaIpcMemHandle_t ipc;
+    CHECK(cudaIpcGetMemHandle(&ipc, (void *)0x1000) == cudaErrorNoDevice, "cudaIpcGetMemHandle without an appliance");
+    void *opened = NULL;
+    CHECK(cudaIpcOpenMemHandle(&opened, ipc, cudaIpcMemLazyEnablePeerAccess) == cudaErrorNoDevice && !opened,
+          "cudaIpcOpenMemHandle without an appliance");
 
     int v = 0;
     CHECK(cudaRuntimeGetVersion(&v) == cudaSuccess && v == CUDART_VERSION, "runtime version %d", v);

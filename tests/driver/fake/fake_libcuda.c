@@ -360,6 +360,17 @@ static CUresult f_cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t w, size_
     return f_cuMemAlloc(p, *pitch * h);
 }
 static CUresult f_cuMemFree(CUdeviceptr p) { return dev_free(p); }
+/* An IPC handle that names the allocation by address: enough for the policy around it (worker.cuda_ipc); this
+ * stand-in cannot share its host memory with another process, so it opens nothing */
+static CUresult f_cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
+    if (!current())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(h, 0, sizeof *h);
+    memcpy(h->reserved, &p, sizeof p);
+    return CUDA_SUCCESS;
+}
 static CUresult f_cuMemFreeAsync(CUdeviceptr p, CUstream s) { (void)s; return dev_free(p); }
 static CUresult f_cuMemGetInfo(size_t *free_bytes, size_t *total) { *free_bytes = ARENA_BYTES - arena_used; *total = 8ull << 30; return CUDA_SUCCESS; }
 static CUresult f_cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
@@ -1094,7 +1105,7 @@ static const struct {
     F(cuCtxGetStreamPriorityRange, f_cuCtxGetStreamPriorityRange), F(cuCtxGetCacheConfig, f_cuCtxGetCacheConfig),
     F(cuCtxSetCacheConfig, f_cuCtxSetCacheConfig), F(cuCtxGetId, f_cuCtxGetId),
     F(cuMemAlloc, f_cuMemAlloc), F(cuMemAllocAsync, f_cuMemAllocAsync), F(cuMemAllocFromPoolAsync, f_cuMemAllocFromPoolAsync),
-    F(cuMemAllocPitch, f_cuMemAllocPitch), F(cuMemFree, f_cuMemFree), F(cuMemFreeAsync, f_cuMemFreeAsync),
+    F(cuMemAllocPitch, f_cuMemAllocPitch), F(cuMemFree, f_cuMemFree), F(cuIpcGetMemHandle, f_cuIpcGetMemHandle), F(cuMemFreeAsync, f_cuMemFreeAsync),
     F(cuMemGetInfo, f_cuMemGetInfo), F(cuMemGetAddressRange, f_cuMemGetAddressRange),
     F(cuMemcpyHtoD, f_cuMemcpyHtoD), F(cuMemcpyDtoH, f_cuMemcpyDtoH), F(cuMemcpyDtoD, f_cuMemcpyDtoD),
     F(cuMemcpyHtoDAsync, f_cuMemcpyHtoDAsync), F(cuMemcpyDtoHAsync, f_cuMemcpyDtoHAsync),

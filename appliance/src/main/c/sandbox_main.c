@@ -19,9 +19,11 @@
  *      system, and the rings its worker hands it. UCX trusts its peers, so whoever reaches the agent's UCX end
  *      point can still read and write the agent's memory and run code in it, within all of that
  *      (docs/ucx.md "Security");
- *   3. unshare(mount, network, IPC, PID namespaces) and forks: the worker is PID 1 of its PID namespace;
- *      this process stays outside as its parent, turns SIGTERM/SIGINT/SIGHUP into SIGKILL for it and exits
- *      with its status (128 + signal when killed), so the daemon's process handle behaves as the worker's;
+ *   3. unshare(mount, network, IPC, PID namespaces) and forks PID 1 of the new PID namespace, which forks the worker
+ *      at a random PID (CUDA IPC needs workers at different PIDs: enter_namespaces()) and waits for it without
+ *      privileges; this process stays outside as its parent, turns SIGTERM/SIGINT/SIGHUP into SIGKILL for it (which
+ *      ends the namespace) and exits with the worker's status (128 + signal when killed), so the daemon's process
+ *      handle behaves as the worker's;
  *   4. in the worker: all mounts private; every mount except /proc and /dev remounted read-only; a fresh
  *      tmpfs on /tmp; --keep paths below /tmp bound back read-only; --hide (the daemon's state directory)
  *      covered by an empty tmpfs; the session directory (owned by the worker, mode 0700) bound writable,
@@ -58,6 +60,7 @@
 #include <poll.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -518,7 +521,58 @@ static int start_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw
     return sv[0];
 }
 
-/* Forks into the new namespaces; returns in the child (PID 1), exits in the parent with its status. */
+/* The next process forked in this process's (new) PID namespace gets a random PID: workers of one machine then carry
+ * different PIDs, as native processes do. NVIDIA's driver takes a CUDA IPC handle whose exporter's PID equals the
+ * opener's own for one of the opener's, and refuses it (measured: with both workers PID 1 of their namespaces,
+ * cudaIpcOpenMemHandle fails with cudaErrorInvalidContext; at different PIDs it opens). ns_last_pid is the PID
+ * namespace's of the writer; root may set it. Without it (an old kernel) the worker is PID 2 and IPC between
+ * workers is refused by the driver, nothing else. */
+static void randomise_next_pid(void) {
+    long max = 32768;
+    FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+    if (f) {
+        if (fscanf(f, "%ld", &max) != 1)
+            max = 32768;
+        fclose(f);
+    }
+    if (max > 4194304)
+        max = 4194304;
+    uint32_t r = 0;
+    if (max < 1000 || getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+        return;
+    long last = 300 + (long)(r % (uint32_t)(max - 600)); /* the next PID is last + 1, below pid_max */
+    int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+    char v[24];
+    int n = snprintf(v, sizeof v, "%ld", last);
+    if (fd < 0 || write(fd, v, (size_t)n) != n)
+        warn("cannot choose the worker's PID (/proc/sys/kernel/ns_last_pid): CUDA IPC between workers will fail");
+    if (fd >= 0)
+        close(fd);
+}
+
+/* PID 1 of the worker's PID namespace: it holds nothing of the session (every descriptor but the launcher's pipe
+ * closed, no privileges), reaps what the tenant's code leaves, and exits with the worker's status, which the launcher
+ * passes on. Its exit ends the namespace: the kernel kills whatever else still runs in it. */
+static void wait_as_init(pid_t worker) __attribute__((noreturn));
+static void wait_as_init(pid_t worker) {
+    for (int fd = 3; fd < 4096; fd++)
+        if (fd != parent_alive_fd)
+            close(fd);
+    if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        _exit(125);
+    die_with_launcher(); /* again after setuid, which clears it */
+    for (;;) {
+        int st;
+        pid_t r = waitpid(-1, &st, 0);
+        if (r == worker)
+            _exit(WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 125);
+        if (r < 0 && errno != EINTR)
+            _exit(125);
+    }
+}
+
+/* Forks into the new namespaces: PID 1 there waits (wait_as_init) for the worker, its child at a random PID, in which
+ * this returns; the launcher exits with PID 1's status, the worker's. */
 static void enter_namespaces(int *close_in_parent, int n_close) {
     sigset_t all, old;
     sigfillset(&all);
@@ -535,6 +589,13 @@ static void enter_namespaces(int *close_in_parent, int n_close) {
         close(alive[1]);
         parent_alive_fd = alive[0];
         die_with_launcher();
+        randomise_next_pid();
+        pid_t worker = fork();
+        if (worker < 0)
+            die("fork the worker");
+        if (worker > 0)
+            wait_as_init(worker);
+        die_with_launcher(); /* its parent is PID 1 above, which dies with the launcher; and so directly */
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         for (int s = 1; s < NSIG; s++)
             sigaction(s, &dfl, NULL);
@@ -629,8 +690,8 @@ static int probe(const struct sandbox_opts *o) {
         errno = 0;
         die("probe: the system-call filter is wrong in %d of its checks (above)", wrong);
     }
-    printf("vmcuda-sandbox: probe ok: user %s (uid %u), private mount/network/IPC/PID namespaces, system-call filter\n", o->user,
-           (unsigned)pw->pw_uid);
+    printf("vmcuda-sandbox: probe ok: user %s (uid %u), private mount/network/IPC/PID namespaces (worker at PID %d), "
+           "system-call filter\n", o->user, (unsigned)pw->pw_uid, (int)getpid());
     return 0;
 }
 
@@ -701,7 +762,7 @@ int main(int argc, char **argv) {
     int ucx_fd = o.ucx_agent ? start_ucx_agent(&o, pw, close_in_parent, 2 + n_region_fd) : -1;
     close_in_parent[2 + n_region_fd] = ucx_fd;
 
-    /* 3. namespaces; from here on this is the worker, PID 1 */
+    /* 3. namespaces; from here on this is the worker */
     enter_namespaces(close_in_parent, 3 + n_region_fd);
 
     /* 4. the file system view. Bind sources must be mounts of this namespace: open them here, before

@@ -408,6 +408,20 @@ public final class ApplianceConfig {
         return v;
     }
 
+    /**
+     * {@code worker.cuda_ipc}: whether workers serve CUDA IPC (cuIpc*, cudaIpc*). NVIDIA's driver opens an IPC handle
+     * for any process of the machine that presents it, whatever its user or namespaces, and the tenants' code runs in
+     * their workers, so with two or more tenants one could open another's exported buffers. {@code auto}: served
+     * when fewer than two tenants are configured; {@code true}: always; {@code false}: never.
+     */
+    public boolean workerCudaIpc() {
+        String v = string("worker.cuda_ipc");
+        if (!v.matches("auto|true|false")) {
+            throw new IllegalArgumentException("config key 'worker.cuda_ipc' = '" + v + "' must be auto, true or false");
+        }
+        return v.equals("true") || (v.equals("auto") && tenants().size() < 2);
+    }
+
     /** {@code worker.ucx}: auto, true or false (UcxAgent says what each means). */
     public String workerUcx() {
         String v = string("worker.ucx");

@@ -135,6 +135,7 @@ public final class Daemon implements AutoCloseable {
         launcher.reclaimUidsAtStart(); // after the sweep of an earlier daemon's session cgroups killed what ran in them
         launcher.offerUcx(UcxAgent.resolve(config, launcher)); // checked as a session would run it (in a session's cgroup)
         launcher.useDisks(SessionDisks.resolve(config, sandbox != null && !config.tenants().isEmpty(), sessionsDir));
+        launcher.allowCudaIpc(config.workerCudaIpc());
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl"), config.sessionRecordsMaxBytes()), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);
@@ -210,6 +211,7 @@ public final class Daemon implements AutoCloseable {
             ApplianceConfig next = ApplianceConfig.load(file);
             List<String> changed = next.changedKeys(config);
             auth.replace(next.tenants());
+            launcher.allowCudaIpc(next.workerCudaIpc()); // follows the number of tenants, for sessions to come
             if (logLevelFromFile) OneLineLogFormatter.setLevel(next.logLevel());
             List<String> atRestart = changed.stream()
                     .filter(k -> !k.startsWith(ApplianceConfig.TENANT_PREFIX) && !k.equals("log.level")).toList();

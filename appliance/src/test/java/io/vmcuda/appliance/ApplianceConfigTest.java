@@ -78,6 +78,23 @@ class ApplianceConfigTest {
     }
 
     @Test
+    void cudaIpcIsServedByDefaultOnlyWhileFewerThanTwoTenantsShareTheAppliance() {
+        ApplianceConfig none = ApplianceConfig.defaultsOnly();
+        Map<String, String> one = Map.of("tenant.a.token_sha256", "ab".repeat(32));
+        Map<String, String> two = Map.of("tenant.a.token_sha256", "ab".repeat(32), "tenant.b.token_sha256", "cd".repeat(32));
+        assertTrue(none.workerCudaIpc());
+        assertTrue(none.with(one).workerCudaIpc());
+        assertFalse(none.with(two).workerCudaIpc(), "another tenant's code could open an exported buffer");
+        Map<String, String> twoForced = new java.util.HashMap<>(two);
+        twoForced.put("worker.cuda_ipc", "true");
+        assertTrue(none.with(twoForced).workerCudaIpc());
+        assertFalse(none.with(Map.of("worker.cuda_ipc", "false")).workerCudaIpc());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> none.with(Map.of("worker.cuda_ipc", "yes")).workerCudaIpc());
+        assertTrue(e.getMessage().contains("worker.cuda_ipc"), e.getMessage());
+    }
+
+    @Test
     void sessionMemoryLimitIsASizeOrAShareOfTheMachine() {
         ApplianceConfig c = ApplianceConfig.defaultsOnly();
         assertEquals("auto", c.workerCgroup());

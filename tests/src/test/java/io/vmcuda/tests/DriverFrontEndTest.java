@@ -96,6 +96,27 @@ class DriverFrontEndTest {
         }
     }
 
+    /**
+     * CUDA IPC is the operator's choice (worker.cuda_ipc): NVIDIA's driver opens a handle for any process of the
+     * appliance, so by default an appliance with two or more tenants refuses it, and the program is told why; with
+     * one tenant the call reaches the worker's driver.
+     */
+    @Test
+    void cudaIpcIsServedOnlyWhereTheApplianceAllowsIt() throws Exception {
+        Map<String, String> twoTenants = new HashMap<>(standInConfig());
+        twoTenants.put("tenant.other.token_sha256", "cd".repeat(32));
+        try (DaemonProcess d = DaemonProcess.start(root, work, twoTenants, null, "daemon-ipc-refused.log")) {
+            ProgramRunner.Result r = viaVmcuda(d, "drv_ipc_policy", "tcp");
+            assertEquals("cuIpcGetMemHandle: CUDA_ERROR_NOT_SUPPORTED\n", r.stdout(), r.describe());
+            assertTrue(r.stderr().contains("worker.cuda_ipc"), r.describe());
+        }
+        try (DaemonProcess d = DaemonProcess.start(root, work, standInConfig(), null, "daemon-ipc-served.log")) {
+            ProgramRunner.Result r = viaVmcuda(d, "drv_ipc_policy", "tcp");
+            assertEquals("cuIpcGetMemHandle: CUDA_SUCCESS\n", r.stdout(), r.describe());
+            assertFalse(r.stderr().contains("worker.cuda_ipc"), r.describe());
+        }
+    }
+
     @Test
     void againstTheStandInDriverEveryCheckRunsToTheEnd() throws Exception {
         Map<String, String> config = standInConfig();

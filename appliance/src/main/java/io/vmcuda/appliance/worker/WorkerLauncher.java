@@ -32,6 +32,7 @@ public final class WorkerLauncher {
     private final Map<String, String> extraEnv;
     private final Sandbox sandbox;
     private final String idleReleaseMinutes;
+    private volatile boolean cudaIpc;
     private final List<Path> shmRegions;
     private final UidPool uids;     // null: sandboxed workers all run as worker.user
     private final Path hiddenDir;   // the daemon's state directory, out of a sandboxed worker's sight; or null
@@ -233,6 +234,11 @@ public final class WorkerLauncher {
         this.cgroups = cgroups;
     }
 
+    /** Whether workers started from now on serve CUDA IPC (worker.cuda_ipc; worker_ipc.c says why it is a choice). */
+    public void allowCudaIpc(boolean allowed) {
+        this.cudaIpc = allowed;
+    }
+
     /** Makes each session's directory from now on a tmpfs of its own (worker.disk_max; null: none). */
     public void useDisks(SessionDisks disks) {
         this.disks = disks;
@@ -357,6 +363,7 @@ public final class WorkerLauncher {
         env.put("LD_LIBRARY_PATH", libraryPath(spec.libraryDir()));
         if (spec.memoryQuotaBytes() > 0) env.put("VMCUDA_MEMORY_QUOTA", Long.toString(spec.memoryQuotaBytes()));
         if (!"0".equals(idleReleaseMinutes)) env.put("VMCUDA_IDLE_RELEASE_MINUTES", idleReleaseMinutes);
+        env.put("VMCUDA_CUDA_IPC", cudaIpc ? "1" : "0");
         // where the daemon lends cached module images (PROTOCOL.md "Worker ↔ daemon"); unset: no module cache
         if (spec.lendDir() != null) env.put("VMCUDA_MODULE_LEND_DIR", spec.lendDir().toAbsolutePath().toString());
         List<Path> regions = regions(spec);

@@ -34,6 +34,16 @@ class WorkerLauncherTest {
     }
 
     @Test
+    void theWorkerIsToldWhetherItServesCudaIpc() {
+        WorkerLauncher l = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"), List.of(),
+                4194304, Map.of());
+        assertEquals("0", l.environment(spec(null), Map.of("VMCUDA_CUDA_IPC", "1")).get("VMCUDA_CUDA_IPC"),
+                "off until the daemon allows it, whatever its own environment says");
+        l.allowCudaIpc(true);
+        assertEquals("1", l.environment(spec(null), Map.of()).get("VMCUDA_CUDA_IPC"));
+    }
+
+    @Test
     void withoutGpusCudaVisibleDevicesIsUnsetNotInherited() {
         Map<String, String> env = launcher.environment(spec(null), Map.of("CUDA_VISIBLE_DEVICES", "0"));
         assertFalse(env.containsKey("CUDA_VISIBLE_DEVICES"));
