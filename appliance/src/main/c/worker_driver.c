@@ -561,7 +561,7 @@ static int still_allocated(uintptr_t ptr) {
 
 enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
     enum vmc_w_result served;
-    if (vmc_w_ipc_refused(wc, &served) || vmc_w_tensormap_dispatch(wc, &served) || vmc_w_graph_nodes_dispatch(wc, &served))
+    if (vmc_w_tensormap_dispatch(wc, &served) || vmc_w_graph_nodes_dispatch(wc, &served))
         return served;
     switch (wc->id) {
     case VMC_DRV_vmc_drv_Snapshot: return snapshot(wc);

@@ -42,9 +42,6 @@ enum vmc_w_result vmc_w_hostmap_copy(struct vmc_wcall *wc);
 /* The tensor-map encoders (worker_tensormap.c): 1 when wc is one of them (*r then says how it went). */
 int vmc_w_tensormap_dispatch(struct vmc_wcall *wc, enum vmc_w_result *r);
 
-/* CUDA IPC refused where the daemon does not allow it (worker_ipc.c): 1 when it refused wc (*r then says how). */
-int vmc_w_ipc_refused(struct vmc_wcall *wc, enum vmc_w_result *r);
-
 /* Graph nodes made node by node (worker_graph_nodes.c): 1 when wc is such a call (*r then says how it went). */
 int vmc_w_graph_nodes_dispatch(struct vmc_wcall *wc, enum vmc_w_result *r);
 

@@ -367,12 +367,16 @@ public final class GenerateDriver extends SpecSupport {
     static String workerHooks(List<Entry> entries, Set<String> hooks) {
         StringBuilder s = new StringBuilder(BANNER);
         s.append("/* The functions through which the worker serves the `hook` entries of cuda-driver.spec (SpecSupport.isHookLine):\n")
-         .append(" * each gets NVIDIA's entry point for the call's ABI (never NULL), then the call's arguments. */\n")
+         .append(" * each gets NVIDIA's entry point for the call's ABI (never NULL), then the call's arguments. The entry\n")
+         .append(" * point's type is spelled out (vmc_w_real_SYMBOL, the same type as cudaTypedefs.h's PFN), as cudaTypedefs.h\n")
+         .append(" * declares the legacy ABIs' PFNs only for NVIDIA's internal view. */\n")
          .append("#ifndef VMC_DRV_WORKER_HOOKS_H\n#define VMC_DRV_WORKER_HOOKS_H\n\n#include <cudaTypedefs.h>\n\n");
         for (Entry e : entries) {
             if (!hooks.contains(e.symbol())) continue;
+            String real = "vmc_w_real_" + e.symbol();
+            s.append("typedef ").append(SpecSupport.declaration("CUresult", "(CUDAAPI *" + real + ")", e.params())).append(";\n");
             List<Param<Kind>> params = new ArrayList<>();
-            params.add(new Param<>(e.key().pfn(), "real", Kind.VALUE, null));
+            params.add(new Param<>(real, "real", Kind.VALUE, null));
             params.addAll(e.params());
             s.append(SpecSupport.declaration("CUresult", "vmc_w_hook_" + e.symbol(), params)).append(";\n");
         }
