@@ -2,7 +2,7 @@
 vmcuda (tests/gpu/run-driver-on-device.sh compares them). Deterministic: fixed seeds, deterministic
 algorithms, values rounded to what one GPU model reproduces run after run.
 
-    python3 framework_smoke.py torch|cupy
+    python3 framework_smoke.py torch|cupy|torch_ipc
 """
 import sys
 
@@ -52,11 +52,41 @@ extern "C" __global__ void square(const float *x, float *y, int n) {
     print("host round trip", cp.asnumpy(y[:5]).tolist())
 
 
+def _add_one_in_child(queue, done):
+    import torch
+
+    t = queue.get()  # a CUDA tensor of the parent's, opened here through CUDA IPC
+    t.add_(1)
+    torch.cuda.synchronize()
+    done.put((str(t.device), float(t.sum().item())))
+
+
+def torch_ipc_steps():
+    """CUDA tensors shared between processes (torch.multiprocessing: CUDA IPC of memory and events): the child
+    changes the parent's tensor in place, and the parent sees it."""
+    import torch
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue, done = ctx.Queue(), ctx.Queue()
+    t = torch.arange(1 << 20, dtype=torch.float32, device="cuda")
+    child = ctx.Process(target=_add_one_in_child, args=(queue, done))
+    child.start()
+    queue.put(t)
+    print("child saw", done.get(timeout=120))
+    child.join(timeout=120)
+    torch.cuda.synchronize()
+    print("child exit code", child.exitcode)
+    print("parent sees the child's writes", float(t.sum().item()), bool(torch.equal(t, torch.arange(1 << 20, dtype=torch.float32, device="cuda") + 1)))
+
+
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else ""
     if which == "torch":
         torch_steps()
     elif which == "cupy":
         cupy_steps()
+    elif which == "torch_ipc":
+        torch_ipc_steps()
     else:
-        sys.exit("usage: framework_smoke.py torch|cupy")
+        sys.exit("usage: framework_smoke.py torch|cupy|torch_ipc")

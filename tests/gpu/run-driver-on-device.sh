@@ -14,7 +14,8 @@
 #   programs    every tests/cuda program built with nvcc's default static runtime, drv_api and
 #               rt_static: native vs vmcuda over the ring and over TCP, stdout and exit code must match
 #   libs        the library programs (static and -cudart shared variants): native vs vmcuda
-#   frameworks  tests/gpu/framework_smoke.py with PyTorch and CuPy: native vs vmcuda
+#   frameworks  tests/gpu/framework_smoke.py with PyTorch and CuPy (and PyTorch's CUDA tensors shared between
+#               processes, CUDA IPC): native vs vmcuda
 #   probes      tests/gpu/framework_probe.py (PyTorch, CuPy, JAX, NVML; issue 16), probe by probe, with the
 #               timing of a GPT-style step: a survey, not counted in RESULT (only when named in SECTIONS)
 #   (PROGRAMS="NAME..." runs only those programs of the sections chosen; VMCUDA_TRACE=all traces every
@@ -225,7 +226,7 @@ fi
 if want frameworks; then
     say ""
     say "== frameworks: native vs vmcuda (ring, tcp)"
-    for fw in torch cupy; do
+    for fw in torch cupy torch_ipc; do
         compare "framework_$fw" python3 "$REPO/tests/gpu/framework_smoke.py" "$fw"
     done
     # the same over TCP inside TLS (PROTOCOL.md "Encryption"), against a daemon with a certificate made here

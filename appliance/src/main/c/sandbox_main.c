@@ -351,15 +351,21 @@ static void join_cgroup(const char *dir) {
     close(fd);
 }
 
-/* oom_score_adj SANDBOX_OOM_SCORE_ADJ (inherited by everything the session starts); raising it needs no privilege. */
-static void prefer_as_oom_victim(void) {
-    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-    char v[16];
-    int n = snprintf(v, sizeof v, "%d\n", SANDBOX_OOM_SCORE_ADJ);
-    if (fd < 0 || write(fd, v, (size_t)n) != n)
-        warn("cannot raise the session's oom_score_adj: the OOM killer may pick another process first");
+/* Writes `value` to the kernel's file `path` (/proc); 0 when it could not. */
+static int write_number(const char *path, long value) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    char v[24];
+    int n = snprintf(v, sizeof v, "%ld\n", value);
+    int ok = fd >= 0 && write(fd, v, (size_t)n) == n;
     if (fd >= 0)
         close(fd);
+    return ok;
+}
+
+/* oom_score_adj SANDBOX_OOM_SCORE_ADJ (inherited by everything the session starts); raising it needs no privilege. */
+static void prefer_as_oom_victim(void) {
+    if (!write_number("/proc/self/oom_score_adj", SANDBOX_OOM_SCORE_ADJ))
+        warn("cannot raise the session's oom_score_adj: the OOM killer may pick another process first");
 }
 
 /* The worker's end of a pipe whose other end only this launcher holds: when the launcher is gone the
@@ -541,13 +547,8 @@ static void randomise_next_pid(void) {
     if (max < 1000 || getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
         return;
     long last = 300 + (long)(r % (uint32_t)(max - 600)); /* the next PID is last + 1, below pid_max */
-    int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
-    char v[24];
-    int n = snprintf(v, sizeof v, "%ld", last);
-    if (fd < 0 || write(fd, v, (size_t)n) != n)
+    if (!write_number("/proc/sys/kernel/ns_last_pid", last))
         warn("cannot choose the worker's PID (/proc/sys/kernel/ns_last_pid): CUDA IPC between workers will fail");
-    if (fd >= 0)
-        close(fd);
 }
 
 /* PID 1 of the worker's PID namespace: it holds nothing of the session (every descriptor but the launcher's pipe

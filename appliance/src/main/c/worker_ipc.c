@@ -1,7 +1,7 @@
 /* CUDA IPC (cuIpc*; the client's drv_ipc.c), served through the hooks of cuda-driver.spec.
  *
  * Whether at all: NVIDIA's driver opens a memory handle for whichever process of this machine presents it,
- * whatever its user or namespaces (tests/bench/results/h200-run139-142-cuda-ipc), so serving these calls lets one
+ * whatever its user or namespaces (tests/bench/results/h200-run139-149-cuda-ipc), so serving these calls lets one
  * session's code open what another session exported. The daemon says whether this worker may (VMCUDA_CUDA_IPC=1,
  * from the appliance setting worker.cuda_ipc); refused, a call is answered CUDA_ERROR_NOT_PERMITTED without reaching
  * the driver (PROTOCOL.md "CUDA IPC"), which the client turns into CUDA_ERROR_NOT_SUPPORTED and a line saying why.
@@ -45,20 +45,18 @@ static void share_event_files(void) {
         vmc_w_log("CUDA IPC: /dev/shm cannot be read; other sessions may not open this session's events");
         return;
     }
-    int shared = 0;
     for (struct dirent *e; (e = readdir(d));) {
         if (strncmp(e->d_name, "cuda.shm.", 9) != 0 || !strstr(e->d_name + 8, mine))
             continue;
         int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-            (st.st_mode & 0777) != 0660 && fchmod(fd, 0660) == 0)
-            shared++;
+            (st.st_mode & 0777) != 0660 && fchmod(fd, 0660) != 0)
+            vmc_w_log("CUDA IPC: cannot open /dev/shm/%s to the workers' group; other sessions cannot open its event", e->d_name);
         if (fd >= 0)
             close(fd);
     }
     closedir(d);
-    (void)shared;
 }
 
 CUresult vmc_w_hook_cuIpcGetMemHandle(vmc_w_real_cuIpcGetMemHandle real, CUipcMemHandle_v1 *pHandle, CUdeviceptr_v2 dptr) {
