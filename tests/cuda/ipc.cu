@@ -1,7 +1,7 @@
 /*
- * CUDA IPC between two processes, as simpleIPC and PyTorch's multiprocessing use it: the parent exports a device
- * buffer and an interprocess event, a child process (this program again) opens both, waits for the event, adds 1
- * to every byte and checks what it read; the parent then sees the child's writes. Through vmcuda each process has
+ * CUDA IPC between processes, as simpleIPC and PyTorch's multiprocessing use it: the parent exports a device
+ * buffer and an interprocess event, two child processes (this program again), one after the other, open both, wait
+ * for the event, add 1 to every byte and check what they read; the parent then sees both children's writes. Through vmcuda each process has
  * its own worker: the handles are made by one worker's driver and opened by another's. Also: a process cannot open
  * its own handle, and a corrupted handle is refused without harm, as natively.
  */
@@ -28,13 +28,14 @@ struct handles {
     cudaIpcEventHandle_t event;
 };
 
-static size_t first_not_plus_one(const unsigned char *p, size_t n, unsigned seed) {
+static size_t first_not_plus(const unsigned char *p, size_t n, unsigned seed, int plus) {
     for (size_t i = 0; i < n; i++)
-        if (p[i] != (unsigned char)(vmc_pattern(i, seed) + 1)) return i;
+        if (p[i] != (unsigned char)(vmc_pattern(i, seed) + plus)) return i;
     return n;
 }
 
-static int child(int fd) {
+/* The k-th child: the buffer holds the pattern plus k - 1 when it opens it. */
+static int child(int fd, int k) {
     struct handles h;
     if (read(fd, &h, sizeof h) != (ssize_t)sizeof h) {
         printf("child: no handles\n");
@@ -49,7 +50,7 @@ static int child(int fd) {
     CK(cudaGetLastError());
     unsigned char *host = (unsigned char *)malloc(BYTES);
     CK(cudaMemcpy(host, p, BYTES, cudaMemcpyDefault)); /* the opened buffer is device memory to this process */
-    vmc_check(first_not_plus_one(host, BYTES, 1) == BYTES, "child", "reads the parent's bytes and its own increment");
+    vmc_check(first_not_plus(host, BYTES, 1, k) == BYTES, "child", "%d reads the parent's bytes and the increments so far", k);
     cudaPointerAttributes a;
     CK(cudaPointerGetAttributes(&a, p));
     vmc_check(a.type == cudaMemoryTypeDevice, "child", "the opened buffer is device memory (type %d)", (int)a.type);
@@ -68,8 +69,29 @@ static int child(int fd) {
     return vmc_finish("ipc (child)");
 }
 
+/* Runs this program as the k-th child with the handles on a pipe; 1 when it exited 0. */
+static int run_child(const char *argv0, const struct handles *h, int k) {
+    int pipefd[2];
+    if (pipe(pipefd) != 0 || write(pipefd[1], h, sizeof *h) != (ssize_t)sizeof *h) return 0;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pipefd[1]);
+        char fd[16], kth[16];
+        snprintf(fd, sizeof fd, "%d", pipefd[0]);
+        snprintf(kth, sizeof kth, "%d", k);
+        execl("/proc/self/exe", argv0, "--child", fd, kth, (char *)NULL);
+        _exit(127);
+    }
+    close(pipefd[0]);
+    close(pipefd[1]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc == 3 && !strcmp(argv[1], "--child")) return child(atoi(argv[2]));
+    if (argc == 4 && !strcmp(argv[1], "--child")) return child(atoi(argv[2]), atoi(argv[3]));
 
     unsigned char *d = NULL;
     CK(cudaMalloc(&d, BYTES));
@@ -88,29 +110,12 @@ int main(int argc, char **argv) {
     vmc_check(e != cudaSuccess, "parent", "a process cannot open its own handle");
     cudaGetLastError();
 
-    int pipefd[2];
-    if (pipe(pipefd) != 0 || write(pipefd[1], &h, sizeof h) != (ssize_t)sizeof h) {
-        printf("parent: pipe failed\n");
-        return 1;
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(pipefd[1]);
-        char fd[16];
-        snprintf(fd, sizeof fd, "%d", pipefd[0]);
-        execl("/proc/self/exe", argv[0], "--child", fd, (char *)NULL);
-        _exit(127);
-    }
-    close(pipefd[0]);
-    close(pipefd[1]);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    vmc_check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "parent", "the child process opened, changed and checked the buffer (status %d)", st);
+    for (int k = 1; k <= 2; k++)
+        vmc_check(run_child(argv[0], &h, k), "parent", "child %d opened, changed and checked the buffer", k);
 
     unsigned char *host = (unsigned char *)malloc(BYTES);
     CK(cudaMemcpy(host, d, BYTES, cudaMemcpyDeviceToHost));
-    vmc_check(first_not_plus_one(host, BYTES, 1) == BYTES, "parent", "sees the child's writes");
+    vmc_check(first_not_plus(host, BYTES, 1, 2) == BYTES, "parent", "sees both children's writes");
     CK(cudaEventDestroy(ready));
     CK(cudaFree(d));
     free(host);

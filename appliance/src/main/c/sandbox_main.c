@@ -225,7 +225,8 @@ static uid_t worker_uid(const struct sandbox_opts *o, const struct passwd *pw) {
 }
 
 static void drop_privileges(const struct sandbox_opts *o, const struct passwd *pw) {
-    struct rlimit nproc = {o->nproc, o->nproc}, nofile = {o->nofile, o->nofile}, core = {0, 0};
+    /* the namespace's waiter (PID 1) runs as the worker's uid too: one more than the session's own processes */
+    struct rlimit nproc = {o->nproc + 1, o->nproc + 1}, nofile = {o->nofile, o->nofile}, core = {0, 0};
     if (setrlimit(RLIMIT_NPROC, &nproc) != 0)
         die("setrlimit(RLIMIT_NPROC, %lu)", o->nproc);
     if (setrlimit(RLIMIT_NOFILE, &nofile) != 0)
@@ -308,8 +309,8 @@ static pid_t ucx_agent; /* the worker's UCX agent (step 2b), or 0 */
 
 static void forward(int sig) {
     (void)sig;
-    /* PID 1 of a namespace ignores signals it has no handler for; the worker has no clean way to stop
-     * anyway (its client connections are its life), so a stop request becomes SIGKILL. */
+    /* PID 1 of the namespace (the waiter) ignores signals it has no handler for, and the worker has no clean way to
+     * stop anyway (its client connections are its life), so a stop request becomes SIGKILL, which ends the namespace. */
     if (child > 0)
         kill(child, SIGKILL);
 }
@@ -531,8 +532,9 @@ static int start_ucx_agent(const struct sandbox_opts *o, const struct passwd *pw
  * different PIDs, as native processes do. NVIDIA's driver takes a CUDA IPC handle whose exporter's PID equals the
  * opener's own for one of the opener's, and refuses it (measured: with both workers PID 1 of their namespaces,
  * cudaIpcOpenMemHandle fails with cudaErrorInvalidContext; at different PIDs it opens). ns_last_pid is the PID
- * namespace's of the writer; root may set it. Without it (an old kernel) the worker is PID 2 and IPC between
- * workers is refused by the driver, nothing else. */
+ * namespace's of the writer; root may set it. Without it (an old kernel, a read-only /proc/sys, a security module
+ * that denies it) the worker is PID 2, which the probe's line shows, and IPC between workers is refused by the
+ * driver, nothing else. */
 static void randomise_next_pid(void) {
     long max = 32768;
     FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
@@ -552,14 +554,16 @@ static void randomise_next_pid(void) {
 }
 
 /* PID 1 of the worker's PID namespace: it holds nothing of the session (every descriptor but the launcher's pipe
- * closed, no privileges), reaps what the tenant's code leaves, and exits with the worker's status, which the launcher
- * passes on. Its exit ends the namespace: the kernel kills whatever else still runs in it. */
-static void wait_as_init(pid_t worker) __attribute__((noreturn));
-static void wait_as_init(pid_t worker) {
-    for (int fd = 3; fd < 4096; fd++)
-        if (fd != parent_alive_fd)
-            close(fd);
-    if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+ * closed, no privileges: the worker's own uid and group, which no process outside the session has, so nothing
+ * outside can signal it, and inside signals to a PID 1 without handlers are ignored), reaps what the tenant's code
+ * leaves, and exits with the worker's status, which the launcher passes on. Its exit ends the namespace: the kernel
+ * kills whatever else still runs in it. */
+static void wait_as_init(pid_t worker, uid_t uid, gid_t gid) __attribute__((noreturn));
+static void wait_as_init(pid_t worker, uid_t uid, gid_t gid) {
+    if (parent_alive_fd > 3)
+        syscall(SYS_close_range, 3, parent_alive_fd - 1, 0);
+    syscall(SYS_close_range, parent_alive_fd + 1, ~0U, 0);
+    if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         _exit(125);
     die_with_launcher(); /* again after setuid, which clears it */
     for (;;) {
@@ -572,9 +576,9 @@ static void wait_as_init(pid_t worker) {
     }
 }
 
-/* Forks into the new namespaces: PID 1 there waits (wait_as_init) for the worker, its child at a random PID, in which
- * this returns; the launcher exits with PID 1's status, the worker's. */
-static void enter_namespaces(int *close_in_parent, int n_close) {
+/* Forks into the new namespaces: PID 1 there waits (wait_as_init, as uid and gid) for the worker, its child at a
+ * random PID, in which this returns; the launcher exits with PID 1's status, the worker's. */
+static void enter_namespaces(int *close_in_parent, int n_close, uid_t uid, gid_t gid) {
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, &old);
@@ -595,7 +599,7 @@ static void enter_namespaces(int *close_in_parent, int n_close) {
         if (worker < 0)
             die("fork the worker");
         if (worker > 0)
-            wait_as_init(worker);
+            wait_as_init(worker, uid, gid);
         die_with_launcher(); /* its parent is PID 1 above, which dies with the launcher; and so directly */
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         for (int s = 1; s < NSIG; s++)
@@ -665,7 +669,7 @@ static int probe(const struct sandbox_opts *o) {
         join_cgroup(o->cgroup[i]);
     if (o->ucx_agent) /* first, as in a session: the agent is started before the worker's namespaces */
         probe_ucx_agent(o, pw);
-    enter_namespaces(NULL, 0);
+    enter_namespaces(NULL, 0, worker_uid(o, pw), pw->pw_gid);
     mount_common(0);
     mount_tmp(o);
     mount_proc();
@@ -764,7 +768,7 @@ int main(int argc, char **argv) {
     close_in_parent[2 + n_region_fd] = ucx_fd;
 
     /* 3. namespaces; from here on this is the worker */
-    enter_namespaces(close_in_parent, 3 + n_region_fd);
+    enter_namespaces(close_in_parent, 3 + n_region_fd, worker_uid(&o, pw), pw->pw_gid);
 
     /* 4. the file system view. Bind sources must be mounts of this namespace: open them here, before
      * the new /tmp hides what lies below the old one. */
