@@ -5,8 +5,9 @@
 /* Pageable memory access: on a host with HMM (the appliance's, natively an H100/H200 with the open kernel modules)
  * kernels may dereference any malloc'ed pointer of their own process. The worker's process is not this one, and
  * this process's pageable memory lies in a VM or on another machine: a kernel given a malloc'ed pointer of this
- * process would fault. Programs that ask (NVIDIA's systemWideAtomics) then take the path that works everywhere,
- * managed memory, as they do on a machine without HMM. */
+ * process would fault. Programs that ask then take the path of a machine without HMM, managed memory (NVIDIA's
+ * systemWideAtomics does, and still fails through vmcuda: its CPU and GPU atomics on one managed page at once are
+ * not atomic with each other on mapped memory, tests/bench/results/h200-run139-149-cuda-ipc). */
 int vmc_device_view_attribute(int attribute, int value) {
     switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:

@@ -554,8 +554,9 @@ static void randomise_next_pid(void) {
 }
 
 /* PID 1 of the worker's PID namespace: it holds nothing of the session (every descriptor but the launcher's pipe
- * closed, no privileges: the worker's own uid and group, which no process outside the session has, so nothing
- * outside can signal it, and inside signals to a PID 1 without handlers are ignored), reaps what the tenant's code
+ * closed, no privileges: the worker's own uid and group, a uid of the session's own with worker.uid_range, so that
+ * no process outside the session may signal it; inside, signals to a PID 1 without handlers are ignored; other
+ * sandboxed workers cannot name it from their PID namespaces), reaps what the tenant's code
  * leaves, and exits with the worker's status, which the launcher passes on. Its exit ends the namespace: the kernel
  * kills whatever else still runs in it. */
 static void wait_as_init(pid_t worker, uid_t uid, gid_t gid) __attribute__((noreturn));
