@@ -61,7 +61,7 @@ final class AdminHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
                     : text(HttpResponseStatus.SERVICE_UNAVAILABLE, "not ready: " + String.join("; ", problems) + "\n",
                             "text/plain; charset=utf-8");
         } else if (uri.path().equals("/metrics")) {
-            resp = text(HttpResponseStatus.OK, metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
+            resp = metrics();
         } else {
             resp = text(HttpResponseStatus.NOT_FOUND, "not found; try /status, /status?format=table, /metrics, /healthz or /readyz\n",
                     "text/plain; charset=utf-8");
@@ -70,6 +70,17 @@ final class AdminHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         HttpUtil.setKeepAlive(resp, keepAlive);
         var f = ctx.writeAndFlush(resp);
         if (!keepAlive) f.addListener(ChannelFutureListener.CLOSE);
+    }
+
+    /** /metrics; a series that cannot be rendered is the operator's to see (500 and a log line), not an empty reply. */
+    private FullHttpResponse metrics() {
+        try {
+            return text(HttpResponseStatus.OK, metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
+        } catch (RuntimeException e) {
+            LOG.warning("/metrics could not be rendered: " + e);
+            return text(HttpResponseStatus.INTERNAL_SERVER_ERROR, "metrics could not be rendered: " + e.getMessage() + "\n",
+                    "text/plain; charset=utf-8");
+        }
     }
 
     private static FullHttpResponse text(HttpResponseStatus status, String body, String contentType) {

@@ -67,9 +67,9 @@ final class PrometheusMetrics {
                 m::handshakeTimeouts);
         counter(constant, "vmcuda_protocol_errors", "Control connections closed for a protocol error.", m::protocolErrors);
         counter(constant, "vmcuda_bytes_h2d", "Bytes copied host to device, all sessions.",
-                () -> m.endedBytesH2d() + sum(src.sessions(), Session::bytesH2d));
+                () -> DaemonMetrics.saturatingAdd(m.endedBytesH2d(), sum(src.sessions(), Session::bytesH2d)));
         counter(constant, "vmcuda_bytes_d2h", "Bytes copied device to host, all sessions.",
-                () -> m.endedBytesD2h() + sum(src.sessions(), Session::bytesD2h));
+                () -> DaemonMetrics.saturatingAdd(m.endedBytesD2h(), sum(src.sessions(), Session::bytesD2h)));
         gauge(constant, "vmcuda_gpus", "GPUs in the appliance's inventory.", () -> src.inventory().gpus().size());
         SummaryWithCallback.builder().name("vmcuda_worker_start_seconds").help("Time from forking a worker to its connect-back.")
                 .constLabels(constant)
@@ -160,8 +160,8 @@ final class PrometheusMetrics {
                     m.tenants().forEach((t, totals) -> bytes.put(t, new long[] {totals.endedBytesH2d(), totals.endedBytesD2h()}));
                     for (Session s : src.sessions()) {
                         long[] b = bytes.computeIfAbsent(s.tenant().name(), k -> new long[2]);
-                        b[0] += s.bytesH2d();
-                        b[1] += s.bytesD2h();
+                        b[0] = DaemonMetrics.saturatingAdd(b[0], s.bytesH2d());
+                        b[1] = DaemonMetrics.saturatingAdd(b[1], s.bytesD2h());
                     }
                     bytes.forEach((t, b) -> {
                         cb.call(b[0], t, "h2d");
@@ -215,7 +215,7 @@ final class PrometheusMetrics {
 
     private static long sum(List<Session> sessions, ToLongFunction<Session> f) {
         long n = 0;
-        for (Session s : sessions) n += f.applyAsLong(s);
+        for (Session s : sessions) n = DaemonMetrics.saturatingAdd(n, f.applyAsLong(s)); /* the workers' own word */
         return n;
     }
 

@@ -1,7 +1,7 @@
 package io.vmcuda.appliance.session;
 
 import io.vmcuda.protocol.Wire;
-import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * How long a worker's calls took, as its STATS lines report them (PROTOCOL.md "Worker ↔ daemon"): the total
@@ -35,28 +35,39 @@ public record CallLatency(long totalNanos, long[] buckets) {
         }
     }
 
-    /** Running totals of the sessions that have ended (one per tenant). */
+    /** No figure of this is below {@code earlier}'s: a later report of the same running totals. */
+    boolean atLeast(CallLatency earlier) {
+        if (totalNanos < earlier.totalNanos) return false;
+        for (int i = 0; i < BUCKETS; i++)
+            if (buckets[i] < earlier.buckets[i]) return false;
+        return true;
+    }
+
+    /**
+     * Running totals of the sessions that have ended (one per tenant), saturating at Long.MAX_VALUE: the figures are
+     * the workers' own word, and a sum that wrapped negative would make /metrics refuse to render.
+     */
     static final class Sum {
-        private final LongAdder totalNanos = new LongAdder();
-        private final LongAdder[] buckets = new LongAdder[BUCKETS];
+        private final AtomicLong totalNanos = new AtomicLong();
+        private final AtomicLong[] buckets = new AtomicLong[BUCKETS];
 
         Sum() {
-            for (int i = 0; i < BUCKETS; i++) buckets[i] = new LongAdder();
+            for (int i = 0; i < BUCKETS; i++) buckets[i] = new AtomicLong();
         }
 
         void add(CallLatency l) {
-            totalNanos.add(l.totalNanos());
-            for (int i = 0; i < BUCKETS; i++) buckets[i].add(l.buckets()[i]);
+            totalNanos.accumulateAndGet(l.totalNanos(), DaemonMetrics::saturatingAdd);
+            for (int i = 0; i < BUCKETS; i++) buckets[i].accumulateAndGet(l.buckets()[i], DaemonMetrics::saturatingAdd);
         }
 
         /** This sum plus {@code more}. */
         CallLatency plus(Iterable<CallLatency> more) {
-            long total = totalNanos.sum();
+            long total = totalNanos.get();
             long[] b = new long[BUCKETS];
-            for (int i = 0; i < BUCKETS; i++) b[i] = buckets[i].sum();
+            for (int i = 0; i < BUCKETS; i++) b[i] = buckets[i].get();
             for (CallLatency l : more) {
-                total += l.totalNanos();
-                for (int i = 0; i < BUCKETS; i++) b[i] += l.buckets()[i];
+                total = DaemonMetrics.saturatingAdd(total, l.totalNanos());
+                for (int i = 0; i < BUCKETS; i++) b[i] = DaemonMetrics.saturatingAdd(b[i], l.buckets()[i]);
             }
             return new CallLatency(total, b);
         }

@@ -14,16 +14,17 @@ public final class DaemonMetrics {
     private final AtomicLong protocolErrors = new AtomicLong();
     private final AtomicLong quotaKills = new AtomicLong();
     private final AtomicLong memoryLimitKills = new AtomicLong();
-    private final LongAdder endedBytesH2d = new LongAdder();
-    private final LongAdder endedBytesD2h = new LongAdder();
+    /* bytes of ended sessions: the workers' own word (STATS lines), added saturating (saturatingAdd) */
+    private final AtomicLong endedBytesH2d = new AtomicLong();
+    private final AtomicLong endedBytesD2h = new AtomicLong();
     private final LongAdder workerStartCount = new LongAdder();
     private final LongAdder workerStartNanos = new LongAdder();
 
     /** Per tenant: sessions started, and bytes moved by its sessions that have ended. */
     public static final class TenantTotals {
         final LongAdder sessions = new LongAdder();
-        final LongAdder endedBytesH2d = new LongAdder();
-        final LongAdder endedBytesD2h = new LongAdder();
+        final AtomicLong endedBytesH2d = new AtomicLong();
+        final AtomicLong endedBytesD2h = new AtomicLong();
         final CallLatency.Sum endedCalls = new CallLatency.Sum();
 
         public long sessions() {
@@ -31,11 +32,11 @@ public final class DaemonMetrics {
         }
 
         public long endedBytesH2d() {
-            return endedBytesH2d.sum();
+            return endedBytesH2d.get();
         }
 
         public long endedBytesD2h() {
-            return endedBytesD2h.sum();
+            return endedBytesD2h.get();
         }
 
         /** The call times of the tenant's ended sessions plus those of {@code running} (its active ones). */
@@ -65,12 +66,20 @@ public final class DaemonMetrics {
         refusedTotal.incrementAndGet();
     }
 
+    /**
+     * {@code a + b} for figures that are never negative, at most Long.MAX_VALUE: sums of what workers report (which
+     * run the tenants' code) must not wrap negative, or /metrics would refuse to render them.
+     */
+    public static long saturatingAdd(long a, long b) {
+        return b > Long.MAX_VALUE - a ? Long.MAX_VALUE : a + b;
+    }
+
     void sessionEnded(Session s) {
-        endedBytesH2d.add(s.bytesH2d());
-        endedBytesD2h.add(s.bytesD2h());
+        endedBytesH2d.accumulateAndGet(s.bytesH2d(), DaemonMetrics::saturatingAdd);
+        endedBytesD2h.accumulateAndGet(s.bytesD2h(), DaemonMetrics::saturatingAdd);
         TenantTotals t = perTenant.computeIfAbsent(s.tenant().name(), k -> new TenantTotals());
-        t.endedBytesH2d.add(s.bytesH2d());
-        t.endedBytesD2h.add(s.bytesD2h());
+        t.endedBytesH2d.accumulateAndGet(s.bytesH2d(), DaemonMetrics::saturatingAdd);
+        t.endedBytesD2h.accumulateAndGet(s.bytesD2h(), DaemonMetrics::saturatingAdd);
         t.endedCalls.add(s.callLatency());
     }
 
@@ -158,11 +167,11 @@ public final class DaemonMetrics {
 
     /** Bytes of sessions that have ended; add the active sessions' running counts for a total. */
     public long endedBytesH2d() {
-        return endedBytesH2d.sum();
+        return endedBytesH2d.get();
     }
 
     public long endedBytesD2h() {
-        return endedBytesD2h.sum();
+        return endedBytesD2h.get();
     }
 
     public long workerStartCount() {

@@ -180,7 +180,13 @@ public final class Session {
         return connectionsHandedOver;
     }
 
-    void stats(long h2d, long d2h, long n, CallLatency latency) {
+    /**
+     * A STATS line's running totals. The worker runs the tenant's code, which can write any line on its link: a
+     * report is taken only when no figure is below the last one taken (running totals never shrink), so a negative
+     * or shrinking figure changes nothing; the figures remain the worker's own word (README, threat model).
+     */
+    synchronized void stats(long h2d, long d2h, long n, CallLatency latency) {
+        if (h2d < bytesH2d || d2h < bytesD2h || n < calls || (latency != null && !latency.atLeast(callLatency))) return;
         bytesH2d = h2d;
         bytesD2h = d2h;
         calls = n;
