@@ -9,30 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "vmc_check.h"
+#include "vmc_pattern_kernels.cuh"
 
 #define BYTES (4u << 20)
-
-__global__ void fill(unsigned char *p, size_t n, unsigned seed) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        p[i] = (unsigned char)((i * 2654435761u + seed * 97u + (i >> 13)) & 0xff); /* vmc_pattern */
-}
-
-__global__ void add_one(unsigned char *p, size_t n) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        p[i] = (unsigned char)(p[i] + 1);
-}
 
 struct handles {
     cudaIpcMemHandle_t mem;
     cudaIpcEventHandle_t event;
 };
-
-static size_t first_not_plus(const unsigned char *p, size_t n, unsigned seed, int plus) {
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != (unsigned char)(vmc_pattern(i, seed) + plus)) return i;
-    return n;
-}
 
 /* The k-th child: the buffer holds the pattern plus k - 1 when it opens it. */
 static int child(int fd, int k) {

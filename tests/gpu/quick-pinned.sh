@@ -36,6 +36,9 @@ for name in ${QUICK_PROGRAMS:-hostmem zero_copy managed streams_events big_copie
         else
             echo "FAIL $name $build (native $nrc, vmcuda $vrc)"; fail=1
             diff "$W/n.out" "$W/v.out" | head -8; tail -4 "$W/v.err"
+            # the whole of both runs, for what the lines above leave out
+            cp "$W/n.out" "$OUT/$name-$build.native.out"; cp "$W/v.out" "$OUT/$name-$build.vmcuda.out"
+            cp "$W/v.err" "$OUT/$name-$build.vmcuda.err"
         fi
     done
 done

@@ -28,6 +28,8 @@ CUresult vmc_drv_not_supported(const char *what, const char *why, int *told) {
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+void vmc_drv_explain(const char *what, const char *why, int *told) { say_once(told, "vmcuda: %s: %s\n", what, why); }
+
 int vmc_drv_unsupported(const char *name, int *told) {
     say_once(told, "vmcuda: %s is not supported yet; it returns CUDA_ERROR_NOT_SUPPORTED%s\n", name, "");
     return CUDA_ERROR_NOT_SUPPORTED;

@@ -14,5 +14,7 @@ CUresult vmc_drv_refuse_non_null(const char *function, const char *parameter, in
 /* The call could not be served as asked: one line naming the function and why, once; returns
  * CUDA_ERROR_NOT_SUPPORTED. */
 CUresult vmc_drv_not_supported(const char *what, const char *why, int *told);
+/* One line naming the function and why its call failed as it did, once. */
+void vmc_drv_explain(const char *what, const char *why, int *told);
 
 #endif

@@ -10,6 +10,7 @@
 #include "drv.h"
 #include "bulk.h"
 #include "drv_call.h"
+#include "drv_memory.h"
 
 CUresult vmc_forward_cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
 CUresult vmc_forward_cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event);
@@ -51,11 +52,8 @@ API CUresult cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle) {
 
 /* The whole allocation the handle opened is recorded, as the worker's driver sees it. */
 static CUresult opened(CUresult st, const CUdeviceptr *pdptr) {
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    if (st == CUDA_SUCCESS && *pdptr && cuMemGetAddressRange_v2(&base, &size, *pdptr) == CUDA_SUCCESS &&
-        base == *pdptr && !vmc_device_range_find(base, NULL, NULL))
-        vmc_device_range_add(base, size);
+    if (st == CUDA_SUCCESS)
+        vmc_drv_record_shared(*pdptr);
     return answer(st, "cuIpcOpenMemHandle");
 }
 

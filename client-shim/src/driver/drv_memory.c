@@ -8,6 +8,7 @@
 #include "box.h"
 #include "bulk.h"
 #include "drv.h"
+#include "drv_memory.h"
 #include "drv_call.h"
 #include "drv_graph_staging.h"
 #include "drv_mirror.h"
@@ -614,6 +615,29 @@ __attribute__((visibility("default"))) CUresult cuPointerGetAttribute(void *data
     return device_attribute(data, attribute, ptr);
 }
 
+/* The attributes of device memory, from the worker's driver, in one round trip. */
+static CUresult worker_attributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
+                                  CUdeviceptr ptr) {
+    struct vmc_call c;
+    CUresult st = vmc_drv_call_begin(&c, VMC_DRV_cuPointerGetAttributes, 0);
+    if (st != CUDA_SUCCESS)
+        return st;
+    _Static_assert(sizeof(CUpointer_attribute) == sizeof(uint32_t), "attributes travel as 32-bit numbers");
+    vmc_put_pointer_attributes_args(vmc_call_args(&c), &(struct vmc_pointer_attributes_args){
+        .n = numAttributes, .attributes = attributes, .pointer = ptr});
+    st = (CUresult)vmc_call_finish(&c);
+    if (st != CUDA_SUCCESS)
+        return st;
+    struct vmc_pointer_attributes_reply r;
+    vmc_get_pointer_attributes_reply(&c.reply, &r);
+    if (!vmc_call_reply_ok(&c) || r.values_bytes != numAttributes * VMC_POINTER_ATTR_BYTES)
+        return CUDA_ERROR_UNKNOWN;
+    for (unsigned i = 0; i < numAttributes; i++)
+        if (data[i] && attribute_size(attributes[i]))
+            memcpy(data[i], (const unsigned char *)r.values + i * VMC_POINTER_ATTR_BYTES, attribute_size(attributes[i]));
+    return CUDA_SUCCESS;
+}
+
 /* Every attribute in one call: device memory in one round trip; page-locked memory of this process
  * here; unknown memory gets the default (zero) values with CUDA_SUCCESS, as NVIDIA documents. */
 __attribute__((visibility("default"))) CUresult cuPointerGetAttributes(unsigned int numAttributes,
@@ -636,22 +660,22 @@ __attribute__((visibility("default"))) CUresult cuPointerGetAttributes(unsigned 
         }
         return CUDA_SUCCESS;
     }
-    struct vmc_call c;
-    CUresult st = vmc_drv_call_begin(&c, VMC_DRV_cuPointerGetAttributes, 0);
-    if (st != CUDA_SUCCESS)
-        return st;
-    _Static_assert(sizeof(CUpointer_attribute) == sizeof(uint32_t), "attributes travel as 32-bit numbers");
-    vmc_put_pointer_attributes_args(vmc_call_args(&c), &(struct vmc_pointer_attributes_args){
-        .n = numAttributes, .attributes = attributes, .pointer = ptr});
-    st = (CUresult)vmc_call_finish(&c);
-    if (st != CUDA_SUCCESS)
-        return st;
-    struct vmc_pointer_attributes_reply r;
-    vmc_get_pointer_attributes_reply(&c.reply, &r);
-    if (!vmc_call_reply_ok(&c) || r.values_bytes != numAttributes * VMC_POINTER_ATTR_BYTES)
-        return CUDA_ERROR_UNKNOWN;
-    for (unsigned i = 0; i < numAttributes; i++)
-        if (data[i] && attribute_size(attributes[i]))
-            memcpy(data[i], (const unsigned char *)r.values + i * VMC_POINTER_ATTR_BYTES, attribute_size(attributes[i]));
-    return CUDA_SUCCESS;
+    return worker_attributes(numAttributes, attributes, data, ptr);
+}
+
+/* Device memory another process shared with this one (an opened CUDA IPC handle, a pointer imported from a shared
+ * pool) is device memory here too: it is recorded from `p` to the end of its allocation as the worker's driver knows
+ * it (a unified copy must not take it for this process's memory), or as one byte where the driver does not say. */
+void vmc_drv_record_shared(CUdeviceptr p) {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (!p || vmc_device_range_find(p, NULL, NULL))
+        return;
+    if (cuMemGetAddressRange_v2(&base, &size, p) != CUDA_SUCCESS || p - base >= size) {
+        CUpointer_attribute range[2] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+        void *values[2] = {&base, &size};
+        if (worker_attributes(2, range, values, p) != CUDA_SUCCESS || p - base >= size)
+            base = p, size = 1;
+    }
+    vmc_device_range_add(p, size - (size_t)(p - base));
 }

@@ -1,8 +1,8 @@
 /* Stream-ordered memory pools and graph memory, served through the driver front end (rt_driver.h): each runtime
  * function is its driver twin, whose structs and enums have the runtime's layout and numbers (checked below).
  * Allocations from a pool are recorded as device memory there, as cudaMallocAsync's are here, so that
- * cudaMemcpyDefault tells them from host memory; the worker counts them against the session's quota. Pools that
- * export shareable handles between processes are refused by the driver front end with a line saying why. */
+ * cudaMemcpyDefault tells them from host memory; the worker counts them against the session's quota. Pools shared
+ * between processes go as the driver front end shares them (drv_shareable.c: POSIX file descriptors only). */
 #include <stddef.h>
 
 #include "rt_driver.h"
@@ -22,6 +22,9 @@ _Static_assert(cudaMemPoolAttrReservedMemHigh == (int)CU_MEMPOOL_ATTR_RESERVED_M
 _Static_assert(cudaMemLocationTypeDevice == (int)CU_MEM_LOCATION_TYPE_DEVICE && cudaMemAllocationTypePinned == (int)CU_MEM_ALLOCATION_TYPE_PINNED &&
                    cudaMemAccessFlagsProtReadWrite == (int)CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
                "memory location, allocation and access numbers are the driver's");
+SAME_LAYOUT(struct cudaMemPoolPtrExportData, CUmemPoolPtrExportData);
+_Static_assert(cudaMemHandleTypePosixFileDescriptor == (int)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+               "cudaMemAllocationHandleType numbers are CUmemAllocationHandleType's");
 _Static_assert(cudaGraphMemAttrReservedMemHigh == (int)CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH,
                "cudaGraphMemAttributeType numbers are CUgraphMem_attribute's");
 
@@ -88,6 +91,26 @@ API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool
 
 API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) {
     VMC_RT_VIA_DRIVER(cuMemPoolTrimTo((CUmemoryPool)memPool, minBytesToKeep));
+}
+
+API cudaError_t cudaMemPoolExportToShareableHandle(void *shareableHandle, cudaMemPool_t memPool,
+                                                  enum cudaMemAllocationHandleType handleType, unsigned int flags) {
+    VMC_RT_VIA_DRIVER(cuMemPoolExportToShareableHandle(shareableHandle, (CUmemoryPool)memPool,
+                                                       (CUmemAllocationHandleType)handleType, flags));
+}
+
+API cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t *memPool, void *shareableHandle,
+                                                    enum cudaMemAllocationHandleType handleType, unsigned int flags) {
+    VMC_RT_VIA_DRIVER(cuMemPoolImportFromShareableHandle((CUmemoryPool *)memPool, shareableHandle,
+                                                         (CUmemAllocationHandleType)handleType, flags));
+}
+
+API cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *exportData, void *ptr) {
+    VMC_RT_VIA_DRIVER(cuMemPoolExportPointer((CUmemPoolPtrExportData *)exportData, (CUdeviceptr)(uintptr_t)ptr));
+}
+
+API cudaError_t cudaMemPoolImportPointer(void **ptr, cudaMemPool_t memPool, struct cudaMemPoolPtrExportData *exportData) {
+    VMC_RT_VIA_DRIVER(cuMemPoolImportPointer((CUdeviceptr *)ptr, (CUmemoryPool)memPool, (CUmemPoolPtrExportData *)exportData));
 }
 
 /* The context check only for a default stream: a created stream's context exists, and this is the one function of

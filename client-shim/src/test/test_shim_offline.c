@@ -19,9 +19,8 @@ int main(void) {
     char host[4];
     CHECK(cudaMemcpy(host, host, 4, cudaMemcpyHostToHost) == cudaSuccess, "host-to-host copies need no appliance");
 
-    struct cudaMemPoolPtrExportData data;
-    CHECK(cudaMemPoolExportPointer(&data, p) == cudaErrorNotSupported, "unsupported function returns cudaErrorNotSupported");
-    CHECK(cudaMemPoolExportPointer(&data, p) == cudaErrorNotSupported, "and again");
+    CHECK(cudaDestroyExternalMemory(NULL) == cudaErrorNotSupported, "unsupported function returns cudaErrorNotSupported");
+    CHECK(cudaDestroyExternalMemory(NULL) == cudaErrorNotSupported, "and again");
     /* served through the driver front end, which has no appliance either */
     cudaMemPool_t pool;
     struct cudaMemPoolProps props;
@@ -29,6 +28,11 @@ int main(void) {
     CHECK(cudaMemPoolCreate(&pool, &props) == cudaErrorNoDevice, "cudaMemPoolCreate without an appliance");
     cudaGraphNode_t node;
     CHECK(cudaGraphAddEmptyNode(&node, NULL, NULL, 0) == cudaErrorNoDevice, "cudaGraphAddEmptyNode without an appliance");
+    struct cudaMemPoolPtrExportData data;
+    CHECK(cudaMemPoolExportPointer(&data, p) == cudaErrorNoDevice, "cudaMemPoolExportPointer without an appliance");
+    int fd = -1;
+    CHECK(cudaMemPoolExportToShareableHandle(&fd, pool, cudaMemHandleTypePosixFileDescriptor, 0) == cudaErrorNoDevice && fd == -1,
+          "cudaMemPoolExportToShareableHandle without an appliance");
     cudaIpcMemHandle_t ipc;
     CHECK(cudaIpcGetMemHandle(&ipc, (void *)0x1000) == cudaErrorNoDevice, "cudaIpcGetMemHandle without an appliance");
     void *opened = NULL;

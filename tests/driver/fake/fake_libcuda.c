@@ -17,8 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -924,6 +927,59 @@ static CUresult f_cuMemPoolDestroy(CUmemoryPool p) {
     fp->live = 0;
     return CUDA_SUCCESS;
 }
+/* ---- physical allocations and shareable handles: an exported handle or pool is a descriptor of a character device,
+ * as NVIDIA's are (of /dev/nvidiactl; here /dev/null), and an import of one makes a new handle or pool: this stand-in
+ * shares no memory between processes, so only the calls' outcomes can be checked through it ---- */
+
+static unsigned long long next_physical = 0x5000;
+static CUresult f_cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop, unsigned long long flags) {
+    if (!h || !size || !prop || flags) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    *h = next_physical++;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuMemRelease(CUmemGenericAllocationHandle h) { return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+static CUresult export_descriptor(void *out, CUmemAllocationHandleType type) {
+    if (!out || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_INVALID_VALUE;
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(out, &fd, sizeof fd);
+    return CUDA_SUCCESS;
+}
+static int imported_descriptor(void *os, CUmemAllocationHandleType type) {
+    struct stat st;
+    return type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR && fstat((int)(intptr_t)os, &st) == 0 && S_ISCHR(st.st_mode);
+}
+static CUresult f_cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h, CUmemAllocationHandleType type,
+                                               unsigned long long flags) {
+    return h && !flags ? export_descriptor(out, type) : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *os, CUmemAllocationHandleType type) {
+    if (!h || !imported_descriptor(os, type)) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    *h = next_physical++;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuMemPoolExportToShareableHandle(void *out, CUmemoryPool p, CUmemAllocationHandleType type, unsigned long long flags) {
+    return pool_of(p) && !flags ? export_descriptor(out, type) : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_cuMemPoolImportFromShareableHandle(CUmemoryPool *p, void *os, CUmemAllocationHandleType type, unsigned long long flags) {
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED, .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+    return !flags && imported_descriptor(os, type) ? f_cuMemPoolCreate(p, &props) : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_cuMemPoolExportPointer(CUmemPoolPtrExportData *data, CUdeviceptr p) {
+    if (!data || !p) return CUDA_ERROR_INVALID_VALUE;
+    memset(data, 0, sizeof *data);
+    memcpy(data->reserved, &p, sizeof p);
+    return CUDA_SUCCESS;
+}
+static CUresult f_cuMemPoolImportPointer(CUdeviceptr *p, CUmemoryPool pool, CUmemPoolPtrExportData *data) {
+    if (!p || !pool_of(pool) || !data) return CUDA_ERROR_INVALID_VALUE;
+    memcpy(p, data->reserved, sizeof *p);
+    return CUDA_SUCCESS;
+}
 static int int_attribute(CUmemPool_attribute a) { return a >= CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES && a <= CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES; }
 static CUresult f_cuMemPoolSetAttribute(CUmemoryPool p, CUmemPool_attribute a, void *v) {
     struct fake_pool *fp = pool_of(p);
@@ -1147,6 +1203,12 @@ static const struct {
     F(cuDeviceGetDefaultMemPool, f_cuDeviceGetDefaultMemPool), F(cuMemPoolCreate, f_cuMemPoolCreate),
     F(cuMemPoolDestroy, f_cuMemPoolDestroy), F(cuMemPoolSetAttribute, f_cuMemPoolSetAttribute),
     F(cuMemPoolGetAttribute, f_cuMemPoolGetAttribute), F(cuMemPoolGetAccess, f_cuMemPoolGetAccess),
+    F(cuMemCreate, f_cuMemCreate), F(cuMemRelease, f_cuMemRelease),
+    F(cuMemPoolExportPointer, f_cuMemPoolExportPointer), F(cuMemPoolImportPointer, f_cuMemPoolImportPointer),
+    F(cuMemExportToShareableHandle, f_cuMemExportToShareableHandle),
+    F(cuMemImportFromShareableHandle, f_cuMemImportFromShareableHandle),
+    F(cuMemPoolExportToShareableHandle, f_cuMemPoolExportToShareableHandle),
+    F(cuMemPoolImportFromShareableHandle, f_cuMemPoolImportFromShareableHandle),
     F(cuGraphCreate, f_cuGraphCreate), F(cuGraphDestroy, f_cuGraphDestroy), F(cuGraphAddEmptyNode, f_cuGraphAddEmptyNode),
     F(cuGraphAddDependencies, f_cuGraphAddDependencies_v2), F(cuGraphGetNodes, f_cuGraphGetNodes),
     F(cuGraphGetRootNodes, f_cuGraphGetRootNodes), F(cuGraphNodeGetDependencies, f_cuGraphNodeGetDependencies_v2),

@@ -18,6 +18,7 @@
 
 #include "vmc_api.h"
 #include "vmc_drv_api.h"
+#include "vmc_wire.h"
 #include "vmc_drv_internal.h"
 #include "vmc_drv_wire.h"
 #include "vmc_sha256.h"
@@ -584,6 +585,10 @@ enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
     case VMC_DRV_vmc_drv_NvmlQuery: return vmc_w_nvml_query(wc);
     case VMC_DRV_vmc_drv_MirrorAlloc: return vmc_w_mirror_alloc(wc);
     case VMC_DRV_vmc_drv_MirrorFree: return vmc_w_mirror_free(wc);
+    case VMC_DRV_cuMemExportToShareableHandle: return vmc_w_shareable_export(wc, VMC_SHAREABLE_ALLOCATION);
+    case VMC_DRV_cuMemPoolExportToShareableHandle: return vmc_w_shareable_export(wc, VMC_SHAREABLE_POOL);
+    case VMC_DRV_cuMemImportFromShareableHandle: return vmc_w_shareable_import(wc, VMC_SHAREABLE_ALLOCATION);
+    case VMC_DRV_cuMemPoolImportFromShareableHandle: return vmc_w_shareable_import(wc, VMC_SHAREABLE_POOL);
     case VMC_DRV_cuMemPoolGetAttribute: return vmc_w_pool_attribute(wc, 0);
     case VMC_DRV_cuMemPoolSetAttribute: return vmc_w_pool_attribute(wc, 1);
     case VMC_DRV_cuPointerGetAttributes: return pointer_attributes(wc);

@@ -62,6 +62,13 @@ enum vmc_w_result vmc_w_nvml_query(struct vmc_wcall *wc);
 /* cuMemPoolGetAttribute (set 0) / cuMemPoolSetAttribute (set 1): the value as 8 bytes (worker_pools.c). */
 enum vmc_w_result vmc_w_pool_attribute(struct vmc_wcall *wc, int set);
 
+/* Shareable handles (worker_shareable.c): cuMemExportToShareableHandle / cuMemPoolExportToShareableHandle (kind
+ * VMC_SHAREABLE_ALLOCATION / VMC_SHAREABLE_POOL) and their imports; an allocation handle's exports go when the
+ * exporter releases it. */
+enum vmc_w_result vmc_w_shareable_export(struct vmc_wcall *wc, uint32_t kind);
+enum vmc_w_result vmc_w_shareable_import(struct vmc_wcall *wc, uint32_t kind);
+void vmc_w_shareable_forget_allocation(CUmemGenericAllocationHandle handle);
+
 /* Driver-mode bulk copies (COPY_DRIVER): one block, and waiting for a stream. */
 CUresult vmc_w_drv_copy_block(CUdeviceptr device, void *host, size_t n, int to_device, int pinned, CUstream stream,
                               int per_thread);

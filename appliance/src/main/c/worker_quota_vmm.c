@@ -73,6 +73,8 @@ CUresult vmc_w_hook_cuMemCreate(PFN_cuMemCreate_v10020 real, CUmemGenericAllocat
 
 CUresult vmc_w_hook_cuMemRelease(PFN_cuMemRelease_v10020 real, CUmemGenericAllocationHandle_v1 handle) {
     CUresult st = real(handle);
+    if (st == CUDA_SUCCESS)
+        vmc_w_shareable_forget_allocation(handle);
     if (!vmc_w_quota_on() || st != CUDA_SUCCESS)
         return st;
     pthread_mutex_lock(&lock);

@@ -69,19 +69,7 @@ static int agent(void) {
 }
 
 static int send_request(int fd, const struct vmc_ucx_request *q, int ring_fd) {
-    char control[CMSG_SPACE(sizeof(int))] = {0};
-    struct iovec iov = {(void *)q, sizeof *q};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (ring_fd >= 0) {
-        m.msg_control = control;
-        m.msg_controllen = sizeof control;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &ring_fd, sizeof ring_fd);
-    }
-    return sendmsg(fd, &m, MSG_NOSIGNAL) == (ssize_t)sizeof *q ? 0 : -1;
+    return vmc_send_with_fd(fd, q, sizeof *q, ring_fd);
 }
 
 /* The agent's answer to an attach: the reply header, then its rkey and worker address in `blob`. */

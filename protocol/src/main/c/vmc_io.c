@@ -110,6 +110,23 @@ int vmc_write_full(int fd, const void *buf, size_t n) {
     return ch ? ch->write_all(ch, buf, n) : vmc_socket_write_all(fd, buf, n);
 }
 
+int vmc_send_with_fd(int s, const void *p, size_t n, int fd) {
+    char control[CMSG_SPACE(sizeof(int))];
+    memset(control, 0, sizeof control);
+    struct iovec iov = {(void *)p, n};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0) {
+        m.msg_control = control;
+        m.msg_controllen = sizeof control;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
+    return sendmsg(s, &m, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
+}
+
 static void put_le(uint8_t *p, uint64_t v, int n) {
     for (int i = 0; i < n; i++)
         p[i] = (uint8_t)(v >> (8 * i));

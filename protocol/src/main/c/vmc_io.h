@@ -37,6 +37,9 @@ int vmc_socket_write_all(int fd, const void *p, size_t n);
  * Return 0 on success, -1 on error or end of stream (errno says which; 0 = clean EOF). */
 int vmc_read_full(int fd, void *buf, size_t n);
 int vmc_write_full(int fd, const void *buf, size_t n);
+/* One sendmsg of the n bytes at p on the Unix socket s, with the descriptor fd (SCM_RIGHTS) when fd >= 0; 0 when
+ * all n bytes went. */
+int vmc_send_with_fd(int s, const void *p, size_t n, int fd);
 
 void vmc_encode_header(uint8_t out[VMC_HEADER_BYTES], uint16_t type, uint16_t flags, uint32_t id, uint32_t len);
 /* Reads and validates a header: magic, known type, len within the type's limit.

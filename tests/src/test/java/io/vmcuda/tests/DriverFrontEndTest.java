@@ -117,6 +117,37 @@ class DriverFrontEndTest {
         }
     }
 
+    /**
+     * Shareable handles between two processes of one program (drv_shareable.c), each with its own worker: the
+     * descriptors the parent gets are its own (the tickets of worker_shareable.c), go to the child over a Unix socket,
+     * and the child's worker fetches the driver's descriptors from the parent's. Only a ticket that names an export
+     * the parent's worker still holds imports anything.
+     */
+    @Test
+    void shareableHandlesGoFromOneProcessToAnother() throws Exception {
+        try (DaemonProcess d = DaemonProcess.start(root, work, standInConfig(), null, "daemon-shareable.log")) {
+            ProgramRunner.Result r = viaVmcuda(d, "drv_shareable", "tcp");
+            String ctx = "\n" + r.describe() + "--- workers ---\n" + workerLogs(d);
+            assertEquals(String.join("\n", List.of(
+                    "parent: export the allocation: CUDA_SUCCESS",
+                    "parent: export it as a fabric handle: CUDA_ERROR_NOT_SUPPORTED",
+                    "parent: export the pool: CUDA_SUCCESS",
+                    "child: import the allocation: CUDA_SUCCESS",
+                    "child: an allocation handle: ok",
+                    "child: import the pool: CUDA_SUCCESS",
+                    "child: a pool: ok",
+                    "child: import the pool's descriptor as an allocation: CUDA_ERROR_INVALID_VALUE",
+                    "child: import a pipe: CUDA_ERROR_INVALID_VALUE",
+                    "child: the descriptor's contents read: ok",
+                    "child: import a forged copy: CUDA_ERROR_INVALID_VALUE",
+                    "child: import after the exporter released it: CUDA_ERROR_INVALID_VALUE",
+                    "child exit: 0", "")), r.stdout(), ctx);
+            assertEquals(0, r.exitCode(), ctx);
+            assertTrue(r.stderr().contains("POSIX file descriptors only"), ctx);
+            assertTrue(r.stderr().contains("holds nothing under that handle"), ctx);
+        }
+    }
+
     @Test
     void againstTheStandInDriverEveryCheckRunsToTheEnd() throws Exception {
         Map<String, String> config = standInConfig();

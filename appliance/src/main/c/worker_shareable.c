@@ -1,0 +1,342 @@
+/* Shareable handles: cuMemExportToShareableHandle / cuMemPoolExportToShareableHandle and their imports, for POSIX
+ * file descriptors (client: drv_shareable.c; PROTOCOL.md "Shareable handles").
+ *
+ * NVIDIA's driver exports an allocation or a pool as a descriptor of /dev/nvidiactl that carries the right to it:
+ * whichever process receives that descriptor (SCM_RIGHTS) can import it, whatever its user or namespaces (measured
+ * on driver 580, tests/bench/results/h200-run153-shareable-handles). A client's processes pass descriptors among
+ * themselves in the client VM, where the driver's cannot go, and each process has its own worker here. So the
+ * exporting worker keeps the driver's descriptor and answers with a ticket: this appliance's boot id, the name of
+ * a Unix socket the worker listens on in /dev/shm, and 32 random bytes for this export. The client wraps the
+ * ticket in a descriptor of its own (a sealed memfd), which the program passes around as it would the driver's.
+ * An importing worker connects to the socket named in the ticket, presents the ticket, receives the driver's
+ * descriptor and imports it (the client checked that the ticket is of the kind imported; the driver refuses a
+ * descriptor of the other kind anyway).
+ *
+ * Whoever holds the ticket holds the memory, as whoever holds the driver's descriptor does natively: the secret is
+ * the capability (the socket is reachable by every worker, as /dev/shm is, and gives nothing without it). Unlike
+ * CUDA IPC's guessable handles (worker_ipc.c), this needs no setting per appliance.
+ *
+ * Lifetime: the worker holds the descriptor until the allocation handle is released or the pool destroyed by the
+ * exporter, or until its session ends (natively the descriptor keeps the memory until the program closes it, which
+ * the worker cannot see). An import after that fails. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "vmc_drv_internal.h"
+#include "vmc_drv_worker_hooks.h"
+#include "vmc_wire.h"
+#include "worker.h"
+#include "worker_driver.h"
+
+#define SECRET_BYTES 32
+#define PEER_TIMEOUT_S 5         /* how long either worker waits for the other on the socket */
+
+struct shareable_export {
+    uint8_t secret[SECRET_BYTES];
+    uint32_t kind; /* VMC_SHAREABLE_ALLOCATION or VMC_SHAREABLE_POOL */
+    uint64_t object;
+    int fd;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shareable_export exports[VMC_MAX_SHAREABLE_EXPORTS];
+static int n_exports;
+static int listening; /* 1: the socket is up, -1: it could not be set up */
+static uint8_t socket_id[16];
+static char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+/* This machine's boot id as 16 bytes (zeros where it cannot be read): two workers with the same one share /dev/shm. */
+static void host_id(uint8_t id[16]) {
+    memset(id, 0, 16);
+    char text[64] = {0};
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (!f)
+        return;
+    if (fgets(text, sizeof text, f)) {
+        int n = 0;
+        for (const char *p = text; *p && n < 32; p++) {
+            int v = (*p >= '0' && *p <= '9') ? *p - '0' : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10 : -1;
+            if (v >= 0)
+                id[n / 2] = (uint8_t)(id[n / 2] << 4 | v), n++;
+        }
+    }
+    fclose(f);
+}
+
+static void path_for(const uint8_t id[16], char *path, size_t size) {
+    int n = snprintf(path, size, "/dev/shm/vmcuda-shareable.");
+    for (int i = 0; i < 16 && n + 2 < (int)size; i++)
+        n += snprintf(path + n, size - (size_t)n, "%02x", id[i]);
+}
+
+static int random_bytes(void *p, size_t n) {
+    for (size_t got = 0; got < n;) {
+        ssize_t r = getrandom((char *)p + got, n - got, 0);
+        if (r < 0 && errno != EINTR)
+            return -1;
+        got += r > 0 ? (size_t)r : 0;
+    }
+    return 0;
+}
+
+static void set_timeouts(int s) {
+    struct timeval tv = {PEER_TIMEOUT_S, 0};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+static int same_secret(const uint8_t *a, const uint8_t *b) {
+    uint8_t d = 0; /* every byte compared: how long it takes says nothing of how much matched */
+    for (int i = 0; i < SECRET_BYTES; i++)
+        d |= a[i] ^ b[i];
+    return d == 0;
+}
+
+/* A duplicate of the descriptor of the export with that secret (the caller closes it), or -1. */
+static int lookup(const uint8_t secret[SECRET_BYTES]) {
+    int fd = -1;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_exports && fd < 0; i++)
+        if (same_secret(exports[i].secret, secret))
+            fd = fcntl(exports[i].fd, F_DUPFD_CLOEXEC, 0);
+    pthread_mutex_unlock(&lock);
+    return fd;
+}
+
+/* One importer: the ticket it holds, then one byte (0 with the descriptor, 1 without). The socket has timeouts, so a
+ * peer that connects and says nothing holds this thread for PEER_TIMEOUT_S at most. */
+static void serve_importer(int s) {
+    struct vmc_shareable_ticket t;
+    uint8_t request[sizeof t.host + sizeof t.socket_id + sizeof t.secret];
+    if (recv(s, request, sizeof request, MSG_WAITALL) != (ssize_t)sizeof request)
+        return;
+    struct vmc_in in;
+    vmc_in_init(&in, request, sizeof request);
+    vmc_get_shareable_ticket(&in, &t);
+    int fd = in.bad ? -1 : lookup(t.secret);
+    uint8_t answer = fd >= 0 ? 0 : 1;
+    if (vmc_send_with_fd(s, &answer, 1, fd) != 0)
+        vmc_w_log("shareable handle: an importer went away before its answer");
+    if (fd >= 0)
+        close(fd);
+}
+
+static void *serve_importers(void *arg) {
+    int listener = (int)(intptr_t)arg;
+    for (;;) {
+        int s = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+        if (s < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
+                continue;
+            vmc_w_log("shareable handle: the socket stopped accepting (%s); imports of this process's exports fail",
+                      strerror(errno));
+            return NULL;
+        }
+        set_timeouts(s);
+        serve_importer(s);
+        close(s);
+    }
+}
+
+static void remove_socket(void) { unlink(socket_path); }
+
+/* The socket importers connect to, set up with the first export: mode 0660 for the workers' group (every session's
+ * worker uid has it), in sticky /dev/shm, where only this uid may remove it; it goes at exit, or with the session's
+ * uid (UidReclaim) if the worker dies. Caller holds lock. */
+static int ensure_listening(void) {
+    if (listening)
+        return listening > 0;
+    listening = -1;
+    if (random_bytes(socket_id, sizeof socket_id) != 0)
+        return 0;
+    path_for(socket_id, socket_path, sizeof socket_path);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    memcpy(a.sun_path, socket_path, strlen(socket_path) + 1);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || chmod(socket_path, 0660) != 0 || listen(s, 16) != 0 ||
+        pthread_create(&t, &attr, serve_importers, (void *)(intptr_t)s) != 0) {
+        vmc_w_log("shareable handle: cannot listen on %s (%s); exports are refused", socket_path, strerror(errno));
+        if (s >= 0)
+            close(s);
+        unlink(socket_path);
+        pthread_attr_destroy(&attr);
+        return 0;
+    }
+    pthread_attr_destroy(&attr);
+    atexit(remove_socket);
+    listening = 1;
+    return 1;
+}
+
+/* Keeps the driver's descriptor `fd` for importers and fills the ticket; CUDA_ERROR_OUT_OF_MEMORY (fd closed) where
+ * it cannot. */
+static CUresult keep(int fd, uint32_t kind, uint64_t object, struct vmc_shareable_ticket *t) {
+    struct shareable_export e = {.kind = kind, .object = object, .fd = fd};
+    CUresult st = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    if (n_exports < (int)VMC_MAX_SHAREABLE_EXPORTS && ensure_listening() && random_bytes(e.secret, sizeof e.secret) == 0) {
+        exports[n_exports++] = e;
+        host_id(t->host);
+        memcpy(t->socket_id, socket_id, sizeof t->socket_id);
+        memcpy(t->secret, e.secret, sizeof t->secret);
+        st = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    if (st != CUDA_SUCCESS) {
+        vmc_w_log("shareable handle: export refused (%d held, or no socket for importers)", n_exports);
+        close(fd);
+    }
+    return st;
+}
+
+/* The exporter released the handle or destroyed the pool: its descriptors go (natively the memory would stay while
+ * the program kept a descriptor open; here it goes once the exporter's and importers' own references are gone). */
+static void forget(uint32_t kind, uint64_t object) {
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_exports;)
+        if (exports[i].kind == kind && exports[i].object == object) {
+            close(exports[i].fd);
+            exports[i] = exports[--n_exports];
+        } else {
+            i++;
+        }
+    pthread_mutex_unlock(&lock);
+}
+
+void vmc_w_shareable_forget_allocation(CUmemGenericAllocationHandle handle) {
+    forget(VMC_SHAREABLE_ALLOCATION, (uint64_t)handle);
+}
+
+CUresult vmc_w_hook_cuMemPoolDestroy(vmc_w_real_cuMemPoolDestroy real, CUmemoryPool pool) {
+    CUresult st = real(pool);
+    if (st == CUDA_SUCCESS)
+        forget(VMC_SHAREABLE_POOL, (uint64_t)(uintptr_t)pool);
+    return st;
+}
+
+enum vmc_w_result vmc_w_shareable_export(struct vmc_wcall *wc, uint32_t kind) {
+    struct vmc_shareable_export_args a;
+    vmc_get_shareable_export_args(&wc->in, &a);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    struct vmc_shareable_ticket t;
+    memset(&t, 0, sizeof t);
+    int fd = -1;
+    CUresult st;
+    if (a.handle_type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+        st = CUDA_ERROR_NOT_SUPPORTED; /* the client refuses other types before asking */
+    } else if (kind == VMC_SHAREABLE_ALLOCATION) {
+        DRV(PFN_cuMemExportToShareableHandle_v10020, export_allocation, "cuMemExportToShareableHandle", 10020, 0);
+        st = export_allocation ? export_allocation(&fd, (CUmemGenericAllocationHandle)a.object,
+                                                   (CUmemAllocationHandleType)a.handle_type, a.flags)
+                               : vmc_w_drv_missing("cuMemExportToShareableHandle");
+    } else {
+        DRV(PFN_cuMemPoolExportToShareableHandle_v11020, export_pool, "cuMemPoolExportToShareableHandle", 11020, 0);
+        st = export_pool ? export_pool(&fd, (CUmemoryPool)(uintptr_t)a.object, (CUmemAllocationHandleType)a.handle_type,
+                                       a.flags)
+                         : vmc_w_drv_missing("cuMemPoolExportToShareableHandle");
+    }
+    if (st == CUDA_SUCCESS)
+        st = keep(fd, kind, a.object, &t);
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    vmc_put_shareable_ticket(vmc_w_reply_out(wc), &t);
+    return VMC_W_DONE;
+}
+
+/* Only a descriptor of a device goes to the driver (a peer could send any): of NVIDIA's devices where this host has
+ * them (the stand-in driver of the tests exports another device's). */
+static int drivers_descriptor(int fd) {
+    struct stat got, control;
+    if (fstat(fd, &got) != 0 || !S_ISCHR(got.st_mode))
+        return 0;
+    return stat("/dev/nvidiactl", &control) != 0 || major(got.st_rdev) == major(control.st_rdev);
+}
+
+/* The driver's descriptor the ticket names, from the exporting worker: CUDA_SUCCESS and *fd, or
+ * CUDA_ERROR_NOT_SUPPORTED (exported on another machine) or CUDA_ERROR_NOT_FOUND (the exporter's socket or export is
+ * gone), the codes the client explains (PROTOCOL.md "Shareable handles"). */
+static CUresult fetch(const struct vmc_shareable_ticket *t, int *fd) {
+    uint8_t here[16];
+    host_id(here);
+    if (memcmp(here, t->host, sizeof here) != 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    path_for(t->socket_id, a.sun_path, sizeof a.sun_path);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    set_timeouts(s);
+    struct vmc_out o = {0};
+    vmc_put_shareable_ticket(&o, t);
+    CUresult st = CUDA_ERROR_NOT_FOUND;
+    uint8_t answer = 1;
+    char control[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {&answer, 1};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    if (!o.broken && connect(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+        send(s, o.data, o.len, MSG_NOSIGNAL) == (ssize_t)o.len && recvmsg(s, &m, MSG_CMSG_CLOEXEC) == 1) {
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+                int got;
+                memcpy(&got, CMSG_DATA(c), sizeof got);
+                if (*fd < 0)
+                    *fd = got;
+                else
+                    close(got);
+            }
+        if (answer == 0 && *fd >= 0 && drivers_descriptor(*fd))
+            st = CUDA_SUCCESS;
+        else if (answer == 0 && *fd >= 0)
+            vmc_w_log("shareable handle: %s answered with a descriptor that is not a GPU's; refused", a.sun_path);
+    }
+    if (st != CUDA_SUCCESS && *fd >= 0)
+        close(*fd), *fd = -1;
+    vmc_out_free(&o);
+    close(s);
+    return st;
+}
+
+enum vmc_w_result vmc_w_shareable_import(struct vmc_wcall *wc, uint32_t kind) {
+    struct vmc_shareable_import_args a;
+    vmc_get_shareable_import_args(&wc->in, &a);
+    if (!vmc_w_args_ok(wc) || wc->async)
+        return VMC_W_BAD_ARGS;
+    uint64_t object = 0;
+    int fd = -1;
+    CUresult st = a.handle_type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ? fetch(&a.ticket, &fd)
+                                                                           : CUDA_ERROR_INVALID_VALUE;
+    if (st == CUDA_SUCCESS && kind == VMC_SHAREABLE_ALLOCATION) {
+        DRV(PFN_cuMemImportFromShareableHandle_v10020, import_allocation, "cuMemImportFromShareableHandle", 10020, 0);
+        CUmemGenericAllocationHandle h = 0;
+        st = import_allocation ? import_allocation(&h, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+                               : vmc_w_drv_missing("cuMemImportFromShareableHandle");
+        object = (uint64_t)h;
+    } else if (st == CUDA_SUCCESS) {
+        DRV(PFN_cuMemPoolImportFromShareableHandle_v11020, import_pool, "cuMemPoolImportFromShareableHandle", 11020, 0);
+        CUmemoryPool pool = NULL;
+        st = import_pool ? import_pool(&pool, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, a.flags)
+                         : vmc_w_drv_missing("cuMemPoolImportFromShareableHandle");
+        object = (uint64_t)(uintptr_t)pool;
+    }
+    if (fd >= 0)
+        close(fd); /* the driver holds its own reference once it has imported */
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    vmc_put_shareable_object(vmc_w_reply_out(wc), &(struct vmc_shareable_object){.object = object});
+    return VMC_W_DONE;
+}

@@ -1,0 +1,140 @@
+/* drv_shareable: shareable handles as POSIX file descriptors between two processes of one program, as NCCL,
+ * memMapIPCDrv and streamOrderedAllocationIPC use them. The parent exports a physical allocation and a memory pool,
+ * sends both descriptors to its child over a Unix socket (SCM_RIGHTS) and closes its own; the child imports them.
+ * Also: a fabric handle is refused, a descriptor of anything else or of the other kind imports nothing, a forged
+ * copy of the descriptor's contents imports nothing, and once the parent has released the allocation its descriptor
+ * imports nothing more (through vmcuda; natively the descriptor would keep it). Each outcome is printed by name; run
+ * through vmcuda against the stand-in driver by DriverFrontEndTest (the GPU runs check the memory itself:
+ * tests/cuda/shareable.cu). */
+#define _GNU_SOURCE
+#define DRV_CHECK_NO_KERNELS
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "drv_check.h"
+
+static void said(const char *what, CUresult st) {
+    const char *name = "?";
+    cuGetErrorName(st, &name);
+    printf("%s: %s\n", what, name);
+}
+
+static int send_two(int s, int a, int b) {
+    char byte = 0, control[CMSG_SPACE(2 * sizeof(int))];
+    struct iovec iov = {&byte, 1};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    memset(control, 0, sizeof control);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    int fds[2] = {a, b};
+    memcpy(CMSG_DATA(c), fds, sizeof fds);
+    return sendmsg(s, &m, 0) == 1 ? 0 : -1;
+}
+
+static int receive_two(int s, int fds[2]) {
+    char byte, control[CMSG_SPACE(2 * sizeof(int))];
+    struct iovec iov = {&byte, 1};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    struct cmsghdr *c;
+    if (recvmsg(s, &m, 0) != 1 || !(c = CMSG_FIRSTHDR(&m)) || c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+        return -1;
+    memcpy(fds, CMSG_DATA(c), 2 * sizeof(int));
+    return 0;
+}
+
+static void step(int s) { /* tells the other process, and waits for it */
+    char byte = 1;
+    if (write(s, &byte, 1) != 1 || read(s, &byte, 1) != 1) {
+        printf("the other process went away\n");
+        exit(2);
+    }
+}
+
+static int child(int s) {
+    int fds[2];
+    if (receive_two(s, fds) != 0) {
+        printf("child: no descriptors\n");
+        return 2;
+    }
+    use_primary_context();
+    CUmemGenericAllocationHandle h = 0, other = 0;
+    CUmemoryPool pool = NULL;
+    said("child: import the allocation", cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fds[0], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    check(h != 0, "child: an allocation handle");
+    said("child: import the pool", cuMemPoolImportFromShareableHandle(&pool, (void *)(intptr_t)fds[1], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    check(pool != NULL, "child: a pool");
+    said("child: import the pool's descriptor as an allocation",
+         cuMemImportFromShareableHandle(&other, (void *)(intptr_t)fds[1], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    int p[2];
+    if (pipe(p) != 0)
+        return 2;
+    said("child: import a pipe", cuMemImportFromShareableHandle(&other, (void *)(intptr_t)p[0], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+
+    /* the same contents with the last byte changed, in a descriptor of the child's own */
+    unsigned char copy[4096];
+    ssize_t n = pread(fds[0], copy, sizeof copy, 0);
+    int forged = memfd_create("forged", 0);
+    check(n > 0 && forged >= 0, "child: the descriptor's contents read");
+    if (n > 0) {
+        copy[n - 1] ^= 0x5a;
+        if (pwrite(forged, copy, (size_t)n, 0) != n)
+            return 2;
+    }
+    said("child: import a forged copy", cuMemImportFromShareableHandle(&other, (void *)(intptr_t)forged, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    CU(cuMemRelease(h));
+    CU(cuMemPoolDestroy(pool));
+    step(s); /* the parent releases its allocation now */
+    said("child: import after the exporter released it",
+         cuMemImportFromShareableHandle(&other, (void *)(intptr_t)fds[0], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    close(fds[0]);
+    close(fds[1]);
+    return failures ? 1 : 0;
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* parent and child print in turn, each line when it is printed */
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        return 2;
+    pid_t pid = fork(); /* before any CUDA call: each process has a session of its own */
+    if (pid == 0) {
+        close(sv[0]);
+        return child(sv[1]);
+    }
+    close(sv[1]);
+    use_primary_context();
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+    CUmemGenericAllocationHandle h;
+    CU(cuMemCreate(&h, 2 << 20, &prop, 0));
+    int fd_allocation = -1, fd_pool = -1;
+    CUmemFabricHandle fabric;
+    said("parent: export the allocation", cuMemExportToShareableHandle(&fd_allocation, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    said("parent: export it as a fabric handle", cuMemExportToShareableHandle(&fabric, h, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+    CUmemPoolProps pool_props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                 .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+    CUmemoryPool pool;
+    CU(cuMemPoolCreate(&pool, &pool_props));
+    said("parent: export the pool", cuMemPoolExportToShareableHandle(&fd_pool, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    if (send_two(sv[0], fd_allocation, fd_pool) != 0)
+        return 2;
+    close(fd_allocation); /* as the samples do: the descriptors in flight keep what they name */
+    close(fd_pool);
+    char byte;
+    if (read(sv[0], &byte, 1) != 1)
+        return 2;
+    CU(cuMemRelease(h));
+    CU(cuMemPoolDestroy(pool));
+    if (write(sv[0], &byte, 1) != 1)
+        return 2;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("child exit: %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return failures ? 1 : 0;
+}
