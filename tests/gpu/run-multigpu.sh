@@ -90,6 +90,25 @@ if [ "$GPUS" -ge 2 ]; then
         done
     done
 fi
+# PyTorch DistributedDataParallel over NCCL, one process per GPU (tests/gpu/ddp_smoke.py), the client GPU-less: NCCL
+# shares device memory between the processes, by default as POSIX file descriptors (shareable handles), with
+# NCCL_CUMEM_ENABLE=0 through CUDA IPC. Each process has a session of its own, bound to every GPU.
+if [ "$GPUS" -ge 2 ] && python3 -c "import torch" 2>/dev/null; then
+    for cumem in 1 0; do
+        NCCL_CUMEM_ENABLE=$cumem DDP_PORT=29511 timeout 300 python3 "$REPO/tests/gpu/ddp_smoke.py" \
+            >"$WORK/ddp-native.out" 2>"$WORK/ddp-native.err"
+        nrc=$?
+        NCCL_CUMEM_ENABLE=$cumem DDP_PORT=29512 VMCUDA_GPUS=$GPUS VMCUDA_APPLIANCE="127.0.0.1:$PORT" timeout 300 \
+            bash "$REPO/tests/gpu/gpuless.sh" "$ROOT/client" python3 "$REPO/tests/gpu/ddp_smoke.py" \
+            >"$WORK/ddp-vmcuda.out" 2>"$WORK/ddp-vmcuda.err"
+        vrc=$?
+        if [ $nrc = 0 ] && [ $vrc = 0 ] && cmp -s "$WORK/ddp-native.out" "$WORK/ddp-vmcuda.out"; then same=identical; else same=DIFFERENT; rc_all=1; fi
+        echo "DDP over NCCL, NCCL_CUMEM_ENABLE=$cumem, client GPU-less: native exit $nrc, vmcuda exit $vrc, stdout $same"
+        [ "$same" = identical ] || { diff "$WORK/ddp-native.out" "$WORK/ddp-vmcuda.out" | head -10; grep -v "^\s*$" "$WORK/ddp-vmcuda.err" | tail -25; }
+        cp "$WORK/ddp-vmcuda.err" "$OUT/ddp-cumem$cumem-vmcuda.err"
+    done
+    cat "$WORK/ddp-native.out"
+fi
 # What the appliance bound: the GPUs of each session, and what the program saw there.
 grep -h "ready:" "$OUT/multigpu-daemon.log" | sed 's/.*session [0-9]* ready: /  session: /'
 grep -h "peer\|devices" "$WORK"/state/sessions/*/worker.log 2>/dev/null | head -5
