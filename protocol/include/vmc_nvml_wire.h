@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "vmc_nvml_abi.h"
+
 /* Indexes of vmc_nvml_answer.status: one NVML return code per query. */
 enum vmc_nvml_query {
     VMC_NVML_Q_MEMORY,       /* memory_* (nvmlDeviceGetMemoryInfo_v2, else v1: reserved then 0) */
@@ -52,6 +54,29 @@ struct vmc_nvml_answer {
 _Static_assert(sizeof(struct vmc_nvml_answer) == 376, "vmc_nvml_answer changed: both ends must agree");
 /* the name cuda-driver.spec's layouts give it (a layout field's type is one word) */
 typedef struct vmc_nvml_answer vmc_nvml_answer_t;
+
+/* The answer of vmc_drv_NvmlTopology (cuda-driver.spec 3023, PROTOCOL.md "NVML"): how one GPU of the session is
+ * connected, for the topology detection of NCCL and others. Kind VMC_NVML_TOPOLOGY_PEER: nvmlDeviceGetP2PStatus
+ * toward the session's GPU of CUDA ordinal `index`, for each nvmlGpuP2PCapsIndex_t; kind VMC_NVML_TOPOLOGY_LINK:
+ * NVLink `index`'s state (nvmlEnableState_t), capabilities (nvmlNvLinkCapability_t) and the PCI location of what
+ * it leads to. Each value with the return code of the appliance's NVML. */
+enum vmc_nvml_topology_kind { VMC_NVML_TOPOLOGY_PEER, VMC_NVML_TOPOLOGY_LINK };
+#define VMC_NVML_P2P_INDEXES 6 /* nvmlGpuP2PCapsIndex_t: READ, WRITE, NVLINK, ATOMICS, PCI (= PROP), UNKNOWN */
+#define VMC_NVML_LINK_CAPS 6   /* nvmlNvLinkCapability_t: P2P_SUPPORTED, SYSMEM_ACCESS, P2P_ATOMICS, SYSMEM_ATOMICS, SLI_BRIDGE, VALID */
+
+struct vmc_nvml_topology {
+    int32_t p2p_call[VMC_NVML_P2P_INDEXES];
+    uint32_t p2p_status[VMC_NVML_P2P_INDEXES]; /* nvmlGpuP2PStatus_t */
+    int32_t link_state_call;
+    uint32_t link_state;
+    int32_t link_cap_call[VMC_NVML_LINK_CAPS];
+    uint32_t link_cap[VMC_NVML_LINK_CAPS];
+    int32_t remote_pci_call;
+    nvmlPciInfo_t remote_pci;
+};
+
+_Static_assert(sizeof(struct vmc_nvml_topology) == 176, "vmc_nvml_topology changed: both ends must agree");
+typedef struct vmc_nvml_topology vmc_nvml_topology_t;
 
 /* NVML's text form of a GPU UUID ("GPU-" and the 16 bytes of CUuuid as 8-4-4-4-12 hex digits). Both ends
  * write it, the worker to find its GPU in its own NVML and the client to answer nvmlDeviceGetUUID, and the

@@ -38,6 +38,10 @@ nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type
 nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int *percent);
 nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *brand);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_v2_t *infos);
+nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2, int p2pIndex, int *p2pStatus);
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, int *isActive);
+nvmlReturn_t nvmlDeviceGetNvLinkCapability(nvmlDevice_t device, unsigned int link, int capability, unsigned int *capResult);
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t *pci);
 
 static const char *text(nvmlReturn_t st) { return nvmlErrorString(st); }
 
@@ -90,6 +94,20 @@ static void device_report(unsigned int i) {
            text(nvmlDeviceGetMaxClockInfo(d, NVML_CLOCK_SM, &v)));
     printf("  fan speed: %s\n", text(nvmlDeviceGetFanSpeed(d, &v)));
     printf("  brand: %s\n", text(nvmlDeviceGetBrand(d, &b)));
+    /* topology, as NCCL asks it: peer-to-peer reading from itself, the first NVLink (state, P2P capability, what
+     * it leads to) */
+    int p2p = -1, active = -1;
+    unsigned int can = 7;
+    nvmlPciInfo_t remote;
+    memset(&remote, 0, sizeof remote);
+    st = nvmlDeviceGetP2PStatus(d, d, 0, &p2p);
+    printf("  p2p read to itself: %s %d\n", text(st), p2p);
+    st = nvmlDeviceGetNvLinkState(d, 0, &active);
+    printf("  nvlink 0 state: %s %d\n", text(st), active);
+    st = nvmlDeviceGetNvLinkCapability(d, 0, 0, &can);
+    printf("  nvlink 0 p2p capability: %s %u\n", text(st), can);
+    st = nvmlDeviceGetNvLinkRemotePciInfo_v2(d, 0, &remote);
+    printf("  nvlink 0 leads to: %s %s\n", text(st), remote.busId);
     unsigned int count = 0;
     st = nvmlDeviceGetComputeRunningProcesses_v3(d, &count, NULL);
     printf("  compute processes asked with no room: %s, count %u\n", text(st), count);

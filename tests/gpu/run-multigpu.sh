@@ -13,6 +13,7 @@ WORK=/tmp/vmcuda-multigpu
 PORT=17370 ADMIN=17371
 mkdir -p "$OUT" && rm -rf "$WORK" && mkdir -p "$WORK"
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on shared hosts
+export NCCL_DEBUG="${NCCL_DEBUG:-WARN}" # what NCCL gives up on, in the stderr kept for a failed run
 nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
 GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 real_cudart="$(ldconfig -p | awk '/libcudart\.so\.13 /{print $NF; exit}')"

@@ -298,3 +298,59 @@ static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *infoCount, void
 PROCESS_LISTS(nvmlDeviceGetComputeRunningProcesses, 1)
 PROCESS_LISTS(nvmlDeviceGetGraphicsRunningProcesses, 0)
 PROCESS_LISTS(nvmlDeviceGetMPSComputeRunningProcesses, 0)
+
+/* ---- topology: peer-to-peer status and NVLinks, as the appliance's NVML gives them (NCCL builds its topology from
+ * them; the remote end of a link is named by its PCI location, which the session's own GPUs are known by too) ---- */
+
+static nvmlReturn_t link_of(nvmlDevice_t device, unsigned int link, struct vmc_nvml_topology *t) {
+    struct vmc_nvml_gpu *g;
+    nvmlReturn_t st = gpu(device, &g);
+    return st == NVML_SUCCESS ? vmc_nvml_topology(g->ordinal, VMC_NVML_TOPOLOGY_LINK, link, t) : st;
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2, int p2pIndex, int *p2pStatus) {
+    struct vmc_nvml_gpu *a, *b;
+    nvmlReturn_t st = gpu(device1, &a);
+    if (st == NVML_SUCCESS)
+        st = gpu(device2, &b);
+    if (st != NVML_SUCCESS)
+        return st;
+    if (!p2pStatus || p2pIndex < 0 || p2pIndex >= VMC_NVML_P2P_INDEXES)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct vmc_nvml_topology t;
+    st = vmc_nvml_topology(a->ordinal, VMC_NVML_TOPOLOGY_PEER, (unsigned int)b->ordinal, &t);
+    if (st == NVML_SUCCESS && (st = t.p2p_call[p2pIndex]) == NVML_SUCCESS)
+        *p2pStatus = (int)t.p2p_status[p2pIndex];
+    return st;
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, int *isActive) {
+    if (!isActive)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct vmc_nvml_topology t;
+    nvmlReturn_t st = link_of(device, link, &t);
+    if (st == NVML_SUCCESS && (st = t.link_state_call) == NVML_SUCCESS)
+        *isActive = (int)t.link_state;
+    return st;
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkCapability(nvmlDevice_t device, unsigned int link, int capability,
+                                                       unsigned int *capResult) {
+    if (!capResult || capability < 0 || capability >= VMC_NVML_LINK_CAPS)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct vmc_nvml_topology t;
+    nvmlReturn_t st = link_of(device, link, &t);
+    if (st == NVML_SUCCESS && (st = t.link_cap_call[capability]) == NVML_SUCCESS)
+        *capResult = t.link_cap[capability];
+    return st;
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t *pci) {
+    if (!pci)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct vmc_nvml_topology t;
+    nvmlReturn_t st = link_of(device, link, &t);
+    if (st == NVML_SUCCESS && (st = t.remote_pci_call) == NVML_SUCCESS)
+        *pci = t.remote_pci;
+    return st;
+}

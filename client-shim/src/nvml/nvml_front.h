@@ -38,6 +38,9 @@ CUresult vmc_nvml_read_gpus(void);
 
 /* What the appliance's NVML says of a GPU of the session (ordinal), or of the appliance (-1). */
 nvmlReturn_t vmc_nvml_query(int ordinal, struct vmc_nvml_answer *answer);
+/* How a GPU of the session (ordinal) is connected, as the appliance's NVML says: toward another GPU of the session
+ * (kind VMC_NVML_TOPOLOGY_PEER, index: its ordinal) or through one NVLink (VMC_NVML_TOPOLOGY_LINK, index: the link). */
+nvmlReturn_t vmc_nvml_topology(int ordinal, int kind, unsigned int index, struct vmc_nvml_topology *topology);
 
 /* The unsupported functions' reporter (the generated vmc_nvml_unsupported.c). */
 int vmc_nvml_unsupported(const char *name, int *told);

@@ -136,3 +136,24 @@ nvmlReturn_t vmc_nvml_query(int ordinal, struct vmc_nvml_answer *answer) {
     /* the session is gone (CUDA's "devices unavailable"), or the worker could not ask its driver */
     return st == CUDA_ERROR_NOT_SUPPORTED ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_GPU_IS_LOST;
 }
+
+nvmlReturn_t vmc_nvml_topology(int ordinal, int kind, unsigned int index, struct vmc_nvml_topology *topology) {
+    struct vmc_call c;
+    if (vmc_call_begin_ex(&c, VMC_DRV_vmc_drv_NvmlTopology, 0, 0) != cudaSuccess)
+        return NVML_ERROR_GPU_IS_LOST;
+    vmc_put_nvml_topology_args(vmc_call_args(&c), &(struct vmc_nvml_topology_args){
+        .ordinal = (uint32_t)ordinal, .kind = (uint32_t)kind, .index = index});
+    CUresult st = (CUresult)vmc_call_finish(&c);
+    if (st == CUDA_SUCCESS) {
+        struct vmc_nvml_topology_reply r;
+        vmc_get_nvml_topology_reply(&c.reply, &r);
+        if (!vmc_call_reply_ok(&c))
+            return NVML_ERROR_UNKNOWN;
+        *topology = r.topology;
+        /* the worker runs the tenant's code: its strings are terminated here, not trusted to be */
+        topology->remote_pci.busId[sizeof topology->remote_pci.busId - 1] = 0;
+        topology->remote_pci.busIdLegacy[sizeof topology->remote_pci.busIdLegacy - 1] = 0;
+        return NVML_SUCCESS;
+    }
+    return st == CUDA_ERROR_NOT_SUPPORTED ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_GPU_IS_LOST;
+}

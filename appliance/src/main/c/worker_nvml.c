@@ -43,6 +43,10 @@ static struct {
     nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v2_t *);
     nvmlReturn_t (*driver_version)(char *, unsigned int);
     nvmlReturn_t (*nvml_version)(char *, unsigned int);
+    nvmlReturn_t (*p2p_status)(nvmlDevice_t, nvmlDevice_t, int, int *);
+    nvmlReturn_t (*link_state)(nvmlDevice_t, unsigned int, int *);
+    nvmlReturn_t (*link_capability)(nvmlDevice_t, unsigned int, int, unsigned int *);
+    nvmlReturn_t (*link_remote_pci)(nvmlDevice_t, unsigned int, nvmlPciInfo_t *);
 } nvml;
 
 static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
@@ -89,6 +93,10 @@ static void load_nvml(void) {
     SYM(processes, "nvmlDeviceGetComputeRunningProcesses_v3");
     SYM(driver_version, "nvmlSystemGetDriverVersion");
     SYM(nvml_version, "nvmlSystemGetNVMLVersion");
+    SYM(p2p_status, "nvmlDeviceGetP2PStatus");
+    SYM(link_state, "nvmlDeviceGetNvLinkState");
+    SYM(link_capability, "nvmlDeviceGetNvLinkCapability");
+    SYM(link_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
 #undef SYM
     nvmlReturn_t st = all ? nvml.init() : NVML_ERROR_FUNCTION_NOT_FOUND;
     if (st != NVML_SUCCESS) {
@@ -232,5 +240,54 @@ enum vmc_w_result vmc_w_nvml_query(struct vmc_wcall *wc) {
     vmc_w_reply_status(wc, (cudaError_t)st);
     if (st == CUDA_SUCCESS)
         vmc_put_nvml_query_reply(vmc_w_reply_out(wc), &(struct vmc_nvml_query_reply){.answer = a});
+    return VMC_W_DONE;
+}
+
+/* The appliance's NVML handle of the session's GPU of CUDA ordinal `ordinal`: CUDA_SUCCESS and *nvml_status. */
+static CUresult nvml_device(int ordinal, nvmlDevice_t *d, nvmlReturn_t *nvml_status) {
+    struct vmc_nvml_answer unused;
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    CUresult st = cuda_side(ordinal, uuid, sizeof uuid, &unused);
+    *nvml_status = st != CUDA_SUCCESS ? NVML_ERROR_INVALID_ARGUMENT
+                   : nvml_ready       ? nvml.by_uuid(uuid, d)
+                                      : NVML_ERROR_NOT_SUPPORTED;
+    return st;
+}
+
+/* vmc_drv_NvmlTopology (vmc_nvml_wire.h): peer-to-peer status toward another GPU of the session, or one NVLink. A
+ * peer outside the session is not one the program can name (its CUDA ordinals are the session's GPUs). */
+enum vmc_w_result vmc_w_nvml_topology(struct vmc_wcall *wc) {
+    struct vmc_nvml_topology_args q;
+    vmc_get_nvml_topology_args(&wc->in, &q);
+    if (!vmc_w_args_ok(wc) || wc->async || q.kind > VMC_NVML_TOPOLOGY_LINK)
+        return VMC_W_BAD_ARGS;
+    pthread_once(&nvml_once, load_nvml);
+    struct vmc_nvml_topology t;
+    memset(&t, 0, sizeof t);
+    nvmlDevice_t d = NULL, peer = NULL;
+    nvmlReturn_t found, peer_found = NVML_SUCCESS;
+    CUresult st = nvml_device((int)q.ordinal, &d, &found);
+    if (st == CUDA_SUCCESS && q.kind == VMC_NVML_TOPOLOGY_PEER)
+        st = nvml_device((int)q.index, &peer, &peer_found);
+    if (found == NVML_SUCCESS)
+        found = peer_found;
+    for (int i = 0; i < VMC_NVML_P2P_INDEXES; i++) {
+        int status = 0;
+        t.p2p_call[i] = q.kind != VMC_NVML_TOPOLOGY_PEER ? NVML_ERROR_INVALID_ARGUMENT
+                        : found != NVML_SUCCESS          ? found
+                                                         : ASK(p2p_status, d, peer, i, &status);
+        t.p2p_status[i] = (uint32_t)status;
+    }
+    int on = 0;
+    int link = q.kind == VMC_NVML_TOPOLOGY_LINK && found == NVML_SUCCESS;
+    nvmlReturn_t not_asked = q.kind != VMC_NVML_TOPOLOGY_LINK ? NVML_ERROR_INVALID_ARGUMENT : found;
+    t.link_state_call = link ? ASK(link_state, d, q.index, &on) : not_asked;
+    t.link_state = (uint32_t)on;
+    for (int c = 0; c < VMC_NVML_LINK_CAPS; c++)
+        t.link_cap_call[c] = link ? ASK(link_capability, d, q.index, c, &t.link_cap[c]) : not_asked;
+    t.remote_pci_call = link ? ASK(link_remote_pci, d, q.index, &t.remote_pci) : not_asked;
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    if (st == CUDA_SUCCESS)
+        vmc_put_nvml_topology_reply(vmc_w_reply_out(wc), &(struct vmc_nvml_topology_reply){.topology = t});
     return VMC_W_DONE;
 }
