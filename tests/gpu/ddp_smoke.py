@@ -47,8 +47,35 @@ def run(rank, world, port):
     if rank == 0:
         print(f"all_reduce of 1 Mi floats: first {t[0].item():.1f}, last {t[-1].item():.1f}", flush=True)
         print(f"ranks holding rank 0's parameters: {int(agree.item())} of {world}", flush=True)
+    timed_steps(rank)
     dist.barrier()
     dist.destroy_process_group()
+
+
+def timed_steps(rank, warmup=5, steps=30):
+    """The mean time of a DDP step of a larger model (8 layers of 4096 x 4096, batch 512), on stderr from rank 0: a
+    figure for tests/gpu/run-multigpu.sh to put beside the native one, not part of the compared output."""
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(8):
+        layers += [torch.nn.Linear(4096, 4096), torch.nn.ReLU()]
+    ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(*layers).cuda(), device_ids=[rank])
+    opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+    x = torch.randn(512, 4096, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for step in range(warmup + steps):
+        if step == warmup:
+            torch.cuda.synchronize()
+            start.record()
+        loss = ddp(x).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    end.record()
+    torch.cuda.synchronize()
+    if rank == 0:
+        print(f"ddp timed: {start.elapsed_time(end) / steps:.2f} ms per step (8 x 4096^2 layers, batch 512)",
+              file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

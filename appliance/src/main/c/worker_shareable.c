@@ -41,7 +41,8 @@
 #include "worker_driver.h"
 
 #define SECRET_BYTES 32
-#define PEER_TIMEOUT_S 5         /* how long either worker waits for the other on the socket */
+#define PEER_TIMEOUT_S 5 /* how long an importer waits for the exporter's answer */
+#define REQUEST_TIMEOUT_S 1 /* how long the exporter waits for an importer's ticket: it sends it at once */
 
 struct shareable_export {
     uint8_t secret[SECRET_BYTES];
@@ -91,8 +92,8 @@ static int random_bytes(void *p, size_t n) {
     return 0;
 }
 
-static void set_timeouts(int s) {
-    struct timeval tv = {PEER_TIMEOUT_S, 0};
+static void set_timeouts(int s, int seconds) {
+    struct timeval tv = {seconds, 0};
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
@@ -116,7 +117,7 @@ static int lookup(const uint8_t secret[SECRET_BYTES]) {
 }
 
 /* One importer: the ticket it holds, then one byte (0 with the descriptor, 1 without). The socket has timeouts, so a
- * peer that connects and says nothing holds this thread for PEER_TIMEOUT_S at most. */
+ * peer that connects and says nothing holds this thread for REQUEST_TIMEOUT_S at most. */
 static void serve_importer(int s) {
     struct vmc_shareable_ticket t;
     uint8_t request[sizeof t.host + sizeof t.socket_id + sizeof t.secret];
@@ -144,7 +145,7 @@ static void *serve_importers(void *arg) {
                       strerror(errno));
             return NULL;
         }
-        set_timeouts(s);
+        set_timeouts(s, REQUEST_TIMEOUT_S);
         serve_importer(s);
         close(s);
     }
@@ -281,7 +282,7 @@ static CUresult fetch(const struct vmc_shareable_ticket *t, int *fd) {
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    set_timeouts(s);
+    set_timeouts(s, PEER_TIMEOUT_S);
     struct vmc_out o = {0};
     vmc_put_shareable_ticket(&o, t);
     CUresult st = CUDA_ERROR_NOT_FOUND;
