@@ -89,6 +89,28 @@ typedef struct nvmlEventData_st {
     unsigned int computeInstanceId;
 } nvmlEventData_t;
 
+/* nvmlDeviceGetFieldValues' item: the caller names fieldId and scopeId (an NVLink, say), NVML fills the rest */
+typedef union nvmlValue_st {
+    double dVal;
+    int siVal;
+    unsigned int uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    signed long long sllVal;
+    unsigned short usVal;
+} nvmlValue_t;
+typedef struct nvmlFieldValue_st {
+    unsigned int fieldId;
+    unsigned int scopeId;
+    long long timestamp;
+    long long latencyUsec;
+    int valueType; /* nvmlValueType_t */
+    nvmlReturn_t nvmlReturn;
+    nvmlValue_t value;
+} nvmlFieldValue_t;
+#define NVML_FI_DEV_NVLINK_GET_STATE 165 /* NVLink scopeId: active (1) or not */
+
+_Static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t as in nvml.h");
 _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t as in nvml.h");
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t as in nvml.h");
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t as in nvml.h");

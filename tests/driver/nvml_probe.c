@@ -42,6 +42,7 @@ nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2, 
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, int *isActive);
 nvmlReturn_t nvmlDeviceGetNvLinkCapability(nvmlDevice_t device, unsigned int link, int capability, unsigned int *capResult);
 nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t *pci);
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values);
 
 static const char *text(nvmlReturn_t st) { return nvmlErrorString(st); }
 
@@ -108,6 +109,13 @@ static void device_report(unsigned int i) {
     printf("  nvlink 0 p2p capability: %s %u\n", text(st), can);
     st = nvmlDeviceGetNvLinkRemotePciInfo_v2(d, 0, &remote);
     printf("  nvlink 0 leads to: %s %s\n", text(st), remote.busId);
+    nvmlFieldValue_t fv[2];
+    memset(fv, 0, sizeof fv);
+    fv[0].fieldId = fv[1].fieldId = NVML_FI_DEV_NVLINK_GET_STATE; /* as NCCL reads a Hopper GPU's links */
+    fv[1].scopeId = 1;
+    st = nvmlDeviceGetFieldValues(d, 2, fv);
+    printf("  nvlink 0 and 1 states as field values: %s, %s %u, %s %u\n", text(st), text(fv[0].nvmlReturn),
+           fv[0].value.uiVal, text(fv[1].nvmlReturn), fv[1].value.uiVal);
     unsigned int count = 0;
     st = nvmlDeviceGetComputeRunningProcesses_v3(d, &count, NULL);
     printf("  compute processes asked with no room: %s, count %u\n", text(st), count);

@@ -354,3 +354,22 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device
         *pci = t.remote_pci;
     return st;
 }
+
+/* Each value carries its own status (an NVLink that does not exist: NVML_ERROR_INVALID_ARGUMENT in its place); many
+ * values go in as many calls as VMC_MAX_NVML_FIELD_VALUES allows. */
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values) {
+    struct vmc_nvml_gpu *g;
+    nvmlReturn_t st = gpu(device, &g);
+    if (st != NVML_SUCCESS)
+        return st;
+    if (valuesCount < 0 || (valuesCount > 0 && !values))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (int done = 0; done < valuesCount && st == NVML_SUCCESS;) {
+        unsigned int n = (unsigned int)(valuesCount - done);
+        if (n > VMC_MAX_NVML_FIELD_VALUES)
+            n = VMC_MAX_NVML_FIELD_VALUES;
+        st = vmc_nvml_field_values(g->ordinal, n, values + done);
+        done += (int)n;
+    }
+    return st;
+}

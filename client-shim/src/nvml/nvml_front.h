@@ -10,6 +10,7 @@
 #include <cuda.h>
 #include "vmc_nvml_abi.h"
 #include "vmc_nvml_wire.h"
+#include "vmc_wire.h"
 
 #define NVML_EXPORT __attribute__((visibility("default")))
 #define VMC_NVML_MAX_GPUS 64
@@ -41,6 +42,8 @@ nvmlReturn_t vmc_nvml_query(int ordinal, struct vmc_nvml_answer *answer);
 /* How a GPU of the session (ordinal) is connected, as the appliance's NVML says: toward another GPU of the session
  * (kind VMC_NVML_TOPOLOGY_PEER, index: its ordinal) or through one NVLink (VMC_NVML_TOPOLOGY_LINK, index: the link). */
 nvmlReturn_t vmc_nvml_topology(int ordinal, int kind, unsigned int index, struct vmc_nvml_topology *topology);
+/* nvmlDeviceGetFieldValues of a GPU of the session, at most VMC_MAX_NVML_FIELD_VALUES values at once. */
+nvmlReturn_t vmc_nvml_field_values(int ordinal, unsigned int n, nvmlFieldValue_t *values);
 
 /* The unsupported functions' reporter (the generated vmc_nvml_unsupported.c). */
 int vmc_nvml_unsupported(const char *name, int *told);

@@ -157,3 +157,23 @@ nvmlReturn_t vmc_nvml_topology(int ordinal, int kind, unsigned int index, struct
     }
     return st == CUDA_ERROR_NOT_SUPPORTED ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_GPU_IS_LOST;
 }
+
+nvmlReturn_t vmc_nvml_field_values(int ordinal, unsigned int n, nvmlFieldValue_t *values) {
+    struct vmc_call c;
+    if (n > VMC_MAX_NVML_FIELD_VALUES)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (vmc_call_begin_ex(&c, VMC_DRV_vmc_drv_NvmlFieldValues, 0, 0) != cudaSuccess)
+        return NVML_ERROR_GPU_IS_LOST;
+    vmc_put_nvml_field_values(vmc_call_args(&c), &(struct vmc_nvml_field_values){
+        .ordinal = (uint32_t)ordinal, .n = n, .values = values});
+    CUresult st = (CUresult)vmc_call_finish(&c);
+    if (st == CUDA_SUCCESS) {
+        struct vmc_nvml_field_values r;
+        vmc_get_nvml_field_values(&c.reply, &r);
+        if (!vmc_call_reply_ok(&c) || r.n != n || (n && !r.values))
+            return NVML_ERROR_UNKNOWN;
+        memcpy(values, r.values, n * sizeof *values);
+        return NVML_SUCCESS;
+    }
+    return st == CUDA_ERROR_NOT_SUPPORTED ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_GPU_IS_LOST;
+}

@@ -584,6 +584,7 @@ enum vmc_w_result vmc_w_drv_dispatch(struct vmc_wcall *wc) {
     case VMC_DRV_vmc_drv_MappedCopy: return vmc_w_hostmap_copy(wc);
     case VMC_DRV_vmc_drv_NvmlQuery: return vmc_w_nvml_query(wc);
     case VMC_DRV_vmc_drv_NvmlTopology: return vmc_w_nvml_topology(wc);
+    case VMC_DRV_vmc_drv_NvmlFieldValues: return vmc_w_nvml_field_values(wc);
     case VMC_DRV_vmc_drv_MirrorAlloc: return vmc_w_mirror_alloc(wc);
     case VMC_DRV_vmc_drv_MirrorFree: return vmc_w_mirror_free(wc);
     case VMC_DRV_cuMemExportToShareableHandle: return vmc_w_shareable_export(wc, VMC_SHAREABLE_ALLOCATION);

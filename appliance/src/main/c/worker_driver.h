@@ -60,6 +60,8 @@ enum vmc_w_result vmc_w_link_destroy(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_nvml_query(struct vmc_wcall *wc);
 /* vmc_drv_NvmlTopology: peer-to-peer status between two GPUs of the session, or one NVLink of a GPU (worker_nvml.c). */
 enum vmc_w_result vmc_w_nvml_topology(struct vmc_wcall *wc);
+/* vmc_drv_NvmlFieldValues: nvmlDeviceGetFieldValues of a GPU of the session (worker_nvml.c). */
+enum vmc_w_result vmc_w_nvml_field_values(struct vmc_wcall *wc);
 
 /* cuMemPoolGetAttribute (set 0) / cuMemPoolSetAttribute (set 1): the value as 8 bytes (worker_pools.c). */
 enum vmc_w_result vmc_w_pool_attribute(struct vmc_wcall *wc, int set);

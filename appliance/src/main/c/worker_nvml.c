@@ -47,6 +47,7 @@ static struct {
     nvmlReturn_t (*link_state)(nvmlDevice_t, unsigned int, int *);
     nvmlReturn_t (*link_capability)(nvmlDevice_t, unsigned int, int, unsigned int *);
     nvmlReturn_t (*link_remote_pci)(nvmlDevice_t, unsigned int, nvmlPciInfo_t *);
+    nvmlReturn_t (*field_values)(nvmlDevice_t, int, nvmlFieldValue_t *);
 } nvml;
 
 static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
@@ -97,6 +98,7 @@ static void load_nvml(void) {
     SYM(link_state, "nvmlDeviceGetNvLinkState");
     SYM(link_capability, "nvmlDeviceGetNvLinkCapability");
     SYM(link_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    SYM(field_values, "nvmlDeviceGetFieldValues");
 #undef SYM
     nvmlReturn_t st = all ? nvml.init() : NVML_ERROR_FUNCTION_NOT_FOUND;
     if (st != NVML_SUCCESS) {
@@ -289,5 +291,29 @@ enum vmc_w_result vmc_w_nvml_topology(struct vmc_wcall *wc) {
     vmc_w_reply_status(wc, (cudaError_t)st);
     if (st == CUDA_SUCCESS)
         vmc_put_nvml_topology_reply(vmc_w_reply_out(wc), &(struct vmc_nvml_topology_reply){.topology = t});
+    return VMC_W_DONE;
+}
+
+/* vmc_drv_NvmlFieldValues: nvmlDeviceGetFieldValues of one GPU of the session (NCCL reads NVLink states of Hopper GPUs
+ * so). The NVML status travels in the reply's first value's place when the call itself fails: the CUDA status says
+ * whether the GPU is the session's, and each value carries its own nvmlReturn. */
+enum vmc_w_result vmc_w_nvml_field_values(struct vmc_wcall *wc) {
+    struct vmc_nvml_field_values q;
+    vmc_get_nvml_field_values(&wc->in, &q);
+    if (!vmc_w_args_ok(wc) || wc->async || q.n > VMC_MAX_NVML_FIELD_VALUES)
+        return VMC_W_BAD_ARGS;
+    pthread_once(&nvml_once, load_nvml);
+    nvmlFieldValue_t values[VMC_MAX_NVML_FIELD_VALUES];
+    memcpy(values, q.values, q.n * sizeof *values);
+    nvmlDevice_t d = NULL;
+    nvmlReturn_t found;
+    CUresult st = nvml_device((int)q.ordinal, &d, &found);
+    nvmlReturn_t asked = found != NVML_SUCCESS ? found : ASK(field_values, d, (int)q.n, values);
+    for (uint32_t i = 0; asked != NVML_SUCCESS && i < q.n; i++)
+        values[i].nvmlReturn = asked;
+    vmc_w_reply_status(wc, (cudaError_t)st);
+    if (st == CUDA_SUCCESS)
+        vmc_put_nvml_field_values(vmc_w_reply_out(wc),
+                                  &(struct vmc_nvml_field_values){.ordinal = q.ordinal, .n = q.n, .values = values});
     return VMC_W_DONE;
 }
