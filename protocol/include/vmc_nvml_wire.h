@@ -58,8 +58,8 @@ typedef struct vmc_nvml_answer vmc_nvml_answer_t;
 /* The answer of vmc_drv_NvmlTopology (cuda-driver.spec 3023, PROTOCOL.md "NVML"): how one GPU of the session is
  * connected, for the topology detection of NCCL and others. Kind VMC_NVML_TOPOLOGY_PEER: nvmlDeviceGetP2PStatus
  * toward the session's GPU of CUDA ordinal `index`, for each nvmlGpuP2PCapsIndex_t; kind VMC_NVML_TOPOLOGY_LINK:
- * NVLink `index`'s state (nvmlEnableState_t), capabilities (nvmlNvLinkCapability_t) and the PCI location of what
- * it leads to. Each value with the return code of the appliance's NVML. */
+ * NVLink `index`'s state (nvmlEnableState_t), capabilities (nvmlNvLinkCapability_t), the PCI location and the kind
+ * of what it leads to. Each value with the return code of the appliance's NVML. */
 enum vmc_nvml_topology_kind { VMC_NVML_TOPOLOGY_PEER, VMC_NVML_TOPOLOGY_LINK };
 #define VMC_NVML_P2P_INDEXES 6 /* nvmlGpuP2PCapsIndex_t: READ, WRITE, NVLINK, ATOMICS, PCI (= PROP), UNKNOWN */
 #define VMC_NVML_LINK_CAPS 6   /* nvmlNvLinkCapability_t: P2P_SUPPORTED, SYSMEM_ACCESS, P2P_ATOMICS, SYSMEM_ATOMICS, SLI_BRIDGE, VALID */
@@ -73,9 +73,11 @@ struct vmc_nvml_topology {
     uint32_t link_cap[VMC_NVML_LINK_CAPS];
     int32_t remote_pci_call;
     nvmlPciInfo_t remote_pci;
+    int32_t remote_type_call;
+    uint32_t remote_type; /* nvmlIntNvLinkDeviceType_t: GPU, IBMNPU, SWITCH, UNKNOWN */
 };
 
-_Static_assert(sizeof(struct vmc_nvml_topology) == 176, "vmc_nvml_topology changed: both ends must agree");
+_Static_assert(sizeof(struct vmc_nvml_topology) == 184, "vmc_nvml_topology changed: both ends must agree");
 typedef struct vmc_nvml_topology vmc_nvml_topology_t;
 
 /* NVML's text form of a GPU UUID ("GPU-" and the 16 bytes of CUuuid as 8-4-4-4-12 hex digits). Both ends

@@ -355,6 +355,21 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device
     return st;
 }
 
+/* The unversioned name, which NCCL resolves, fills the same nvmlPciInfo_t as _v2 (NCCL reads its busId). */
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t *pci) {
+    return nvmlDeviceGetNvLinkRemotePciInfo_v2(device, link, pci);
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link, int *pNvLinkDeviceType) {
+    if (!pNvLinkDeviceType)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct vmc_nvml_topology t;
+    nvmlReturn_t st = link_of(device, link, &t);
+    if (st == NVML_SUCCESS && (st = t.remote_type_call) == NVML_SUCCESS)
+        *pNvLinkDeviceType = (int)t.remote_type;
+    return st;
+}
+
 /* Each value carries its own status (an NVLink that does not exist: NVML_ERROR_INVALID_ARGUMENT in its place); many
  * values go in as many calls as VMC_MAX_NVML_FIELD_VALUES allows. */
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values) {

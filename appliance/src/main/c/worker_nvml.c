@@ -48,6 +48,7 @@ static struct {
     nvmlReturn_t (*link_capability)(nvmlDevice_t, unsigned int, int, unsigned int *);
     nvmlReturn_t (*link_remote_pci)(nvmlDevice_t, unsigned int, nvmlPciInfo_t *);
     nvmlReturn_t (*field_values)(nvmlDevice_t, int, nvmlFieldValue_t *);
+    nvmlReturn_t (*link_remote_type)(nvmlDevice_t, unsigned int, int *);
 } nvml;
 
 static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
@@ -99,6 +100,7 @@ static void load_nvml(void) {
     SYM(link_capability, "nvmlDeviceGetNvLinkCapability");
     SYM(link_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
     SYM(field_values, "nvmlDeviceGetFieldValues");
+    SYM(link_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
 #undef SYM
     nvmlReturn_t st = all ? nvml.init() : NVML_ERROR_FUNCTION_NOT_FOUND;
     if (st != NVML_SUCCESS) {
@@ -288,6 +290,9 @@ enum vmc_w_result vmc_w_nvml_topology(struct vmc_wcall *wc) {
     for (int c = 0; c < VMC_NVML_LINK_CAPS; c++)
         t.link_cap_call[c] = link ? ASK(link_capability, d, q.index, c, &t.link_cap[c]) : not_asked;
     t.remote_pci_call = link ? ASK(link_remote_pci, d, q.index, &t.remote_pci) : not_asked;
+    int type = 0;
+    t.remote_type_call = link ? ASK(link_remote_type, d, q.index, &type) : not_asked;
+    t.remote_type = (uint32_t)type;
     vmc_w_reply_status(wc, (cudaError_t)st);
     if (st == CUDA_SUCCESS)
         vmc_put_nvml_topology_reply(vmc_w_reply_out(wc), &(struct vmc_nvml_topology_reply){.topology = t});
