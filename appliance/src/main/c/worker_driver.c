@@ -515,16 +515,38 @@ static enum vmc_w_result pointer_attributes(struct vmc_wcall *wc) {
 
 /* A big copy may arrive in stripes on the session's other connections (PROTOCOL.md "Bulk data"), whose
  * threads never saw the client thread's cuCtxSetCurrent: a thread without a current context adopts the
- * context that owns the device memory, as the client thread's must have been able to address it. */
+ * context that owns the device memory, as the client thread's must have been able to address it. Memory of
+ * the virtual memory API and of memory pools (imported ones included) belongs to no context but to a device,
+ * whose primary context then serves, if the program has it: it is made current and its reference given back
+ * at once, so the program's own retains and releases still decide when it goes (H200 run 163: a striped
+ * copy of 4 MiB from a pool's buffer over TCP failed with CUDA_ERROR_INVALID_CONTEXT). */
 static void adopt_context_of(CUdeviceptr device) {
     DRV(PFN_cuCtxGetCurrent_v4000, get_current, "cuCtxGetCurrent", 4000, 0);
     DRV(PFN_cuCtxSetCurrent_v4000, set_current, "cuCtxSetCurrent", 4000, 0);
     DRV(PFN_cuPointerGetAttribute_v4000, attribute, "cuPointerGetAttribute", 4000, 0);
+    DRV(PFN_cuDeviceGet_v2000, device_get, "cuDeviceGet", 2000, 0);
+    DRV(PFN_cuDevicePrimaryCtxGetState_v7000, primary_state, "cuDevicePrimaryCtxGetState", 7000, 0);
+    DRV(PFN_cuDevicePrimaryCtxRetain_v7000, primary_retain, "cuDevicePrimaryCtxRetain", 7000, 0);
+    DRV(PFN_cuDevicePrimaryCtxRelease_v11000, primary_release, "cuDevicePrimaryCtxRelease", 11000, 0);
     CUcontext current = NULL, owner = NULL;
     if (!get_current || !set_current || !attribute || get_current(&current) != CUDA_SUCCESS || current)
         return;
-    if (attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, device) == CUDA_SUCCESS && owner)
+    if (attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, device) == CUDA_SUCCESS && owner) {
         set_current(owner);
+        return;
+    }
+    int ordinal = -1;
+    unsigned int flags = 0;
+    int active = 0;
+    CUdevice dev;
+    if (!device_get || !primary_state || !primary_retain || !primary_release ||
+        attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, device) != CUDA_SUCCESS || ordinal < 0 ||
+        device_get(&dev, ordinal) != CUDA_SUCCESS || primary_state(dev, &flags, &active) != CUDA_SUCCESS || !active)
+        return;
+    if (primary_retain(&owner, dev) == CUDA_SUCCESS) {
+        set_current(owner);
+        primary_release(dev);
+    }
 }
 
 CUresult vmc_w_drv_copy_block(CUdeviceptr device, void *host, size_t n, int to_device, int pinned, CUstream stream,
