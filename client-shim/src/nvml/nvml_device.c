@@ -324,35 +324,32 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice
     return st;
 }
 
+/* One NVLink's answer, for the getters below: NVML's status for the value, and the value (an expression of t_)
+ * into *out where that is success. */
+#define NVLINK_ANSWER(out, call, value)                                                                              \
+    do {                                                                                                             \
+        if (!(out))                                                                                                  \
+            return NVML_ERROR_INVALID_ARGUMENT;                                                                      \
+        struct vmc_nvml_topology t_;                                                                                 \
+        nvmlReturn_t st_ = link_of(device, link, &t_);                                                               \
+        if (st_ == NVML_SUCCESS && (st_ = t_.call) == NVML_SUCCESS)                                                  \
+            *(out) = (value);                                                                                        \
+        return st_;                                                                                                  \
+    } while (0)
+
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, int *isActive) {
-    if (!isActive)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    struct vmc_nvml_topology t;
-    nvmlReturn_t st = link_of(device, link, &t);
-    if (st == NVML_SUCCESS && (st = t.link_state_call) == NVML_SUCCESS)
-        *isActive = (int)t.link_state;
-    return st;
+    NVLINK_ANSWER(isActive, link_state_call, (int)t_.link_state);
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkCapability(nvmlDevice_t device, unsigned int link, int capability,
                                                        unsigned int *capResult) {
-    if (!capResult || capability < 0 || capability >= VMC_NVML_LINK_CAPS)
+    if (capability < 0 || capability >= VMC_NVML_LINK_CAPS)
         return NVML_ERROR_INVALID_ARGUMENT;
-    struct vmc_nvml_topology t;
-    nvmlReturn_t st = link_of(device, link, &t);
-    if (st == NVML_SUCCESS && (st = t.link_cap_call[capability]) == NVML_SUCCESS)
-        *capResult = t.link_cap[capability];
-    return st;
+    NVLINK_ANSWER(capResult, link_cap_call[capability], t_.link_cap[capability]);
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t *pci) {
-    if (!pci)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    struct vmc_nvml_topology t;
-    nvmlReturn_t st = link_of(device, link, &t);
-    if (st == NVML_SUCCESS && (st = t.remote_pci_call) == NVML_SUCCESS)
-        *pci = t.remote_pci;
-    return st;
+    NVLINK_ANSWER(pci, remote_pci_call, t_.remote_pci);
 }
 
 /* The unversioned name, which NCCL resolves, fills the same nvmlPciInfo_t as _v2 (NCCL reads its busId). */
@@ -361,13 +358,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo(nvmlDevice_t device, u
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link, int *pNvLinkDeviceType) {
-    if (!pNvLinkDeviceType)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    struct vmc_nvml_topology t;
-    nvmlReturn_t st = link_of(device, link, &t);
-    if (st == NVML_SUCCESS && (st = t.remote_type_call) == NVML_SUCCESS)
-        *pNvLinkDeviceType = (int)t.remote_type;
-    return st;
+    NVLINK_ANSWER(pNvLinkDeviceType, remote_type_call, (int)t_.remote_type);
 }
 
 /* Each value carries its own status (an NVLink that does not exist: NVML_ERROR_INVALID_ARGUMENT in its place); many

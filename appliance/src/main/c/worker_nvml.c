@@ -300,8 +300,8 @@ enum vmc_w_result vmc_w_nvml_topology(struct vmc_wcall *wc) {
 }
 
 /* vmc_drv_NvmlFieldValues: nvmlDeviceGetFieldValues of one GPU of the session (NCCL reads NVLink states of Hopper GPUs
- * so). The NVML status travels in the reply's first value's place when the call itself fails: the CUDA status says
- * whether the GPU is the session's, and each value carries its own nvmlReturn. */
+ * so). The CUDA status says whether the GPU is the session's; each value carries its own nvmlReturn, which is the
+ * status of the whole call where the appliance's NVML could not be asked or failed. */
 enum vmc_w_result vmc_w_nvml_field_values(struct vmc_wcall *wc) {
     struct vmc_nvml_field_values q;
     vmc_get_nvml_field_values(&wc->in, &q);

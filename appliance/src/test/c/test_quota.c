@@ -126,6 +126,14 @@ void *vmc_w_drv_resolve(const char *name, int version, int per_thread) {
 
 void vmc_w_log(const char *fmt, ...) { (void)fmt; }
 
+/* worker_shareable.c's: the exports of a released allocation handle go (recorded here, checked below) */
+static CUmemGenericAllocationHandle forgotten;
+static int forgets;
+void vmc_w_shareable_forget_allocation(CUmemGenericAllocationHandle h) {
+    forgotten = h;
+    forgets++;
+}
+
 static void *do_malloc(int which, size_t n, cudaError_t *st) {
     void *p = NULL;
     *st = which == 0 ? vmc_w_hook_cudaMalloc(&p, n) : which == 1 ? vmc_w_hook_cudaMallocAsync(&p, n, NULL)
@@ -250,6 +258,9 @@ int main(void) {
         CHECK(vmc_w_hook_cuMemCreate(drv_mem_create, &vh, 2u << 20, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY && driver_allocs == before);
         CHECK(vmc_w_hook_cuMemCreate(drv_mem_create, &vh, 100000, &prop, 0) == CUDA_SUCCESS && vmc_w_quota_used() == 100000);
         CHECK(vmc_w_hook_cuMemRelease(drv_mem_release, vh) == CUDA_SUCCESS && vmc_w_quota_used() == 0 && gpu_bytes == gpu_before);
+        /* its shareable exports went with it, and a release the driver refuses takes none */
+        CHECK(forgets == 1 && forgotten == vh);
+        CHECK(vmc_w_hook_cuMemRelease(drv_mem_release, vh) == CUDA_ERROR_INVALID_VALUE && forgets == 1);
         /* created, mapped, released at once (the usual pattern): still counted until it is unmapped */
         CHECK(vmc_w_hook_cuMemCreate(drv_mem_create, &vh, 100000, &prop, 0) == CUDA_SUCCESS);
         CHECK(vmc_w_hook_cuMemMap(drv_mem_map, 0x7e0000000000ull, 100000, 0, vh, 0) == CUDA_SUCCESS);
