@@ -95,7 +95,43 @@ static int child(int s) {
     return failures ? 1 : 0;
 }
 
-int main(void) {
+/* drv_shareable export-ticket FILE: exports an allocation, writes the descriptor's contents to FILE and exits (its
+ * session and its worker's socket with it). drv_shareable import-ticket FILE: imports from a descriptor holding
+ * FILE's contents. DriverFrontEndTest listens at the vanished socket's name in between, as a hostile party that
+ * reads /dev/shm could. */
+static int ticket_mode(const char *mode, const char *file) {
+    unsigned char record[4096];
+    use_primary_context();
+    if (!strcmp(mode, "export-ticket")) {
+        CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                    .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                    .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+        CUmemGenericAllocationHandle h;
+        int fd = -1;
+        CU(cuMemCreate(&h, 2 << 20, &prop, 0));
+        said("export", cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        ssize_t n = pread(fd, record, sizeof record, 0);
+        FILE *f = fopen(file, "wb");
+        int ok = n > 0 && f && fwrite(record, 1, (size_t)n, f) == (size_t)n;
+        if (f)
+            fclose(f);
+        return ok ? 0 : 2;
+    }
+    FILE *f = fopen(file, "rb");
+    size_t n = f ? fread(record, 1, sizeof record, f) : 0;
+    if (f)
+        fclose(f);
+    int fd = memfd_create("ticket", 0);
+    if (!n || fd < 0 || pwrite(fd, record, n, 0) != (ssize_t)n)
+        return 2;
+    CUmemGenericAllocationHandle h = 0;
+    said("import", cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3)
+        return ticket_mode(argv[1], argv[2]);
     setvbuf(stdout, NULL, _IOLBF, 0); /* parent and child print in turn, each line when it is printed */
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)

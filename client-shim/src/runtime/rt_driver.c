@@ -26,11 +26,20 @@ cudaError_t vmc_rt_status(CUresult r) { return vmc_rt_error((cudaError_t)r); }
 /* As NVIDIA's runtime does before its driver calls: the primary context of the thread's device made current (a
  * retain of it, which the runtime holds for the process). Not cudaFree(NULL): that would end another thread's
  * capture in the global mode. */
+cudaError_t vmc_rt_init_driver(void) {
+    if (cuInit(0) == CUDA_SUCCESS)
+        return cudaSuccess;
+    int n = 0;
+    cudaError_t st = cudaGetDeviceCount(&n); /* the runtime's own answer for this session (or for no session) */
+    return st != cudaSuccess ? st : cudaErrorNoDevice;
+}
+
 cudaError_t vmc_rt_driver_ready(CUcontext *ctx) {
-    CUresult r = cuInit(0);
+    cudaError_t init = vmc_rt_init_driver();
+    if (init != cudaSuccess)
+        return init;
     CUcontext current = NULL;
-    if (r == CUDA_SUCCESS)
-        r = cuCtxGetCurrent(&current);
+    CUresult r = cuCtxGetCurrent(&current);
     if (r == CUDA_SUCCESS && !current) {
         int ordinal = 0;
         CUdevice dev;
@@ -61,9 +70,10 @@ cudaError_t vmc_rt_function(const void *func, CUfunction *out) {
 }
 
 cudaError_t vmc_rt_device(int ordinal, CUdevice *out) {
-    CUresult r = cuInit(0);
-    if (r == CUDA_SUCCESS)
-        r = cuDeviceGet(out, ordinal);
+    cudaError_t init = vmc_rt_init_driver();
+    if (init != cudaSuccess)
+        return vmc_rt_error(init);
+    CUresult r = cuDeviceGet(out, ordinal);
     return r == CUDA_ERROR_INVALID_DEVICE ? vmc_rt_error(cudaErrorInvalidDevice) : vmc_rt_status(r);
 }
 

@@ -13,6 +13,10 @@
 /* The driver front end is initialised and the calling thread has the runtime's context current on the worker,
  * as NVIDIA's runtime makes sure before it calls its driver; *ctx (may be NULL) gets that context. */
 cudaError_t vmc_rt_driver_ready(CUcontext *ctx);
+/* cuInit through the driver front end, its failure as NVIDIA's runtime reports it: the runtime says whether the
+ * appliance lacks a driver (cudaErrorInsufficientDriver) or a GPU (cudaErrorNoDevice), where the driver says only
+ * CUDA_ERROR_NO_DEVICE. */
+cudaError_t vmc_rt_init_driver(void);
 /* A status the runtime function returns, recorded as the thread's last error when it is one (cudaGetLastError,
  * cudaPeekAtLastError see it, as natively). */
 cudaError_t vmc_rt_error(cudaError_t st);

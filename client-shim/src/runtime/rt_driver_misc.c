@@ -91,10 +91,11 @@ API cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
 
 static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int version, unsigned long long flags,
                                enum cudaDriverEntryPointQueryResult *status) {
-    CUresult r = cuInit(0);
-    if (r == CUDA_SUCCESS)
-        r = cuGetProcAddress(symbol, funcPtr, (int)version, (cuuint64_t)flags, (CUdriverProcAddressQueryResult *)status);
-    return vmc_rt_status(r);
+    cudaError_t init = vmc_rt_init_driver();
+    if (init != cudaSuccess)
+        return init;
+    return vmc_rt_status(cuGetProcAddress(symbol, funcPtr, (int)version, (cuuint64_t)flags,
+                                          (CUdriverProcAddressQueryResult *)status));
 }
 
 API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,

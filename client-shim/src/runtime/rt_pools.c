@@ -117,7 +117,7 @@ API cudaError_t cudaMemPoolImportPointer(void **ptr, cudaMemPool_t memPool, stru
  * the file a program calls in its loops. */
 API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
     int default_stream = !stream || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
-    cudaError_t st = default_stream ? vmc_rt_driver_ready(NULL) : vmc_rt_status(cuInit(0));
+    cudaError_t st = default_stream ? vmc_rt_driver_ready(NULL) : vmc_rt_init_driver();
     if (st != cudaSuccess)
         return vmc_rt_error(st);
     return vmc_rt_status(cuMemAllocFromPoolAsync((CUdeviceptr *)ptr, size, (CUmemoryPool)memPool, stream));

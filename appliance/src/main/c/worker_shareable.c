@@ -6,11 +6,15 @@
  * on driver 580, tests/bench/results/h200-run153-shareable-handles). A client's processes pass descriptors among
  * themselves in the client VM, where the driver's cannot go, and each process has its own worker here. So the
  * exporting worker keeps the driver's descriptor and answers with a ticket: this appliance's boot id, the name of
- * a Unix socket the worker listens on in /dev/shm, and 32 random bytes for this export. The client wraps the
- * ticket in a descriptor of its own (a sealed memfd), which the program passes around as it would the driver's.
- * An importing worker connects to the socket named in the ticket, presents the ticket, receives the driver's
- * descriptor and imports it (the client checked that the ticket is of the kind imported; the driver refuses a
- * descriptor of the other kind anyway).
+ * a Unix socket the worker listens on in /dev/shm, and 32 random bytes for this export (the secret). The client
+ * wraps the ticket in a descriptor of its own (a sealed memfd), which the program passes around as it would the
+ * driver's. An importing worker connects to the socket named in the ticket and asks for the export by its id (a
+ * keyed hash of the secret) with a fresh nonce; the exporter answers with the driver's descriptor and a proof (a
+ * keyed hash of the nonce under the secret), which the importer checks before its driver sees the descriptor.
+ * The secret never crosses the socket: whoever binds a vanished exporter's socket name (a /dev/shm listing shows
+ * the names) learns nothing it can use and cannot make an importer take its descriptor (an attack helper did so
+ * to the first version, which sent the secret). The client checked that the ticket is of the kind imported; the
+ * driver refuses a descriptor of the other kind anyway.
  *
  * Whoever holds the ticket holds the memory, as whoever holds the driver's descriptor does natively: the secret is
  * the capability (the socket is reachable by every worker, as /dev/shm is, and gives nothing without it). Unlike
@@ -35,17 +39,25 @@
 #include <unistd.h>
 
 #include "vmc_drv_internal.h"
+#include "vmc_sha256.h"
 #include "vmc_drv_worker_hooks.h"
 #include "vmc_wire.h"
 #include "worker.h"
 #include "worker_driver.h"
 
 #define SECRET_BYTES 32
-#define PEER_TIMEOUT_S 5 /* how long an importer waits for the exporter's answer */
-#define REQUEST_TIMEOUT_S 1 /* how long the exporter waits for an importer's ticket: it sends it at once */
+#define PEER_TIMEOUT_S 5 /* how long an importer waits for each step of the exporter's (connect, answer) */
+#define REQUEST_TIMEOUT_S 1 /* how long the exporter waits for an importer's request: it sends it at once */
+#define MAX_ANSWER_FDS 8 /* room for what a hostile peer may send, all of which is closed */
+
+/* The exchange on an exporter's socket (both ends are this file): the importer sends the export's id and a nonce;
+ * the exporter answers one byte (0: found) and the proof, with the driver's descriptor (SCM_RIGHTS) when found. */
+enum { ID_BYTES = 32, NONCE_BYTES = 32, PROOF_BYTES = 32, REQUEST_BYTES = ID_BYTES + NONCE_BYTES, ANSWER_BYTES = 1 + PROOF_BYTES };
+static const char ID_LABEL[] = "vmcuda shareable export id", PROOF_LABEL[] = "vmcuda shareable exporter proof";
 
 struct shareable_export {
     uint8_t secret[SECRET_BYTES];
+    uint8_t id[ID_BYTES]; /* export_id(secret) */
     uint32_t kind; /* VMC_SHAREABLE_ALLOCATION or VMC_SHAREABLE_POOL */
     uint64_t object;
     int fd;
@@ -98,37 +110,42 @@ static void set_timeouts(int s, int seconds) {
     setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-static int same_secret(const uint8_t *a, const uint8_t *b) {
+static int same_bytes(const uint8_t *a, const uint8_t *b, size_t n) {
     uint8_t d = 0; /* every byte compared: how long it takes says nothing of how much matched */
-    for (int i = 0; i < SECRET_BYTES; i++)
+    for (size_t i = 0; i < n; i++)
         d |= a[i] ^ b[i];
     return d == 0;
 }
 
-/* A duplicate of the descriptor of the export with that secret (the caller closes it), or -1. */
-static int lookup(const uint8_t secret[SECRET_BYTES]) {
+/* What names an export on the socket, and what proves the exporter holds its secret (keyed hashes under the secret:
+ * neither tells the secret, and one cannot be made from the other). */
+static void export_id(const uint8_t secret[SECRET_BYTES], uint8_t id[ID_BYTES]) {
+    vmc_hmac_sha256(secret, SECRET_BYTES, ID_LABEL, sizeof ID_LABEL - 1, NULL, 0, id);
+}
+static void exporter_proof(const uint8_t secret[SECRET_BYTES], const uint8_t nonce[NONCE_BYTES], uint8_t proof[PROOF_BYTES]) {
+    vmc_hmac_sha256(secret, SECRET_BYTES, PROOF_LABEL, sizeof PROOF_LABEL - 1, nonce, NONCE_BYTES, proof);
+}
+
+/* A duplicate of the descriptor of the export with that id (the caller closes it) and the proof for `nonce`, or -1. */
+static int lookup(const uint8_t id[ID_BYTES], const uint8_t nonce[NONCE_BYTES], uint8_t proof[PROOF_BYTES]) {
     int fd = -1;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_exports && fd < 0; i++)
-        if (same_secret(exports[i].secret, secret))
-            fd = fcntl(exports[i].fd, F_DUPFD_CLOEXEC, 0);
+        if (same_bytes(exports[i].id, id, ID_BYTES) && (fd = fcntl(exports[i].fd, F_DUPFD_CLOEXEC, 0)) >= 0)
+            exporter_proof(exports[i].secret, nonce, proof);
     pthread_mutex_unlock(&lock);
     return fd;
 }
 
-/* One importer: the ticket it holds, then one byte (0 with the descriptor, 1 without). The socket has timeouts, so a
- * peer that connects and says nothing holds this thread for REQUEST_TIMEOUT_S at most. */
+/* One importer: its request, then the answer. The socket has timeouts, so a peer that connects and says nothing
+ * holds this thread for REQUEST_TIMEOUT_S at most. */
 static void serve_importer(int s) {
-    struct vmc_shareable_ticket t;
-    uint8_t request[sizeof t.host + sizeof t.socket_id + sizeof t.secret];
+    uint8_t request[REQUEST_BYTES], answer[ANSWER_BYTES] = {1};
     if (recv(s, request, sizeof request, MSG_WAITALL) != (ssize_t)sizeof request)
         return;
-    struct vmc_in in;
-    vmc_in_init(&in, request, sizeof request);
-    vmc_get_shareable_ticket(&in, &t);
-    int fd = in.bad ? -1 : lookup(t.secret);
-    uint8_t answer = fd >= 0 ? 0 : 1;
-    if (vmc_send_with_fd(s, &answer, 1, fd) != 0)
+    int fd = lookup(request, request + ID_BYTES, answer + 1);
+    answer[0] = fd >= 0 ? 0 : 1;
+    if (vmc_send_with_fd(s, answer, sizeof answer, fd) != 0)
         vmc_w_log("shareable handle: an importer went away before its answer");
     if (fd >= 0)
         close(fd);
@@ -138,12 +155,15 @@ static void *serve_importers(void *arg) {
     int listener = (int)(intptr_t)arg;
     for (;;) {
         int s = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
-        if (s < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
-                continue;
+        if (s < 0 && (errno == EBADF || errno == EINVAL || errno == ENOTSOCK)) {
             vmc_w_log("shareable handle: the socket stopped accepting (%s); imports of this process's exports fail",
                       strerror(errno));
             return NULL;
+        }
+        if (s < 0) { /* out of descriptors or memory for now, an aborted connection: again, without spinning */
+            if (errno != EINTR && errno != ECONNABORTED)
+                usleep(10000);
+            continue;
         }
         set_timeouts(s, REQUEST_TIMEOUT_S);
         serve_importer(s);
@@ -192,6 +212,7 @@ static CUresult keep(int fd, uint32_t kind, uint64_t object, struct vmc_shareabl
     CUresult st = CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&lock);
     if (n_exports < (int)VMC_MAX_SHAREABLE_EXPORTS && ensure_listening() && random_bytes(e.secret, sizeof e.secret) == 0) {
+        export_id(e.secret, e.id);
         exports[n_exports++] = e;
         host_id(t->host);
         memcpy(t->socket_id, socket_id, sizeof t->socket_id);
@@ -269,9 +290,31 @@ static int drivers_descriptor(int fd) {
     return stat("/dev/nvidiactl", &control) != 0 || major(got.st_rdev) == major(control.st_rdev);
 }
 
-/* The driver's descriptor the ticket names, from the exporting worker: CUDA_SUCCESS and *fd, or
- * CUDA_ERROR_NOT_SUPPORTED (exported on another machine) or CUDA_ERROR_NOT_FOUND (the exporter's socket or export is
- * gone), the codes the client explains (PROTOCOL.md "Shareable handles"). */
+/* The descriptors of every SCM_RIGHTS message in m: the one in *fd when it came alone, every other one closed (a
+ * peer could send several, or several messages' worth). */
+static void take_descriptors(struct msghdr *m, int *fd) {
+    int n_seen = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+            if (n_seen++ == 0)
+                *fd = got;
+            else
+                close(got);
+        }
+    }
+    if (n_seen > 1 && *fd >= 0)
+        close(*fd), *fd = -1;
+}
+
+/* The driver's descriptor the ticket names, from the exporting worker, once it has proved that it holds the secret:
+ * CUDA_SUCCESS and *fd, or CUDA_ERROR_NOT_SUPPORTED (exported on another machine) or CUDA_ERROR_NOT_FOUND (the
+ * exporter's socket or export is not there, or whatever answers there cannot prove it is the exporter), the codes
+ * the client explains (PROTOCOL.md "Shareable handles"). */
 static CUresult fetch(const struct vmc_shareable_ticket *t, int *fd) {
     uint8_t here[16];
     host_id(here);
@@ -279,36 +322,34 @@ static CUresult fetch(const struct vmc_shareable_ticket *t, int *fd) {
         return CUDA_ERROR_NOT_SUPPORTED;
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     path_for(t->socket_id, a.sun_path, sizeof a.sun_path);
+    uint8_t request[REQUEST_BYTES], answer[ANSWER_BYTES] = {1}, expected[PROOF_BYTES];
+    export_id(t->secret, request);
+    if (random_bytes(request + ID_BYTES, NONCE_BYTES) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    exporter_proof(t->secret, request + ID_BYTES, expected);
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     set_timeouts(s, PEER_TIMEOUT_S);
-    struct vmc_out o = {0};
-    vmc_put_shareable_ticket(&o, t);
     CUresult st = CUDA_ERROR_NOT_FOUND;
-    uint8_t answer = 1;
-    char control[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {&answer, 1};
+    char control[CMSG_SPACE(MAX_ANSWER_FDS * sizeof(int))];
+    struct iovec iov = {answer, sizeof answer};
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-    if (!o.broken && connect(s, (struct sockaddr *)&a, sizeof a) == 0 &&
-        send(s, o.data, o.len, MSG_NOSIGNAL) == (ssize_t)o.len && recvmsg(s, &m, MSG_CMSG_CLOEXEC) == 1) {
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-                int got;
-                memcpy(&got, CMSG_DATA(c), sizeof got);
-                if (*fd < 0)
-                    *fd = got;
-                else
-                    close(got);
-            }
-        if (answer == 0 && *fd >= 0 && drivers_descriptor(*fd))
+    ssize_t got = -1;
+    if (connect(s, (struct sockaddr *)&a, sizeof a) == 0 && send(s, request, sizeof request, MSG_NOSIGNAL) == (ssize_t)sizeof request)
+        got = recvmsg(s, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+    if (got >= 0)
+        take_descriptors(&m, fd); /* whatever came, kept only below */
+    if (got == (ssize_t)sizeof answer) {
+        int proved = answer[0] == 0 && same_bytes(answer + 1, expected, PROOF_BYTES) && !(m.msg_flags & MSG_CTRUNC);
+        if (proved && *fd >= 0 && drivers_descriptor(*fd))
             st = CUDA_SUCCESS;
-        else if (answer == 0 && *fd >= 0)
-            vmc_w_log("shareable handle: %s answered with a descriptor that is not a GPU's; refused", a.sun_path);
+        else if (answer[0] == 0)
+            vmc_w_log("shareable handle: %s answered without %s; refused", a.sun_path,
+                      !proved ? "the exporter's proof" : "one GPU descriptor");
     }
     if (st != CUDA_SUCCESS && *fd >= 0)
         close(*fd), *fd = -1;
-    vmc_out_free(&o);
     close(s);
     return st;
 }

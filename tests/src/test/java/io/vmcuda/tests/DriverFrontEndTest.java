@@ -148,6 +148,62 @@ class DriverFrontEndTest {
         }
     }
 
+    /**
+     * Whoever binds a vanished exporter's socket name (the names are listed in /dev/shm) and answers an importer
+     * learns nothing of the export's secret and cannot make the importer take its word: the importer asks by an id and
+     * a nonce and wants a proof only the secret gives (an attack helper's squatter got the secret from the first
+     * version). Here the test itself squats, after the exporting program and its session have ended.
+     */
+    @Test
+    void aSocketBoundInAVanishedExportersPlaceLearnsNoSecretAndIsNotBelieved() throws Exception {
+        try (DaemonProcess d = DaemonProcess.start(root, work, standInConfig(), null, "daemon-shareable-squat.log")) {
+            Path ticket = work.resolve("squat.ticket");
+            Path program = driverDir.resolve("drv_shareable");
+            ProgramRunner.Result exported = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
+                    "127.0.0.1:" + d.port, "--", program.toString(), "export-ticket", ticket.toString()), env(d, "tcp"),
+                    driverDir, work.resolve("squat-export"));
+            assertEquals("export: CUDA_SUCCESS\n", exported.stdout(), exported.describe());
+            // the descriptor's contents (drv_shareable.c): 16 bytes of magic, the kind, then the ticket: boot id,
+            // socket id, secret
+            byte[] record = Files.readAllBytes(ticket);
+            assertEquals(84, record.length, "ticket record");
+            StringBuilder id = new StringBuilder();
+            for (int i = 36; i < 52; i++) id.append(String.format("%02x", record[i]));
+            byte[] secret = java.util.Arrays.copyOfRange(record, 52, 84);
+            Path socket = Path.of("/dev/shm/vmcuda-shareable." + id);
+            DaemonProcess.await("the exporter's socket gone with its session", 15_000, () -> !Files.exists(socket));
+            try (java.nio.channels.ServerSocketChannel impostor =
+                         java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+                impostor.bind(java.net.UnixDomainSocketAddress.of(socket));
+                Files.setPosixFilePermissions(socket, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+                java.util.concurrent.CompletableFuture<byte[]> heard = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    try (java.nio.channels.SocketChannel importer = impostor.accept()) {
+                        java.nio.ByteBuffer request = java.nio.ByteBuffer.allocate(64);
+                        while (request.hasRemaining() && importer.read(request) >= 0) { }
+                        java.nio.ByteBuffer yes = java.nio.ByteBuffer.allocate(33); // "found", and a proof of zeros
+                        while (yes.hasRemaining()) importer.write(yes);
+                        return java.util.Arrays.copyOf(request.array(), request.position());
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                ProgramRunner.Result imported = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run",
+                        "--appliance", "127.0.0.1:" + d.port, "--", program.toString(), "import-ticket", ticket.toString()),
+                        env(d, "tcp"), driverDir, work.resolve("squat-import"));
+                String ctx = "\n" + imported.describe() + "--- workers ---\n" + workerLogs(d);
+                assertEquals("import: CUDA_ERROR_INVALID_VALUE\n", imported.stdout(), ctx);
+                byte[] request = heard.get(30, java.util.concurrent.TimeUnit.SECONDS);
+                assertEquals(64, request.length, ctx);
+                for (int at = 0; at + secret.length <= request.length; at++)
+                    assertFalse(java.util.Arrays.equals(request, at, at + secret.length, secret, 0, secret.length),
+                            "the secret reached the impostor" + ctx);
+                assertTrue(workerLogs(d).contains("answered without the exporter's proof"), ctx);
+            } finally {
+                Files.deleteIfExists(socket);
+            }
+        }
+    }
+
     @Test
     void againstTheStandInDriverEveryCheckRunsToTheEnd() throws Exception {
         Map<String, String> config = standInConfig();
