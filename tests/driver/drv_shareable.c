@@ -96,13 +96,15 @@ static int child(int s) {
 }
 
 /* drv_shareable export-ticket FILE: exports an allocation, writes the descriptor's contents to FILE and exits (its
- * session and its worker's socket with it). drv_shareable import-ticket FILE: imports from a descriptor holding
- * FILE's contents. DriverFrontEndTest listens at the vanished socket's name in between, as a hostile party that
- * reads /dev/shm could. */
+ * session and its worker's socket with it); hold-ticket FILE: the same, but exits only once FILE.done exists.
+ * drv_shareable import-ticket FILE: imports from a descriptor holding FILE's contents. DriverFrontEndTest listens at
+ * the vanished socket's name in between, as a hostile party that reads /dev/shm could, and knocks at a live one as
+ * a process that is no worker. */
 static int ticket_mode(const char *mode, const char *file) {
     unsigned char record[4096];
+    int hold = !strcmp(mode, "hold-ticket");
     use_primary_context();
-    if (!strcmp(mode, "export-ticket")) {
+    if (!strcmp(mode, "export-ticket") || hold) {
         CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
                                     .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                                     .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
@@ -111,10 +113,19 @@ static int ticket_mode(const char *mode, const char *file) {
         CU(cuMemCreate(&h, 2 << 20, &prop, 0));
         said("export", cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
         ssize_t n = pread(fd, record, sizeof record, 0);
-        FILE *f = fopen(file, "wb");
+        char written[4200];
+        snprintf(written, sizeof written, "%s.part", file);
+        FILE *f = fopen(written, "wb");
         int ok = n > 0 && f && fwrite(record, 1, (size_t)n, f) == (size_t)n;
         if (f)
             fclose(f);
+        ok = ok && rename(written, file) == 0; /* whole, or not there */
+        if (ok && hold) { /* hold-ticket: the export stays until FILE.done appears (at most a minute) */
+            char done[4200];
+            snprintf(done, sizeof done, "%s.done", file);
+            for (int i = 0; i < 600 && access(done, F_OK) != 0; i++)
+                usleep(100000);
+        }
         return ok ? 0 : 2;
     }
     FILE *f = fopen(file, "rb");

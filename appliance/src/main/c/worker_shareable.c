@@ -151,6 +151,21 @@ static void serve_importer(int s) {
         close(fd);
 }
 
+/* Whether the peer on s is a worker: of this worker's uid, or of the workers' uid range the daemon gives
+ * (VMCUDA_WORKER_UIDS, FIRST-LAST, where sessions have uids of their own). Anyone else that can reach the socket (a
+ * host service of the workers' group, say) is hung up on at once, without holding the answering thread. */
+static int peer_is_worker(int s) {
+    struct ucred who;
+    socklen_t n = sizeof who;
+    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &who, &n) != 0 || n != sizeof who)
+        return 0;
+    if (who.uid == geteuid())
+        return 1;
+    unsigned long first = 0, last = 0;
+    const char *range = getenv("VMCUDA_WORKER_UIDS");
+    return range && sscanf(range, "%lu-%lu", &first, &last) == 2 && who.uid >= first && who.uid <= last;
+}
+
 static void *serve_importers(void *arg) {
     int listener = (int)(intptr_t)arg;
     for (;;) {
@@ -166,7 +181,8 @@ static void *serve_importers(void *arg) {
             continue;
         }
         set_timeouts(s, REQUEST_TIMEOUT_S);
-        serve_importer(s);
+        if (peer_is_worker(s))
+            serve_importer(s);
         close(s);
     }
 }

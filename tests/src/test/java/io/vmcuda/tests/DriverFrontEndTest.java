@@ -158,6 +158,7 @@ class DriverFrontEndTest {
     void aSocketBoundInAVanishedExportersPlaceLearnsNoSecretAndIsNotBelieved() throws Exception {
         try (DaemonProcess d = DaemonProcess.start(root, work, standInConfig(), null, "daemon-shareable-squat.log")) {
             Path ticket = work.resolve("squat.ticket");
+            Files.deleteIfExists(ticket);
             Path program = driverDir.resolve("drv_shareable");
             ProgramRunner.Result exported = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
                     "127.0.0.1:" + d.port, "--", program.toString(), "export-ticket", ticket.toString()), env(d, "tcp"),
@@ -201,6 +202,51 @@ class DriverFrontEndTest {
             } finally {
                 Files.deleteIfExists(socket);
             }
+        }
+    }
+
+    /**
+     * An exporter's socket in /dev/shm is reachable by anything of the workers' group; a process that is no worker
+     * (here the test itself, as root, while sandboxed workers have uids of their own) is hung up on at once, without an
+     * answer and without holding the exporter's one answering thread.
+     */
+    @Test
+    void anExporterHangsUpOnAProcessThatIsNoWorker() throws Exception {
+        assumeTrue(DaemonProcess.currentUid() == 0, "workers have uids of their own only when sandboxed (root)");
+        try (DaemonProcess d = DaemonProcess.start(root, work, standInConfig(), null, "daemon-shareable-peer.log")) {
+            Path ticket = work.resolve("peer.ticket");
+            Files.deleteIfExists(ticket); // a rerun's work directory still has the last one's
+            Files.deleteIfExists(Path.of(ticket + ".done"));
+            java.util.concurrent.CompletableFuture<ProgramRunner.Result> holder = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
+                            "127.0.0.1:" + d.port, "--", driverDir.resolve("drv_shareable").toString(), "hold-ticket",
+                            ticket.toString()), env(d, "tcp"), driverDir, work.resolve("peer-export"));
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            try {
+                DaemonProcess.await("the ticket written", 60_000, () -> Files.exists(ticket));
+                byte[] record = Files.readAllBytes(ticket);
+                StringBuilder id = new StringBuilder();
+                for (int i = 36; i < 52; i++) id.append(String.format("%02x", record[i]));
+                try (java.nio.channels.SocketChannel knock = java.nio.channels.SocketChannel.open(
+                        java.net.UnixDomainSocketAddress.of("/dev/shm/vmcuda-shareable." + id))) {
+                    int answered;
+                    try {
+                        knock.write(java.nio.ByteBuffer.allocate(64));
+                        answered = knock.read(java.nio.ByteBuffer.allocate(33));
+                    } catch (java.io.IOException hungUp) {
+                        answered = -1; // hung up before the request went, or with it unread (a reset, a broken pipe)
+                    }
+                    assertEquals(-1, answered, "the exporter answered a process that is no worker");
+                }
+            } finally {
+                Files.writeString(Path.of(ticket + ".done"), "");
+            }
+            ProgramRunner.Result held = holder.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals("export: CUDA_SUCCESS\n", held.stdout(), held.describe() + "--- workers ---\n" + workerLogs(d));
         }
     }
 

@@ -364,6 +364,8 @@ public final class WorkerLauncher {
         if (spec.memoryQuotaBytes() > 0) env.put("VMCUDA_MEMORY_QUOTA", Long.toString(spec.memoryQuotaBytes()));
         if (!"0".equals(idleReleaseMinutes)) env.put("VMCUDA_IDLE_RELEASE_MINUTES", idleReleaseMinutes);
         env.put("VMCUDA_CUDA_IPC", cudaIpc ? "1" : "0");
+        // the uids of the workers' sessions, whose workers alone may ask this one for an export (worker_shareable.c)
+        if (uids != null) env.put("VMCUDA_WORKER_UIDS", uids.describe());
         // where the daemon lends cached module images (PROTOCOL.md "Worker ↔ daemon"); unset: no module cache
         if (spec.lendDir() != null) env.put("VMCUDA_MODULE_LEND_DIR", spec.lendDir().toAbsolutePath().toString());
         List<Path> regions = regions(spec);

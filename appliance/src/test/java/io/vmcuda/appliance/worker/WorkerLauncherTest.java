@@ -43,6 +43,17 @@ class WorkerLauncherTest {
         assertEquals("1", l.environment(spec(null), Map.of()).get("VMCUDA_CUDA_IPC"));
     }
 
+    /** Only workers may ask a worker for a shareable export: it is told which uids they have, when they have their own. */
+    @Test
+    void sandboxedWorkersOfTheirOwnUidsAreToldTheRange() {
+        Sandbox sandbox = new Sandbox(Path.of("/opt/vmcuda/native/vmcuda-sandbox"), "nobody", 4096, 1024, "512m");
+        WorkerLauncher ranged = new WorkerLauncher(Path.of("/state/run/worker.sock"), Path.of("/opt/vmcuda/native"),
+                List.of(), 4194304, Map.of(), sandbox, "0", List.of(), UidPool.parse("5000000-5099999"), null);
+        assertEquals("5000000-5099999", ranged.environment(spec(null), Map.of("VMCUDA_WORKER_UIDS", "0-99")).get("VMCUDA_WORKER_UIDS"));
+        assertFalse(launcher.environment(spec(null), Map.of("VMCUDA_WORKER_UIDS", "0-99")).containsKey("VMCUDA_WORKER_UIDS"),
+                "workers of one uid: the worker's own uid is the rule, whatever the daemon's environment says");
+    }
+
     @Test
     void withoutGpusCudaVisibleDevicesIsUnsetNotInherited() {
         Map<String, String> env = launcher.environment(spec(null), Map.of("CUDA_VISIBLE_DEVICES", "0"));
