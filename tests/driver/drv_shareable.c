@@ -1,7 +1,8 @@
 /* drv_shareable: shareable handles as POSIX file descriptors between two processes of one program, as NCCL,
  * memMapIPCDrv and streamOrderedAllocationIPC use them. The parent exports a physical allocation and a memory pool,
  * sends both descriptors to its child over a Unix socket (SCM_RIGHTS) and closes its own; the child imports them.
- * Also: a fabric handle is refused, a descriptor of anything else or of the other kind imports nothing, a forged
+ * Also: a fabric handle is refused, one handle exported again and again keeps being exported, a descriptor of
+ * anything else or of the other kind imports nothing, a forged
  * copy of the descriptor's contents imports nothing, and once the parent has released the allocation its descriptor
  * imports nothing more (through vmcuda; natively the descriptor would keep it). Each outcome is printed by name; run
  * through vmcuda against the stand-in driver by DriverFrontEndTest (the GPU runs check the memory itself:
@@ -163,6 +164,16 @@ int main(int argc, char **argv) {
     CUmemFabricHandle fabric;
     said("parent: export the allocation", cuMemExportToShareableHandle(&fd_allocation, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
     said("parent: export it as a fabric handle", cuMemExportToShareableHandle(&fabric, h, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+    /* as a program that exports one handle to each peer, or each step, and closes the descriptor: more times than the
+     * appliance keeps exports */
+    CUresult again = CUDA_SUCCESS;
+    for (int i = 0; i < 1100 && again == CUDA_SUCCESS; i++) {
+        int fd = -1;
+        again = cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+        if (fd >= 0)
+            close(fd);
+    }
+    said("parent: export it again 1100 times", again);
     CUmemPoolProps pool_props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
                                  .handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                                  .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};

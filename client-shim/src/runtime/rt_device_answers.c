@@ -80,6 +80,8 @@ __attribute__((visibility("default"))) cudaError_t cudaGetDeviceProperties(struc
         prop->pageableMemoryAccess = vmc_device_view_attribute(cudaDevAttrPageableMemoryAccess, prop->pageableMemoryAccess);
         prop->pageableMemoryAccessUsesHostPageTables = vmc_device_view_attribute(
             cudaDevAttrPageableMemoryAccessUsesHostPageTables, prop->pageableMemoryAccessUsesHostPageTables);
+        prop->memoryPoolSupportedHandleTypes = (unsigned int)vmc_device_view_attribute(
+            cudaDevAttrMemoryPoolSupportedHandleTypes, (int)prop->memoryPoolSupportedHandleTypes);
     }
     if (st == cudaSuccess && cacheable) {
         pthread_mutex_lock(&properties_lock); /* two first askers write the same bytes, one at a time */

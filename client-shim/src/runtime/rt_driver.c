@@ -27,11 +27,12 @@ cudaError_t vmc_rt_status(CUresult r) { return vmc_rt_error((cudaError_t)r); }
  * retain of it, which the runtime holds for the process). Not cudaFree(NULL): that would end another thread's
  * capture in the global mode. */
 cudaError_t vmc_rt_init_driver(void) {
-    if (cuInit(0) == CUDA_SUCCESS)
+    CUresult r = cuInit(0);
+    if (r == CUDA_SUCCESS)
         return cudaSuccess;
     int n = 0;
     cudaError_t st = cudaGetDeviceCount(&n); /* the runtime's own answer for this session (or for no session) */
-    return st != cudaSuccess ? st : cudaErrorNoDevice;
+    return st != cudaSuccess ? st : n == 0 ? cudaErrorNoDevice : vmc_rt_status(r);
 }
 
 cudaError_t vmc_rt_driver_ready(CUcontext *ctx) {

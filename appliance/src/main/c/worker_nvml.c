@@ -309,7 +309,8 @@ enum vmc_w_result vmc_w_nvml_field_values(struct vmc_wcall *wc) {
         return VMC_W_BAD_ARGS;
     pthread_once(&nvml_once, load_nvml);
     nvmlFieldValue_t values[VMC_MAX_NVML_FIELD_VALUES];
-    memcpy(values, q.values, q.n * sizeof *values);
+    if (q.n)
+        memcpy(values, q.values, q.n * sizeof *values);
     nvmlDevice_t d = NULL;
     nvmlReturn_t found;
     CUresult st = nvml_device((int)q.ordinal, &d, &found);

@@ -206,9 +206,11 @@ static int ensure_listening(void) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || chmod(socket_path, 0660) != 0 || listen(s, 16) != 0 ||
-        pthread_create(&t, &attr, serve_importers, (void *)(intptr_t)s) != 0) {
-        vmc_w_log("shareable handle: cannot listen on %s (%s); exports are refused", socket_path, strerror(errno));
+    int failed = s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || chmod(socket_path, 0660) != 0 || listen(s, 16) != 0
+                     ? errno
+                     : pthread_create(&t, &attr, serve_importers, (void *)(intptr_t)s); /* its error is its result */
+    if (failed) {
+        vmc_w_log("shareable handle: cannot listen on %s (%s); exports are refused", socket_path, strerror(failed));
         if (s >= 0)
             close(s);
         unlink(socket_path);
@@ -222,22 +224,39 @@ static int ensure_listening(void) {
 }
 
 /* Keeps the driver's descriptor `fd` for importers and fills the ticket; CUDA_ERROR_OUT_OF_MEMORY (fd closed) where
- * it cannot. */
+ * it cannot. An object exported before keeps its export and ticket (the new descriptor names the same memory and is
+ * closed): natively each export's descriptor is closed by the program, which the worker cannot see, so a program
+ * that exports one handle again and again (to each peer, each step) would otherwise fill the table. Caller holds
+ * nothing. */
 static CUresult keep(int fd, uint32_t kind, uint64_t object, struct vmc_shareable_ticket *t) {
     struct shareable_export e = {.kind = kind, .object = object, .fd = fd};
     CUresult st = CUDA_ERROR_OUT_OF_MEMORY;
+    int held;
     pthread_mutex_lock(&lock);
-    if (n_exports < (int)VMC_MAX_SHAREABLE_EXPORTS && ensure_listening() && random_bytes(e.secret, sizeof e.secret) == 0) {
+    int at = -1;
+    for (int i = 0; i < n_exports && at < 0; i++)
+        if (exports[i].kind == kind && exports[i].object == object)
+            at = i;
+    if (at >= 0) {
+        close(fd); /* the same memory's export is kept already */
+        fd = -1;
+        e = exports[at];
+        st = CUDA_SUCCESS;
+    } else if (n_exports < (int)VMC_MAX_SHAREABLE_EXPORTS && ensure_listening() &&
+               random_bytes(e.secret, sizeof e.secret) == 0) {
         export_id(e.secret, e.id);
         exports[n_exports++] = e;
+        st = CUDA_SUCCESS;
+    }
+    if (st == CUDA_SUCCESS) {
         host_id(t->host);
         memcpy(t->socket_id, socket_id, sizeof t->socket_id);
         memcpy(t->secret, e.secret, sizeof t->secret);
-        st = CUDA_SUCCESS;
     }
+    held = n_exports;
     pthread_mutex_unlock(&lock);
     if (st != CUDA_SUCCESS) {
-        vmc_w_log("shareable handle: export refused (%d held, or no socket for importers)", n_exports);
+        vmc_w_log("shareable handle: export refused (%d held, or no socket for importers)", held);
         close(fd);
     }
     return st;
