@@ -48,6 +48,7 @@
 #include <ucp/api/ucp.h>
 
 #include "sandbox_seccomp.h"
+#include "vmc_fds.h"
 #include "ucx_agent.h"
 
 #define MAX_RINGS 256
@@ -257,26 +258,7 @@ static int serve(int sock, int ucx_ok) {
         return -1;
     if (n < 0)
         return 0; /* nothing received: the control buffer holds nothing to read */
-    /* exactly one descriptor is expected; any others are closed, never kept */
-    int fd = -1, extra = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t n_fds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < n_fds; i++) {
-            int got;
-            memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
-            if (fd < 0 && !extra)
-                fd = got;
-            else
-                close(got), extra = 1;
-        }
-    }
-    if (extra || (m.msg_flags & MSG_CTRUNC)) {
-        if (fd >= 0)
-            close(fd);
-        fd = -1;
-    }
+    int fd = vmc_take_one_fd(&m); /* exactly one descriptor is expected; any others are closed, never kept */
     if (n == (ssize_t)sizeof q && q.op == VMC_UCX_ATTACH && !ucx_ok)
         refuse(sock, UCS_ERR_UNSUPPORTED, "UCX did not start on the appliance (see the session log)");
     else if (n == (ssize_t)sizeof q && q.op == VMC_UCX_ATTACH)

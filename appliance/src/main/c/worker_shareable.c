@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "vmc_drv_internal.h"
+#include "vmc_fds.h"
 #include "vmc_sha256.h"
 #include "vmc_drv_worker_hooks.h"
 #include "vmc_wire.h"
@@ -70,9 +71,12 @@ static int listening; /* 1: the socket is up, -1: it could not be set up */
 static uint8_t socket_id[16];
 static char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
-/* This machine's boot id as 16 bytes (zeros where it cannot be read): two workers with the same one share /dev/shm. */
-static void host_id(uint8_t id[16]) {
-    memset(id, 0, 16);
+/* This machine's boot id as 16 bytes (zeros where it cannot be read): two workers with the same one share /dev/shm.
+ * Read once: it does not change while the machine runs. */
+static uint8_t boot_id[16];
+static pthread_once_t boot_id_once = PTHREAD_ONCE_INIT;
+
+static void read_boot_id(void) {
     char text[64] = {0};
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
     if (!f)
@@ -82,10 +86,15 @@ static void host_id(uint8_t id[16]) {
         for (const char *p = text; *p && n < 32; p++) {
             int v = (*p >= '0' && *p <= '9') ? *p - '0' : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10 : -1;
             if (v >= 0)
-                id[n / 2] = (uint8_t)(id[n / 2] << 4 | v), n++;
+                boot_id[n / 2] = (uint8_t)(boot_id[n / 2] << 4 | v), n++;
         }
     }
     fclose(f);
+}
+
+static void host_id(uint8_t id[16]) {
+    pthread_once(&boot_id_once, read_boot_id);
+    memcpy(id, boot_id, sizeof boot_id);
 }
 
 static void path_for(const uint8_t id[16], char *path, size_t size) {
@@ -325,27 +334,6 @@ static int drivers_descriptor(int fd) {
     return stat("/dev/nvidiactl", &control) != 0 || major(got.st_rdev) == major(control.st_rdev);
 }
 
-/* The descriptors of every SCM_RIGHTS message in m: the one in *fd when it came alone, every other one closed (a
- * peer could send several, or several messages' worth). */
-static void take_descriptors(struct msghdr *m, int *fd) {
-    int n_seen = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < n; i++) {
-            int got;
-            memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
-            if (n_seen++ == 0)
-                *fd = got;
-            else
-                close(got);
-        }
-    }
-    if (n_seen > 1 && *fd >= 0)
-        close(*fd), *fd = -1;
-}
-
 /* The driver's descriptor the ticket names, from the exporting worker, once it has proved that it holds the secret:
  * CUDA_SUCCESS and *fd, or CUDA_ERROR_NOT_SUPPORTED (exported on another machine) or CUDA_ERROR_NOT_FOUND (the
  * exporter's socket or export is not there, or whatever answers there cannot prove it is the exporter), the codes
@@ -374,9 +362,9 @@ static CUresult fetch(const struct vmc_shareable_ticket *t, int *fd) {
     if (connect(s, (struct sockaddr *)&a, sizeof a) == 0 && send(s, request, sizeof request, MSG_NOSIGNAL) == (ssize_t)sizeof request)
         got = recvmsg(s, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
     if (got >= 0)
-        take_descriptors(&m, fd); /* whatever came, kept only below */
+        *fd = vmc_take_one_fd(&m); /* whatever came, kept only below */
     if (got == (ssize_t)sizeof answer) {
-        int proved = answer[0] == 0 && same_bytes(answer + 1, expected, PROOF_BYTES) && !(m.msg_flags & MSG_CTRUNC);
+        int proved = answer[0] == 0 && same_bytes(answer + 1, expected, PROOF_BYTES);
         if (proved && *fd >= 0 && drivers_descriptor(*fd))
             st = CUDA_SUCCESS;
         else if (answer[0] == 0)
