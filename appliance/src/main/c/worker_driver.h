@@ -72,8 +72,14 @@ enum vmc_w_result vmc_w_pool_attribute(struct vmc_wcall *wc, int set);
 enum vmc_w_result vmc_w_shareable_export(struct vmc_wcall *wc, uint32_t kind);
 enum vmc_w_result vmc_w_shareable_import(struct vmc_wcall *wc, uint32_t kind);
 void vmc_w_shareable_forget_allocation(CUmemGenericAllocationHandle handle);
+/* An allocation handle imported from another process (worker_vmm.c): one reference of the program's, followed as
+ * cuMemCreate's are, so that its own exports go when it is freed here. */
+void vmc_w_vmm_imported(CUmemGenericAllocationHandle handle);
 
-/* Driver-mode bulk copies (COPY_DRIVER): one block, and waiting for a stream. */
+/* Driver-mode bulk copies (COPY_DRIVER): one block, and waiting for a stream. A call other than a bulk copy that runs
+ * on a thread calls forget_adopted_context first: the program may set its own context now, which a copy block must
+ * then leave alone (worker_driver.c, adopt_context_of). */
+void vmc_w_drv_forget_adopted_context(void);
 CUresult vmc_w_drv_copy_block(CUdeviceptr device, void *host, size_t n, int to_device, int pinned, CUstream stream,
                               int per_thread);
 CUresult vmc_w_drv_stream_sync(CUstream stream);

@@ -1,5 +1,5 @@
 /* The quota's accounting (worker_quota.c) for the other allocators it serves (worker_quota_arrays.c,
- * worker_quota_vmm.c). The allocators themselves are the hooks of vmc_worker_hooks.h / vmc_drv_worker_hooks.h. */
+ * worker_vmm.c). The allocators themselves are the hooks of vmc_worker_hooks.h / vmc_drv_worker_hooks.h. */
 #ifndef WORKER_QUOTA_H
 #define WORKER_QUOTA_H
 

@@ -20,9 +20,10 @@
  * the capability (the socket is reachable by every worker, as /dev/shm is, and gives nothing without it). Unlike
  * CUDA IPC's guessable handles (worker_ipc.c), this needs no setting per appliance.
  *
- * Lifetime: the worker holds the descriptor until the allocation handle is released or the pool destroyed by the
- * exporter, or until its session ends (natively the descriptor keeps the memory until the program closes it, which
- * the worker cannot see). An import after that fails. */
+ * Lifetime: the worker holds the descriptor until the exporter's allocation is freed (its last reference released
+ * and its last mapping unmapped, worker_vmm.c) or the pool destroyed, or until its session ends (natively the
+ * descriptor keeps the memory until the program closes it, which the worker cannot see). An import after that
+ * fails. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -271,7 +272,7 @@ static CUresult keep(int fd, uint32_t kind, uint64_t object, struct vmc_shareabl
     return st;
 }
 
-/* The exporter released the handle or destroyed the pool: its descriptors go (natively the memory would stay while
+/* The exporter's allocation was freed or its pool destroyed: its descriptors go (natively the memory would stay while
  * the program kept a descriptor open; here it goes once the exporter's and importers' own references are gone). */
 static void forget(uint32_t kind, uint64_t object) {
     pthread_mutex_lock(&lock);
@@ -392,6 +393,8 @@ enum vmc_w_result vmc_w_shareable_import(struct vmc_wcall *wc, uint32_t kind) {
         st = import_allocation ? import_allocation(&h, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
                                : vmc_w_drv_missing("cuMemImportFromShareableHandle");
         object = (uint64_t)h;
+        if (st == CUDA_SUCCESS)
+            vmc_w_vmm_imported(h);
     } else if (st == CUDA_SUCCESS) {
         DRV(PFN_cuMemPoolImportFromShareableHandle_v11020, import_pool, "cuMemPoolImportFromShareableHandle", 11020, 0);
         CUmemoryPool pool = NULL;

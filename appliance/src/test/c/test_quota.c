@@ -265,9 +265,9 @@ int main(void) {
         CHECK(vmc_w_hook_cuMemCreate(drv_mem_create, &vh, 100000, &prop, 0) == CUDA_SUCCESS);
         CHECK(vmc_w_hook_cuMemMap(drv_mem_map, 0x7e0000000000ull, 100000, 0, vh, 0) == CUDA_SUCCESS);
         CHECK(vmc_w_hook_cuMemRelease(drv_mem_release, vh) == CUDA_SUCCESS);
-        CHECK(vmc_w_quota_used() == 100000); /* mapped: still in use */
+        CHECK(vmc_w_quota_used() == 100000 && forgets == 1); /* mapped: still in use, its exports kept */
         CHECK(vmc_w_hook_cuMemUnmap(drv_mem_unmap, 0x7e0000000000ull, 100000) == CUDA_SUCCESS);
-        CHECK(vmc_w_quota_used() == 0);
+        CHECK(vmc_w_quota_used() == 0 && forgets == 2 && forgotten == vh);
         /* a context destroyed: plain allocations the driver no longer knows stop counting, arrays do not
          * (their handles cannot be asked about), so destroying an empty context frees no quota */
         CHECK(vmc_w_hook_cuArrayCreate_v2(drv_array, &darr, &d) == CUDA_SUCCESS);
