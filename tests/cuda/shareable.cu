@@ -3,7 +3,9 @@
  * use them: the parent exports a memory pool with a buffer allocated from it (runtime API) and a physical allocation
  * mapped at an address it reserved (driver API, through cudaGetDriverEntryPointByVersion), fills both, and sends the
  * two descriptors and the buffer's export data to a child process (this program again) over a Unix socket
- * (SCM_RIGHTS), then closes its own descriptors. The child imports both, checks the parent's bytes, adds 1 to every
+ * (SCM_RIGHTS), then closes its own descriptors. The parent holds the physical allocation only through its mapping
+ * by then: it released its handle once mapped and exported a handle retained from the address, released at once too
+ * (the memory must stay importable while it is mapped). The child imports both, checks the parent's bytes, adds 1 to every
  * byte, and the parent then sees the child's writes. Through vmcuda each process has its own worker: the
  * descriptors the program holds are vmcuda's, and the driver's travel between the two workers.
  */
@@ -13,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vmc_driver_check.h"
 #include "vmc_pattern_kernels.cuh"
 
 #define BYTES (4u << 20)
@@ -29,6 +32,7 @@ static struct {
     PFN_cuMemMap_v10020 map;
     PFN_cuMemUnmap_v10020 unmap;
     PFN_cuMemSetAccess_v10020 set_access;
+    PFN_cuMemRetainAllocationHandle_v11000 retain;
 } drv;
 
 #define ENTRY(field, name)                                                                                        \
@@ -38,14 +42,6 @@ static struct {
         vmc_check(q_ == cudaDriverEntryPointSuccess && drv.field, "entry", "%s found", name);                     \
     } while (0)
 
-#define CU(call)                                                                                                  \
-    do {                                                                                                          \
-        CUresult r_ = (call);                                                                                     \
-        if (r_ != CUDA_SUCCESS) {                                                                                 \
-            printf("CUDA_DRIVER_ERROR %s -> %d\nFAIL (stopped at the first CUDA error)\n", #call, (int)r_);       \
-            exit(VMC_EXIT_CUDA_ERROR);                                                                            \
-        }                                                                                                         \
-    } while (0)
 
 static void driver_entry_points(void) {
     ENTRY(granularity, "cuMemGetAllocationGranularity");
@@ -58,6 +54,9 @@ static void driver_entry_points(void) {
     ENTRY(map, "cuMemMap");
     ENTRY(unmap, "cuMemUnmap");
     ENTRY(set_access, "cuMemSetAccess");
+    cudaDriverEntryPointQueryResult q;
+    CK(cudaGetDriverEntryPointByVersion("cuMemRetainAllocationHandle", (void **)&drv.retain, 11000, cudaEnableDefault, &q));
+    vmc_check(q == cudaDriverEntryPointSuccess && drv.retain, "entry", "%s found", "cuMemRetainAllocationHandle");
 }
 
 static CUmemAllocationProp physical_props(void) {
@@ -214,6 +213,7 @@ int main(int argc, char **argv) {
     CUmemGenericAllocationHandle h;
     CU(drv.create(&h, size, &prop, 0));
     CUdeviceptr va = map_physical(h, size);
+    CU(drv.release(h)); /* the mapping keeps it */
     fill<<<64, 256>>>((unsigned char *)va, BYTES, 2);
     CK(cudaGetLastError());
     CK(cudaStreamSynchronize(0));
@@ -222,7 +222,10 @@ int main(int argc, char **argv) {
     struct message m;
     CK(cudaMemPoolExportToShareableHandle(&pool_fd, pool, cudaMemHandleTypePosixFileDescriptor, 0));
     CK(cudaMemPoolExportPointer(&m.buffer, buffer));
-    CU(drv.export_handle(&physical_fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CUmemGenericAllocationHandle retained;
+    CU(drv.retain(&retained, (void *)va));
+    CU(drv.export_handle(&physical_fd, retained, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CU(drv.release(retained)); /* the mapping still keeps it, and the export with it */
     vmc_check(pool_fd >= 0 && physical_fd >= 0, "parent", "two descriptors");
 
     int sv[2];
@@ -254,6 +257,5 @@ int main(int argc, char **argv) {
     CK(cudaMemPoolDestroy(pool));
     CU(drv.unmap(va, size));
     CU(drv.address_free(va, size));
-    CU(drv.release(h));
     return vmc_finish("shareable");
 }

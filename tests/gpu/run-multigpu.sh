@@ -36,6 +36,14 @@ for k in $(seq 1 "$GPUS"); do
     echo "vmcuda VMCUDA_GPUS=$k: exit $rc, stdout $same to native"
     [ "$same" = identical ] || diff "$WORK/native.out" "$WORK/vmcuda-$k.out" | head -20
 done
+# Over TCP, where copies from 4 MiB are striped over several connections whose worker threads serve one device
+# after the other (the pool and virtual-memory rounds of the program).
+VMCUDA_GPUS=$GPUS VMCUDA_TRANSPORT=tcp timeout 120 "$ROOT/bin/vmcuda" run --appliance "127.0.0.1:$PORT" -- "$prog" \
+    >"$WORK/vmcuda-tcp.out" 2>"$WORK/vmcuda-tcp.err"
+rc=$?
+if cmp -s "$WORK/native.out" "$WORK/vmcuda-tcp.out"; then same=identical; else same=DIFFERENT; rc_all=1; fi
+echo "vmcuda VMCUDA_GPUS=$GPUS over TCP: exit $rc, stdout $same to native"
+[ "$same" = identical ] || { diff "$WORK/native.out" "$WORK/vmcuda-tcp.out" | head -20; tail -5 "$WORK/vmcuda-tcp.err"; }
 # The same program built with nvcc's default static runtime (driver front end), the client GPU-less.
 static="$WORK/d/cuda-static/multigpu"
 if [ -f "$CARRY/driver.tar.xz" ] && mkdir -p "$WORK/d" && tar -xJf "$CARRY/driver.tar.xz" -C "$WORK/d" && [ -x "$static" ]; then
@@ -46,6 +54,12 @@ if [ -f "$CARRY/driver.tar.xz" ] && mkdir -p "$WORK/d" && tar -xJf "$CARRY/drive
     if cmp -s "$WORK/native-static.out" "$WORK/vmcuda-static.out"; then same=identical; else same=DIFFERENT; rc_all=1; fi
     echo "static build, client GPU-less, VMCUDA_GPUS=$GPUS: exit $rc, stdout $same to native"
     [ "$same" = identical ] || { diff "$WORK/native-static.out" "$WORK/vmcuda-static.out" | head -20; tail -5 "$WORK/vmcuda-static.err"; }
+    VMCUDA_GPUS=$GPUS VMCUDA_TRANSPORT=tcp VMCUDA_APPLIANCE="127.0.0.1:$PORT" LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 120 \
+        bash "$REPO/tests/gpu/gpuless.sh" "$ROOT/client" "$static" >"$WORK/vmcuda-static-tcp.out" 2>"$WORK/vmcuda-static-tcp.err"
+    rc=$?
+    if cmp -s "$WORK/native-static.out" "$WORK/vmcuda-static-tcp.out"; then same=identical; else same=DIFFERENT; rc_all=1; fi
+    echo "static build over TCP, client GPU-less, VMCUDA_GPUS=$GPUS: exit $rc, stdout $same to native"
+    [ "$same" = identical ] || { diff "$WORK/native-static.out" "$WORK/vmcuda-static-tcp.out" | head -20; tail -5 "$WORK/vmcuda-static-tcp.err"; }
 else
     echo "static build: not carried (.carry/driver.tar.xz)"
 fi

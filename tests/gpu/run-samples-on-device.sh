@@ -12,6 +12,7 @@
 # reported as SKIP with its reason, not counted. Device tool call:
 #     run(command="bash tests/gpu/run-samples-on-device.sh",
 #         carry=[".carry/vmcuda-bundle.tar.gz", ".carry/samples.tar.xz"])
+# Each sample's session gets every GPU of the machine (VMCUDA_GPUS), as the native run sees them all.
 # SAMPLES="a b" runs only those; MODES (default "ring"); VMCUDA_TEST_TIMEOUT per run (default 120 s);
 # SAMPLES_TAR=samples-shared.tar.xz runs the `-cudart shared` build (SAMPLES_CUDART=shared build-samples.sh;
 # the library samples are then built here the same way); SAMPLES_TAR=libsamples.tar.xz runs NVIDIA's
@@ -66,7 +67,7 @@ run_sample() {
         (cd "$S/bin/$name" && eval "LD_LIBRARY_PATH=\"$REAL_CUDART_DIR\" timeout $TIMEOUT ./$name $args" \
             >"$dir/$label.out" 2>"$dir/$label.err" </dev/null)
     else
-        (cd "$S/bin/$name" && eval "VMCUDA_APPLIANCE=127.0.0.1:$PORT VMCUDA_TRANSPORT=$([ "$mode" = tcp ] && echo tcp || echo shm) \
+        (cd "$S/bin/$name" && eval "VMCUDA_GPUS=$gpus VMCUDA_APPLIANCE=127.0.0.1:$PORT VMCUDA_TRANSPORT=$([ "$mode" = tcp ] && echo tcp || echo shm) \
             LD_LIBRARY_PATH=\"$REAL_CUDART_DIR\" timeout $TIMEOUT bash \"$REPO/tests/gpu/gpuless.sh\" \"$CLIENT\" ./$name $args" \
             >"$dir/$label.out" 2>"$dir/$label.err" </dev/null)
     fi

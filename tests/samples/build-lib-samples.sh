@@ -31,6 +31,9 @@ SAMPLES="
 4_CUDA_Libraries/simpleCUBLASXT|simpleCUBLASXT.cpp|-lcublas
 4_CUDA_Libraries/simpleCUBLAS_LU|simpleCUBLAS_LU.cpp|-lcublas
 4_CUDA_Libraries/simpleCUFFT|simpleCUFFT.cu|-lcufft
+4_CUDA_Libraries/simpleCUFFT_MGPU|simpleCUFFT_MGPU.cu|--extended-lambda -lcufft
+4_CUDA_Libraries/simpleCUFFT_2d_MGPU|simpleCUFFT_2d_MGPU.cu|--extended-lambda -lcufft
+4_CUDA_Libraries/conjugateGradientMultiDeviceCG|conjugateGradientMultiDeviceCG.cu|--extended-lambda -lcublas -lcusparse
 0_Introduction/UnifiedMemoryStreams|UnifiedMemoryStreams.cu|-lcublas
 0_Introduction/clock_nvrtc|clock.cpp|-lnvrtc -lcuda
 0_Introduction/matrixMul_nvrtc|matrixMul.cpp|-lnvrtc -lcuda

@@ -11,7 +11,9 @@
 # .carry/samples-shared.tar.xz; the library samples built on the GPU machine follow the same setting.
 # SAMPLES_CATEGORIES="5_Domain_Specific" SAMPLES_TAG=domain builds other categories into .carry/samples-domain.tar.xz
 # (-shared appended for the shared runtime); SAMPLES_NO_GRAPHICS=1 leaves out the samples that need OpenGL, Vulkan
-# or Direct3D (the GPU machine has none of them; they would only be SKIPped there).
+# or Direct3D (the GPU machine has none of them; they would only be SKIPped there). SAMPLES_SOURCES_ONLY="4_CUDA_Libraries"
+# names categories of which only the samples built on the GPU machine go into the pack (4_CUDA_Libraries' others need
+# NPP or nvJPEG, which CMake does not find here), e.g. with SAMPLES_CATEGORIES="5_Domain_Specific" SAMPLES_TAG=mgpu.
 #   [SAMPLES_CUDART=static|shared] build-samples.sh CUDA_SAMPLES_CHECKOUT
 set -euo pipefail
 repo="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
@@ -31,6 +33,7 @@ client_lib="$repo/client-shim/target/lib"
 rm -rf "$work"
 mkdir -p "$work/tree/Samples" "$work/stub" "$work/pack/bin" "$work/pack/src/Samples"
 cp -r "$src/Common" "$src/CMakeLists.txt" "$src/test_args.json" "$work/tree/"
+sources_only="${SAMPLES_SOURCES_ONLY:-}"
 for c in $categories; do
     cp -r "$src/Samples/$c" "$work/tree/Samples/"
 done
@@ -46,7 +49,7 @@ fi
 find "$work/tree" -name CMakeLists.txt -exec sed -i 's/^\(\s*\)set(CMAKE_CUDA_ARCHITECTURES .*)/\1set(CMAKE_CUDA_ARCHITECTURES 90)/' {} +
 # the ones built on the GPU machine leave the CMake build
 # shellcheck disable=SC2086 # a word list
-for d in $(bash "$repo/tests/samples/build-lib-samples.sh" --list $categories); do
+for d in $(bash "$repo/tests/samples/build-lib-samples.sh" --list $categories $sources_only); do
     sed -i "s|^add_subdirectory(${d#*/})|# built on the GPU machine: &|" "$work/tree/Samples/${d%%/*}/CMakeLists.txt" 2>/dev/null || true
     mkdir -p "$work/pack/src/Samples/${d%%/*}"
     cp -r "$src/Samples/$d" "$work/pack/src/Samples/$d"
@@ -75,5 +78,5 @@ done
 mkdir -p "$repo/.carry"
 tar -cJf "$repo/.carry/$tarball" -C "$work/pack" .
 echo "build-samples: $built samples built here ($cudart runtime) ($(grep -c 'Error [0-9]' "$work/make.log" || true) make errors, $work/make.log)," \
-    "$(bash "$repo/tests/samples/build-lib-samples.sh" --list $categories | wc -l) to build on the GPU machine;" \
+    "$(bash "$repo/tests/samples/build-lib-samples.sh" --list $categories $sources_only | wc -l) to build on the GPU machine;" \
     ".carry/$tarball $(du -h "$repo/.carry/$tarball" | cut -f1)"
