@@ -31,12 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmc_drv_internal.h"
@@ -49,7 +51,11 @@
 
 #define SECRET_BYTES 32
 #define PEER_TIMEOUT_S 5 /* how long an importer waits for each step of the exporter's (connect, answer) */
-#define REQUEST_TIMEOUT_S 1 /* how long the exporter waits for an importer's request: it sends it at once */
+#define REQUEST_TIMEOUT_MS 1000 /* how long the exporter waits for an importer's request: it sends it at once */
+/* Importers the exporter hears at once, and how many of them one uid may be: another tenant's worker that connects
+ * again and again and says nothing holds MAX_PENDING_PER_UID of them at most, and the others are answered. */
+#define MAX_PENDING 64
+#define MAX_PENDING_PER_UID 8
 #define MAX_ANSWER_FDS 8 /* room for what a hostile peer may send, all of which is closed */
 
 /* The exchange on an exporter's socket (both ends are this file): the importer sends the export's id and a nonce;
@@ -147,12 +153,9 @@ static int lookup(const uint8_t id[ID_BYTES], const uint8_t nonce[NONCE_BYTES], 
     return fd;
 }
 
-/* One importer: its request, then the answer. The socket has timeouts, so a peer that connects and says nothing
- * holds this thread for REQUEST_TIMEOUT_S at most. */
-static void serve_importer(int s) {
-    uint8_t request[REQUEST_BYTES], answer[ANSWER_BYTES] = {1};
-    if (recv(s, request, sizeof request, MSG_WAITALL) != (ssize_t)sizeof request)
-        return;
+/* One importer's answer to its request: the descriptor with the proof, or "not found". */
+static void answer_importer(int s, const uint8_t request[REQUEST_BYTES]) {
+    uint8_t answer[ANSWER_BYTES] = {1};
     int fd = lookup(request, request + ID_BYTES, answer + 1);
     answer[0] = fd >= 0 ? 0 : 1;
     if (vmc_send_with_fd(s, answer, sizeof answer, fd) != 0)
@@ -161,39 +164,113 @@ static void serve_importer(int s) {
         close(fd);
 }
 
-/* Whether the peer on s is a worker: of this worker's uid, or of the workers' uid range the daemon gives
- * (VMCUDA_WORKER_UIDS, FIRST-LAST, where sessions have uids of their own). Anyone else that can reach the socket (a
- * host service of the workers' group, say) is hung up on at once, without holding the answering thread. */
-static int peer_is_worker(int s) {
+/* The uid of the peer on s; -1 where the kernel does not say. */
+static long peer_uid(int s) {
     struct ucred who;
     socklen_t n = sizeof who;
-    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &who, &n) != 0 || n != sizeof who)
+    return getsockopt(s, SOL_SOCKET, SO_PEERCRED, &who, &n) == 0 && n == sizeof who ? (long)who.uid : -1;
+}
+
+/* Whether uid is a worker's: this worker's own, or of the workers' uid range the daemon gives (VMCUDA_WORKER_UIDS,
+ * FIRST-LAST, where sessions have uids of their own). Anyone else that can reach the socket (a host service of the
+ * workers' group, say) is hung up on at once. */
+static int is_worker_uid(long uid) {
+    if (uid < 0)
         return 0;
-    if (who.uid == geteuid())
+    if ((uid_t)uid == geteuid())
         return 1;
     unsigned long first = 0, last = 0;
     const char *range = getenv("VMCUDA_WORKER_UIDS");
-    return range && sscanf(range, "%lu-%lu", &first, &last) == 2 && who.uid >= first && who.uid <= last;
+    return range && sscanf(range, "%lu-%lu", &first, &last) == 2 && (unsigned long)uid >= first && (unsigned long)uid <= last;
 }
 
+static int64_t now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* An importer heard but not yet answered: what of its request has come, and until when it may come. */
+struct pending {
+    int s;
+    long uid;
+    size_t got;
+    int64_t deadline;
+    uint8_t request[REQUEST_BYTES];
+};
+
+static void drop(struct pending *p, int *n, int i) {
+    close(p[i].s);
+    p[i] = p[--*n];
+}
+
+/* A new connection joins the pending ones, if it is a worker's and its uid has room. */
+static void admit(struct pending *p, int *n, int s) {
+    long uid = peer_uid(s);
+    int of_uid = 0;
+    for (int i = 0; i < *n; i++)
+        of_uid += p[i].uid == uid;
+    if (!is_worker_uid(uid) || *n >= MAX_PENDING || of_uid >= MAX_PENDING_PER_UID) {
+        close(s);
+        return;
+    }
+    p[(*n)++] = (struct pending){s, uid, 0, now_ms() + REQUEST_TIMEOUT_MS, {0}};
+}
+
+/* Reads what has come of pending importer i's request and answers it once it is whole; 1 when i is done with. */
+static int hear(struct pending *p, int i) {
+    ssize_t r = recv(p[i].s, p[i].request + p[i].got, REQUEST_BYTES - p[i].got, MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return 0;
+    if (r <= 0)
+        return 1;
+    p[i].got += (size_t)r;
+    if (p[i].got < REQUEST_BYTES)
+        return 0;
+    answer_importer(p[i].s, p[i].request);
+    return 1;
+}
+
+/* The exporter's socket: importers are heard side by side (poll), each for REQUEST_TIMEOUT_MS at most, so that one
+ * that connects and says nothing delays no other (an attack helper held the first version's one-at-a-time loop). */
 static void *serve_importers(void *arg) {
     int listener = (int)(intptr_t)arg;
+    static struct pending p[MAX_PENDING];
+    struct pollfd fds[MAX_PENDING + 1];
+    int n = 0;
     for (;;) {
-        int s = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
-        if (s < 0 && (errno == EBADF || errno == EINVAL || errno == ENOTSOCK)) {
-            vmc_w_log("shareable handle: the socket stopped accepting (%s); imports of this process's exports fail",
-                      strerror(errno));
-            return NULL;
+        int64_t now = now_ms(), wait = -1;
+        fds[0] = (struct pollfd){.fd = listener, .events = POLLIN};
+        for (int i = 0; i < n; i++) {
+            fds[i + 1] = (struct pollfd){.fd = p[i].s, .events = POLLIN};
+            int64_t left = p[i].deadline > now ? p[i].deadline - now : 0;
+            wait = wait < 0 || left < wait ? left : wait;
         }
-        if (s < 0) { /* out of descriptors or memory for now, an aborted connection: again, without spinning */
-            if (errno != EINTR && errno != ECONNABORTED)
-                usleep(10000);
+        if (poll(fds, (nfds_t)n + 1, (int)wait) < 0 && errno != EINTR) {
+            usleep(10000);
             continue;
         }
-        set_timeouts(s, REQUEST_TIMEOUT_S);
-        if (peer_is_worker(s))
-            serve_importer(s);
-        close(s);
+        now = now_ms();
+        for (int i = n - 1; i >= 0; i--) /* from the end: dropping moves the last one into i */
+            if (((fds[i + 1].revents && hear(p, i)) || now >= p[i].deadline))
+                drop(p, &n, i);
+        if (!(fds[0].revents & POLLIN))
+            continue;
+        for (int accepted = 0; accepted < MAX_PENDING; accepted++) {
+            int s = accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (s >= 0) {
+                admit(p, &n, s);
+                continue;
+            }
+            if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK) {
+                vmc_w_log("shareable handle: the socket stopped accepting (%s); imports of this process's exports fail",
+                          strerror(errno));
+                return NULL;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+                usleep(10000); /* out of descriptors or memory for now: again later, without spinning */
+            break;
+        }
     }
 }
 
@@ -209,14 +286,14 @@ static int ensure_listening(void) {
     if (random_bytes(socket_id, sizeof socket_id) != 0)
         return 0;
     path_for(socket_id, socket_path, sizeof socket_path);
-    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0); /* accepted from one poll loop */
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     memcpy(a.sun_path, socket_path, strlen(socket_path) + 1);
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int failed = s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || chmod(socket_path, 0660) != 0 || listen(s, 16) != 0
+    int failed = s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || chmod(socket_path, 0660) != 0 || listen(s, MAX_PENDING) != 0
                      ? errno
                      : pthread_create(&t, &attr, serve_importers, (void *)(intptr_t)s); /* its error is its result */
     if (failed) {

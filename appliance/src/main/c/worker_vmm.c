@@ -9,6 +9,7 @@
  * cannot see). Served through the hooks the generated dispatch calls (`hook` lines of cuda-driver.spec). Quota keys
  * are the handles with the two top bits set, apart from device pointers and array handles. */
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +103,7 @@ CUresult vmc_w_hook_cuMemRetainAllocationHandle(PFN_cuMemRetainAllocationHandle_
         return st;
     pthread_mutex_lock(&lock);
     struct handle *h = find_handle(*handle);
-    if (h)
+    if (h && h->refs < INT_MAX) /* past that the program has retained it two billion times: it stays */
         h->refs++;
     pthread_mutex_unlock(&lock);
     return st;

@@ -206,6 +206,19 @@ class DriverFrontEndTest {
         }
     }
 
+    /** drv_shareable hold-ticket in its own session, in the background: it exports and waits for TICKET.done. */
+    private java.util.concurrent.CompletableFuture<ProgramRunner.Result> holdTicket(DaemonProcess d, Path ticket, String runDir) {
+        return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
+                        "127.0.0.1:" + d.port, "--", driverDir.resolve("drv_shareable").toString(), "hold-ticket",
+                        ticket.toString()), env(d, "tcp"), driverDir, work.resolve(runDir));
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
     /**
      * An exporter's socket in /dev/shm is reachable by anything of the workers' group; a process that is no worker
      * (here the test itself, as root, while sandboxed workers have uids of their own) is hung up on at once, without an
@@ -218,15 +231,7 @@ class DriverFrontEndTest {
             Path ticket = work.resolve("peer.ticket");
             Files.deleteIfExists(ticket); // a rerun's work directory still has the last one's
             Files.deleteIfExists(Path.of(ticket + ".done"));
-            java.util.concurrent.CompletableFuture<ProgramRunner.Result> holder = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                try {
-                    return ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run", "--appliance",
-                            "127.0.0.1:" + d.port, "--", driverDir.resolve("drv_shareable").toString(), "hold-ticket",
-                            ticket.toString()), env(d, "tcp"), driverDir, work.resolve("peer-export"));
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            java.util.concurrent.CompletableFuture<ProgramRunner.Result> holder = holdTicket(d, ticket, "peer-export");
             try {
                 DaemonProcess.await("the ticket written", 60_000, () -> Files.exists(ticket));
                 byte[] record = Files.readAllBytes(ticket);
@@ -247,6 +252,58 @@ class DriverFrontEndTest {
                 Files.writeString(Path.of(ticket + ".done"), "");
             }
             ProgramRunner.Result held = holder.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals("export: CUDA_SUCCESS\n", held.stdout(), held.describe() + "--- workers ---\n" + workerLogs(d));
+        }
+    }
+
+    /**
+     * Another tenant's worker can reach an exporter's socket (it is of the workers' group and uid range). One that
+     * keeps dozens of connections open and says nothing on them, connecting again whenever it is hung up on, delays
+     * no import: the exporter hears importers side by side, a few per uid, each for a second at most (an attack
+     * helper held the first version's one-at-a-time loop, and imports timed out).
+     */
+    @Test
+    void aWorkerThatHoldsAnExportersConnectionsDelaysNoImport() throws Exception {
+        assumeTrue(DaemonProcess.currentUid() == 0, "workers have uids of their own only when sandboxed (root)");
+        Path setpriv = Path.of("/usr/bin/setpriv");
+        assumeTrue(Files.isExecutable(setpriv), "no " + setpriv);
+        Map<String, String> config = new HashMap<>(standInConfig());
+        config.put("worker.uid_range", "6300000-6300999");
+        try (DaemonProcess d = DaemonProcess.start(root, work, config, null, "daemon-shareable-hold.log")) {
+            Path ticket = work.resolve("hold.ticket");
+            Files.deleteIfExists(ticket);
+            Files.deleteIfExists(Path.of(ticket + ".done"));
+            java.util.concurrent.CompletableFuture<ProgramRunner.Result> exporter = holdTicket(d, ticket, "hold-export");
+            Process holder = null;
+            try {
+                DaemonProcess.await("the ticket written", 60_000, () -> Files.exists(ticket));
+                byte[] record = Files.readAllBytes(ticket);
+                StringBuilder id = new StringBuilder();
+                for (int i = 36; i < 52; i++) id.append(String.format("%02x", record[i]));
+                Path socket = Path.of("/dev/shm/vmcuda-shareable." + id);
+                int group = (Integer) Files.getAttribute(socket, "unix:gid");
+                // a uid of the range that no session has (sessions take the lowest free ones), in the sockets' group
+                holder = new ProcessBuilder(setpriv.toString(), "--reuid=6300999", "--regid=" + group, "--clear-groups",
+                        driverDir.resolve("hold_connections").toString(), socket.toString(), "60", "8")
+                        .redirectErrorStream(true).start();
+                java.io.BufferedReader said = new java.io.BufferedReader(new java.io.InputStreamReader(holder.getInputStream()));
+                assertEquals("holding", said.readLine(), "hold_connections did not start");
+                long start = System.nanoTime();
+                ProgramRunner.Result imported = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run",
+                        "--appliance", "127.0.0.1:" + d.port, "--", driverDir.resolve("drv_shareable").toString(),
+                        "import-ticket", ticket.toString()), env(d, "tcp"), driverDir, work.resolve("hold-import"));
+                double seconds = (System.nanoTime() - start) / 1e9;
+                String ctx = "\nimport took " + seconds + " s\n" + imported.describe() + "--- workers ---\n" + workerLogs(d);
+                assertEquals("import: CUDA_SUCCESS\n", imported.stdout(), ctx);
+                // the holder was at it all along: hung up on past its uid's share and after each silent second
+                assertTrue(holder.waitFor(60, java.util.concurrent.TimeUnit.SECONDS), "hold_connections did not end");
+                String summary = said.readLine();
+                assertTrue(summary != null && summary.matches("made \\d+ connections, [1-9]\\d* hung up on"), summary + ctx);
+            } finally {
+                if (holder != null) holder.destroyForcibly();
+                Files.writeString(Path.of(ticket + ".done"), "");
+            }
+            ProgramRunner.Result held = exporter.get(60, java.util.concurrent.TimeUnit.SECONDS);
             assertEquals("export: CUDA_SUCCESS\n", held.stdout(), held.describe() + "--- workers ---\n" + workerLogs(d));
         }
     }
