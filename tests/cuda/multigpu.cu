@@ -2,8 +2,8 @@
 // computes its own part, peer access is queried (and enabled where possible) for every pair, and
 // buffers travel between devices with cudaMemcpyPeer(Async). Memory that belongs to a device rather than
 // to a context (a stream-ordered pool's, and the virtual memory API's) is copied to and from every device
-// in turn, in copies large enough to be striped over several connections (over TCP from 4 MiB), whose
-// helper threads then serve one device after the other. The program adapts to the device count and
+// in turn, 12 MiB at a time (a worker thread then copies for one device after the other; copies of a
+// single-GPU session over TCP are striped over several connections). The program adapts to the device count and
 // prints nothing that depends on it, so one GPU and eight give the same output.
 #include <cudaTypedefs.h>
 #include <string.h>
@@ -38,7 +38,7 @@ static void device_owned_memory(int n, cudaStream_t *s) {
         CK(cudaFreeAsync(p, s[d]));
         CK(cudaStreamSynchronize(s[d]));
     }
-    vmc_check(pool_wrong == 0, "pool memory of every device, copies striped", "%ld wrong bytes", pool_wrong);
+    vmc_check(pool_wrong == 0, "pool memory of every device in turn", "%ld wrong bytes", pool_wrong);
 
     PFN_cuMemGetAllocationGranularity_v10020 granularity;
     PFN_cuMemCreate_v10020 create;
@@ -85,7 +85,7 @@ static void device_owned_memory(int n, cudaStream_t *s) {
         CU(unmap(va, size));
         CU(address_free(va, size));
     }
-    vmc_check(vmm_wrong == 0, "virtual-memory allocations of every device, copies striped", "%ld wrong bytes", vmm_wrong);
+    vmc_check(vmm_wrong == 0, "virtual-memory allocations of every device in turn", "%ld wrong bytes", vmm_wrong);
     free(out);
     free(in);
 }

@@ -9,6 +9,7 @@
  * tests/cuda/shareable.cu). */
 #define _GNU_SOURCE
 #define DRV_CHECK_NO_KERNELS
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -98,9 +99,20 @@ static int child(int s) {
 
 /* drv_shareable export-ticket FILE: exports an allocation, writes the descriptor's contents to FILE and exits (its
  * session and its worker's socket with it); hold-ticket FILE: the same, but exits only once FILE.done exists.
- * drv_shareable import-ticket FILE: imports from a descriptor holding FILE's contents. DriverFrontEndTest listens at
+ * drv_shareable import-ticket FILE: imports from a descriptor holding FILE's contents; import-ticket-16 FILE: 16
+ * threads import at once (each thread has a connection and a worker thread of its own: 16 importers at once). DriverFrontEndTest listens at
  * the vanished socket's name in between, as a hostile party that reads /dev/shm could, and knocks at a live one as
  * a process that is no worker. */
+/* One thread's import from the ticket descriptor fd; NULL on success. */
+static void *import_in_thread(void *fd) {
+    CUcontext ctx;
+    CUmemGenericAllocationHandle h = 0;
+    if (cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS || cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+        return (void *)1;
+    CUresult r = cuMemImportFromShareableHandle(&h, fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    return r == CUDA_SUCCESS ? NULL : (void *)1;
+}
+
 static int ticket_mode(const char *mode, const char *file) {
     unsigned char record[4096];
     int hold = !strcmp(mode, "hold-ticket");
@@ -136,6 +148,20 @@ static int ticket_mode(const char *mode, const char *file) {
     int fd = memfd_create("ticket", 0);
     if (!n || fd < 0 || pwrite(fd, record, n, 0) != (ssize_t)n)
         return 2;
+    if (!strcmp(mode, "import-ticket-16")) {
+        pthread_t t[16];
+        int ok = 0;
+        for (int i = 0; i < 16; i++)
+            if (pthread_create(&t[i], NULL, import_in_thread, (void *)(intptr_t)fd) != 0)
+                return 2;
+        for (int i = 0; i < 16; i++) {
+            void *r;
+            pthread_join(t[i], &r);
+            ok += r == NULL;
+        }
+        printf("imports: %d of 16 CUDA_SUCCESS\n", ok);
+        return 0;
+    }
     CUmemGenericAllocationHandle h = 0;
     said("import", cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
     return 0;

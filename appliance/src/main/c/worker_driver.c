@@ -519,12 +519,19 @@ static enum vmc_w_result pointer_attributes(struct vmc_wcall *wc) {
  * the virtual memory API and of memory pools (imported ones included) belongs to no context but to a device,
  * whose primary context then serves, if the program has it: it is made current and its reference given back
  * at once, so the program's own retains and releases still decide when it goes (H200 run 163: a striped
- * copy of 4 MiB from a pool's buffer over TCP failed with CUDA_ERROR_INVALID_CONTEXT). A context adopted this
- * way is looked at again at every block, since the thread's next copy may be to another GPU's memory; a context
- * that the program made current on this thread is never changed. */
-static _Thread_local CUcontext adopted_context;
+ * copy of 4 MiB from a pool's buffer over TCP failed with CUDA_ERROR_INVALID_CONTEXT). The adopted context is
+ * the thread's for the rest of the call only (vmc_w_drv_end_call): the next call may copy another context's or
+ * another GPU's memory, and a thread of the program's must not keep a context it never set. */
+static _Thread_local int adopted;
 
-void vmc_w_drv_forget_adopted_context(void) { adopted_context = NULL; }
+void vmc_w_drv_end_call(void) {
+    if (!adopted)
+        return;
+    adopted = 0;
+    DRV(PFN_cuCtxSetCurrent_v4000, set_current, "cuCtxSetCurrent", 4000, 0);
+    if (set_current)
+        set_current(NULL); /* as it was: a context is adopted only where none is current */
+}
 
 static void adopt_context_of(CUdeviceptr device) {
     DRV(PFN_cuCtxGetCurrent_v4000, get_current, "cuCtxGetCurrent", 4000, 0);
@@ -535,12 +542,10 @@ static void adopt_context_of(CUdeviceptr device) {
     DRV(PFN_cuDevicePrimaryCtxRetain_v7000, primary_retain, "cuDevicePrimaryCtxRetain", 7000, 0);
     DRV(PFN_cuDevicePrimaryCtxRelease_v11000, primary_release, "cuDevicePrimaryCtxRelease", 11000, 0);
     CUcontext current = NULL, owner = NULL;
-    if (!get_current || !set_current || !attribute || get_current(&current) != CUDA_SUCCESS ||
-        (current && current != adopted_context))
+    if (!get_current || !set_current || !attribute || get_current(&current) != CUDA_SUCCESS || current)
         return;
     if (attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, device) == CUDA_SUCCESS && owner) {
-        if (owner != current && set_current(owner) == CUDA_SUCCESS)
-            adopted_context = owner;
+        adopted = set_current(owner) == CUDA_SUCCESS;
         return;
     }
     int ordinal = -1;
@@ -552,8 +557,7 @@ static void adopt_context_of(CUdeviceptr device) {
         device_get(&dev, ordinal) != CUDA_SUCCESS || primary_state(dev, &flags, &active) != CUDA_SUCCESS || !active)
         return;
     if (primary_retain(&owner, dev) == CUDA_SUCCESS) {
-        if (owner != current && set_current(owner) == CUDA_SUCCESS)
-            adopted_context = owner;
+        adopted = set_current(owner) == CUDA_SUCCESS;
         primary_release(dev);
     }
 }

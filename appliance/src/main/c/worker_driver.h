@@ -76,10 +76,10 @@ void vmc_w_shareable_forget_allocation(CUmemGenericAllocationHandle handle);
  * cuMemCreate's are, so that its own exports go when it is freed here. */
 void vmc_w_vmm_imported(CUmemGenericAllocationHandle handle);
 
-/* Driver-mode bulk copies (COPY_DRIVER): one block, and waiting for a stream. A call other than a bulk copy that runs
- * on a thread calls forget_adopted_context first: the program may set its own context now, which a copy block must
- * then leave alone (worker_driver.c, adopt_context_of). */
-void vmc_w_drv_forget_adopted_context(void);
+/* Driver-mode bulk copies (COPY_DRIVER): one block, and waiting for a stream. A block on a thread without a current
+ * context makes the context that owns its memory current until the end of the call, when end_call (called after
+ * every call) makes the thread context-less again (worker_driver.c, adopt_context_of). */
+void vmc_w_drv_end_call(void);
 CUresult vmc_w_drv_copy_block(CUdeviceptr device, void *host, size_t n, int to_device, int pinned, CUstream stream,
                               int per_thread);
 CUresult vmc_w_drv_stream_sync(CUstream stream);

@@ -261,18 +261,12 @@ static enum vmc_w_result dispatch_call(struct vmc_wcall *wc);
 static enum vmc_w_result dispatch(struct vmc_wcall *wc) {
     vmc_w_activity_begin();
     enum vmc_w_result r = dispatch_call(wc);
+    vmc_w_drv_end_call(); /* a context a bulk copy adopted is the thread's for that call only */
     vmc_w_activity_end();
     return r;
 }
 
-static int is_bulk_copy(uint32_t id) {
-    return id == VMC_API_vmc_MemcpyHostToDevice || id == VMC_API_vmc_MemcpyDeviceToHost ||
-           id == VMC_API_vmc_MemcpyHostToDeviceShm || id == VMC_API_vmc_MemcpyDeviceToHostShm;
-}
-
 static enum vmc_w_result dispatch_call(struct vmc_wcall *wc) {
-    if (!is_bulk_copy(wc->id))
-        vmc_w_drv_forget_adopted_context();
     if (wc->id >= VMC_DRV_FIRST_ID)
         return vmc_w_drv_dispatch(wc); /* the driver front end's calls (worker_driver.c) */
     enum vmc_w_result fidelity; /* host callbacks, box copies, capture guard (worker_fidelity.c) */

@@ -204,19 +204,6 @@ static void drop(struct pending *p, int *n, int i) {
     p[i] = p[--*n];
 }
 
-/* A new connection joins the pending ones, if it is a worker's and its uid has room. */
-static void admit(struct pending *p, int *n, int s) {
-    long uid = peer_uid(s);
-    int of_uid = 0;
-    for (int i = 0; i < *n; i++)
-        of_uid += p[i].uid == uid;
-    if (!is_worker_uid(uid) || *n >= MAX_PENDING || of_uid >= MAX_PENDING_PER_UID) {
-        close(s);
-        return;
-    }
-    p[(*n)++] = (struct pending){s, uid, 0, now_ms() + REQUEST_TIMEOUT_MS, {0}};
-}
-
 /* Reads what has come of pending importer i's request and answers it once it is whole; 1 when i is done with. */
 static int hear(struct pending *p, int i) {
     ssize_t r = recv(p[i].s, p[i].request + p[i].got, REQUEST_BYTES - p[i].got, MSG_DONTWAIT);
@@ -231,11 +218,42 @@ static int hear(struct pending *p, int i) {
     return 1;
 }
 
+/* A new connection, if it is a worker's: answered at once when its request is already there (an importer sends it
+ * right after connecting), else it joins the pending ones. Where its uid already has MAX_PENDING_PER_UID pending, or
+ * all are taken, the oldest of them (of that uid, or of all) makes room: the one most likely to say nothing. */
+static void admit(struct pending *p, int *n, int s) {
+    long uid = peer_uid(s);
+    if (!is_worker_uid(uid)) {
+        close(s);
+        return;
+    }
+    int of_uid = 0, oldest_of_uid = -1, oldest = -1;
+    for (int i = 0; i < *n; i++) {
+        if (p[i].uid == uid && (oldest_of_uid < 0 || p[i].deadline < p[oldest_of_uid].deadline))
+            oldest_of_uid = i;
+        of_uid += p[i].uid == uid;
+        if (oldest < 0 || p[i].deadline < p[oldest].deadline)
+            oldest = i;
+    }
+    p[*n] = (struct pending){s, uid, 0, now_ms() + REQUEST_TIMEOUT_MS, {0}}; /* p has room for one more */
+    if (hear(p, *n)) {
+        close(s);
+        return;
+    }
+    if (of_uid >= MAX_PENDING_PER_UID || *n >= MAX_PENDING) {
+        int evicted = of_uid >= MAX_PENDING_PER_UID ? oldest_of_uid : oldest;
+        close(p[evicted].s);
+        p[evicted] = p[*n];
+        return;
+    }
+    (*n)++;
+}
+
 /* The exporter's socket: importers are heard side by side (poll), each for REQUEST_TIMEOUT_MS at most, so that one
  * that connects and says nothing delays no other (an attack helper held the first version's one-at-a-time loop). */
 static void *serve_importers(void *arg) {
     int listener = (int)(intptr_t)arg;
-    static struct pending p[MAX_PENDING];
+    static struct pending p[MAX_PENDING + 1]; /* one more: where admit hears a newcomer */
     struct pollfd fds[MAX_PENDING + 1];
     int n = 0;
     for (;;) {

@@ -7,7 +7,11 @@
  * memory lives on until it is unmapped). Only then are its bytes given back to the quota and its exports closed
  * (natively an exported descriptor keeps the memory even longer, until the program closes it, which the worker
  * cannot see). Served through the hooks the generated dispatch calls (`hook` lines of cuda-driver.spec). Quota keys
- * are the handles with the two top bits set, apart from device pointers and array handles. */
+ * are the handles with the two top bits set, apart from device pointers and array handles.
+ *
+ * Every hook holds one lock across the driver's call and the count: the driver may give a freed handle's value to the
+ * next allocation at once, so a free and its count must not be split by another thread's allocation (it would be
+ * counted under the value and then given back by the late free). These calls are rare and slow anyway. */
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -29,12 +33,12 @@ static struct handle {
     int mappings; /* mappings of it that are left */
     int counted;  /* its bytes count against the quota (made by cuMemCreate with a quota on) */
 } handles[MAX_HANDLES];
-static int n_handles, handles_promised; /* promised: room kept for calls under way, so that two at once fit too */
+static int n_handles;
 static struct mapping {
     CUdeviceptr ptr;
     CUmemGenericAllocationHandle handle;
 } mappings[MAX_MAPPINGS];
-static int n_mappings, mappings_promised;
+static int n_mappings;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct handle *find_handle(CUmemGenericAllocationHandle h) {
@@ -44,65 +48,77 @@ static struct handle *find_handle(CUmemGenericAllocationHandle h) {
     return NULL;
 }
 
-/* Once nothing of the program's holds it, the driver has freed it: its bytes and its exports go. Caller holds lock. */
-static void settle(struct handle *h) {
-    if (h->refs > 0 || h->mappings > 0)
-        return;
+/* The allocation h named is gone: its bytes and its exports go, and so does what is known of its mappings. */
+static void forget(struct handle *h) {
     if (h->counted)
         vmc_w_quota_release((uintptr_t)h->handle | VMM_TAG);
     vmc_w_shareable_forget_allocation(h->handle);
+    for (int i = 0; i < n_mappings;)
+        if (mappings[i].handle == h->handle)
+            mappings[i] = mappings[--n_mappings];
+        else
+            i++;
     *h = handles[--n_handles];
 }
 
-/* Room in the table for one more handle, kept for a call under way; 0 when full. */
-static int promise_handle(void) {
-    pthread_mutex_lock(&lock);
-    int room = n_handles + handles_promised < MAX_HANDLES;
-    handles_promised += room;
-    pthread_mutex_unlock(&lock);
-    return room;
+/* Once nothing of the program's holds it, the driver has freed it. */
+static void settle(struct handle *h) {
+    if (h->refs <= 0 && h->mappings <= 0)
+        forget(h);
 }
 
-/* The call a promise was kept for is over: `made` is the handle it gave, or 0. */
-static void keep_promise(int promised, CUmemGenericAllocationHandle made, int counted) {
-    pthread_mutex_lock(&lock);
-    handles_promised -= promised;
-    if (promised && made)
+/* A handle the driver has just made (`counted`: its bytes are in the quota). The driver gives a freed handle's value
+ * again: an entry still under it is of memory that went by a way not followed here, and goes first. */
+static void track_new(CUmemGenericAllocationHandle made, int counted) {
+    struct handle *stale = find_handle(made);
+    if (stale)
+        forget(stale);
+    if (n_handles < MAX_HANDLES)
         handles[n_handles++] = (struct handle){made, 1, 0, counted};
-    pthread_mutex_unlock(&lock);
 }
 
 CUresult vmc_w_hook_cuMemCreate(PFN_cuMemCreate_v10020 real, CUmemGenericAllocationHandle_v1 *handle, size_t size,
                                 const CUmemAllocationProp_v1 *prop, unsigned long long flags) {
-    int room = promise_handle();
-    if (!vmc_w_quota_on()) {
+    pthread_mutex_lock(&lock);
+    int quota = vmc_w_quota_on(), room = n_handles < MAX_HANDLES;
+    CUresult st;
+    if (!quota) {
         /* without a quota a full table refuses nothing: such a handle's exports go at its first release */
-        CUresult st = real(handle, size, prop, flags);
-        keep_promise(room, st == CUDA_SUCCESS && handle ? *handle : 0, 0);
-        return st;
+        st = real(handle, size, prop, flags);
+        if (st == CUDA_SUCCESS && handle && *handle)
+            track_new(*handle, 0);
+    } else if (!room || !vmc_w_quota_reserve(size)) {
+        st = vmc_w_quota_refuse_driver("cuMemCreate", size);
+    } else {
+        st = real(handle, size, prop, flags);
+        int made = st == CUDA_SUCCESS && handle && *handle;
+        struct handle *stale = made ? find_handle(*handle) : NULL;
+        if (stale) /* its key is the new one's: given back before the new bytes are counted under it */
+            forget(stale);
+        vmc_w_quota_settle(made, made ? (uintptr_t)*handle | VMM_TAG : 0, size);
+        if (made)
+            track_new(*handle, 1);
     }
-    if (!room || !vmc_w_quota_reserve(size)) {
-        keep_promise(room, 0, 0);
-        return vmc_w_quota_refuse_driver("cuMemCreate", size);
-    }
-    CUresult st = real(handle, size, prop, flags);
-    int made = st == CUDA_SUCCESS && handle && *handle;
-    vmc_w_quota_settle(made, made ? (uintptr_t)*handle | VMM_TAG : 0, size);
-    keep_promise(room, made ? *handle : 0, 1);
+    pthread_mutex_unlock(&lock);
     return st;
 }
 
 void vmc_w_vmm_imported(CUmemGenericAllocationHandle handle) {
-    keep_promise(promise_handle(), handle, 0);
+    pthread_mutex_lock(&lock);
+    /* the driver may give an import the handle this process already holds for that memory: one reference more */
+    struct handle *h = find_handle(handle);
+    if (h && h->refs < INT_MAX)
+        h->refs++;
+    else if (!h)
+        track_new(handle, 0);
+    pthread_mutex_unlock(&lock);
 }
 
 CUresult vmc_w_hook_cuMemRetainAllocationHandle(PFN_cuMemRetainAllocationHandle_v11000 real,
                                                 CUmemGenericAllocationHandle_v1 *handle, void *addr) {
-    CUresult st = real(handle, addr);
-    if (st != CUDA_SUCCESS || !handle)
-        return st;
     pthread_mutex_lock(&lock);
-    struct handle *h = find_handle(*handle);
+    CUresult st = real(handle, addr);
+    struct handle *h = st == CUDA_SUCCESS && handle ? find_handle(*handle) : NULL;
     if (h && h->refs < INT_MAX) /* past that the program has retained it two billion times: it stays */
         h->refs++;
     pthread_mutex_unlock(&lock);
@@ -110,31 +126,27 @@ CUresult vmc_w_hook_cuMemRetainAllocationHandle(PFN_cuMemRetainAllocationHandle_
 }
 
 CUresult vmc_w_hook_cuMemRelease(PFN_cuMemRelease_v10020 real, CUmemGenericAllocationHandle_v1 handle) {
-    CUresult st = real(handle);
-    if (st != CUDA_SUCCESS)
-        return st;
     pthread_mutex_lock(&lock);
-    struct handle *h = find_handle(handle);
-    if (h) {
-        h->refs--;
-        settle(h);
+    CUresult st = real(handle);
+    if (st == CUDA_SUCCESS) {
+        struct handle *h = find_handle(handle);
+        if (h) {
+            h->refs--;
+            settle(h);
+        } else { /* not followed (the table was full): its exports go now, while the value still names this memory */
+            vmc_w_shareable_forget_allocation(handle);
+        }
     }
     pthread_mutex_unlock(&lock);
-    if (!h) /* not tracked (the table was full): its exports go now, while the handle still names this memory */
-        vmc_w_shareable_forget_allocation(handle);
     return st;
 }
 
 CUresult vmc_w_hook_cuMemMap(PFN_cuMemMap_v10020 real, CUdeviceptr_v2 ptr, size_t size, size_t offset,
                              CUmemGenericAllocationHandle_v1 handle, unsigned long long flags) {
     pthread_mutex_lock(&lock);
-    int room = n_mappings + mappings_promised < MAX_MAPPINGS;
-    mappings_promised += room;
-    pthread_mutex_unlock(&lock);
+    int room = n_mappings < MAX_MAPPINGS;
     /* with a quota a mapping that could not be followed is refused: its memory could outlive the count */
     CUresult st = room || !vmc_w_quota_on() ? real(ptr, size, offset, handle, flags) : CUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_lock(&lock);
-    mappings_promised -= room;
     struct handle *h = st == CUDA_SUCCESS && room ? find_handle(handle) : NULL;
     if (h) {
         h->mappings++;
@@ -145,18 +157,16 @@ CUresult vmc_w_hook_cuMemMap(PFN_cuMemMap_v10020 real, CUdeviceptr_v2 ptr, size_
 }
 
 CUresult vmc_w_hook_cuMemUnmap(PFN_cuMemUnmap_v10020 real, CUdeviceptr_v2 ptr, size_t size) {
-    CUresult st = real(ptr, size);
-    if (st != CUDA_SUCCESS)
-        return st;
-    /* every mapping that started inside the unmapped range is gone */
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < n_mappings;) {
+    CUresult st = real(ptr, size);
+    /* every mapping that started inside the unmapped range is gone */
+    for (int i = 0; st == CUDA_SUCCESS && i < n_mappings;) {
         if (mappings[i].ptr - ptr < size) {
             struct handle *h = find_handle(mappings[i].handle);
             mappings[i] = mappings[--n_mappings];
             if (h) {
                 h->mappings--;
-                settle(h);
+                settle(h); /* may drop other mappings of its handle: none is left, or it would not settle */
             }
         } else {
             i++;

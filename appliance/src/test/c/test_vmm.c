@@ -85,14 +85,29 @@ int main(void) {
     CHECK(vmc_w_hook_cuMemMap(drv_map, VA, SIZE, 0, imported, 0) == CUDA_SUCCESS);
     CHECK(vmc_w_hook_cuMemRelease(drv_release, imported) == CUDA_SUCCESS && forgets == 5);
     CHECK(vmc_w_hook_cuMemUnmap(drv_unmap, VA, SIZE) == CUDA_SUCCESS && forgets == 6 && forgotten == imported);
+    /* an import that gives the handle this process already holds for that memory is one reference more */
+    CHECK(vmc_w_hook_cuMemCreate(drv_create, &h, SIZE, NULL, 0) == CUDA_SUCCESS);
+    CHECK(vmc_w_hook_cuMemMap(drv_map, VA, SIZE, 0, h, 0) == CUDA_SUCCESS);
+    vmc_w_vmm_imported(h);
+    CHECK(vmc_w_hook_cuMemRelease(drv_release, h) == CUDA_SUCCESS);
+    CHECK(vmc_w_hook_cuMemUnmap(drv_unmap, VA, SIZE) == CUDA_SUCCESS && forgets == 6);
+    CHECK(vmc_w_hook_cuMemRelease(drv_release, h) == CUDA_SUCCESS && forgets == 7 && forgotten == h);
+    /* a value the driver gives again while an entry is still under it (memory gone by a way not followed): the old
+     * entry's exports go, and the new allocation starts afresh */
+    CUmemGenericAllocationHandle stale = 0xa000;
+    vmc_w_vmm_imported(stale);
+    next_handle = stale;
+    CHECK(vmc_w_hook_cuMemCreate(drv_create, &h, SIZE, NULL, 0) == CUDA_SUCCESS && h == stale && forgets == 8);
+    CHECK(vmc_w_hook_cuMemRelease(drv_release, h) == CUDA_SUCCESS && forgets == 9 && forgotten == stale);
+    next_handle = 0x2000;
     /* two mappings of one handle, unmapped one range at a time; an unmap of another range touches neither */
     CHECK(vmc_w_hook_cuMemCreate(drv_create, &h, SIZE, NULL, 0) == CUDA_SUCCESS);
     CHECK(vmc_w_hook_cuMemMap(drv_map, VA, SIZE, 0, h, 0) == CUDA_SUCCESS);
     CHECK(vmc_w_hook_cuMemMap(drv_map, VA + 2 * SIZE, SIZE, 0, h, 0) == CUDA_SUCCESS);
     CHECK(vmc_w_hook_cuMemRelease(drv_release, h) == CUDA_SUCCESS);
-    CHECK(vmc_w_hook_cuMemUnmap(drv_unmap, VA + 8 * SIZE, SIZE) == CUDA_SUCCESS && forgets == 6);
-    CHECK(vmc_w_hook_cuMemUnmap(drv_unmap, VA, SIZE) == CUDA_SUCCESS && forgets == 6);
-    CHECK(vmc_w_hook_cuMemUnmap(drv_unmap, VA + 2 * SIZE, SIZE) == CUDA_SUCCESS && forgets == 7 && forgotten == h);
+    CHECK(vmc_w_hook_cuMemUnmap(drv_unmap, VA + 8 * SIZE, SIZE) == CUDA_SUCCESS && forgets == 9);
+    CHECK(vmc_w_hook_cuMemUnmap(drv_unmap, VA, SIZE) == CUDA_SUCCESS && forgets == 9);
+    CHECK(vmc_w_hook_cuMemUnmap(drv_unmap, VA + 2 * SIZE, SIZE) == CUDA_SUCCESS && forgets == 10 && forgotten == h);
     /* thousands in and out leave the table empty: the same handle value made again starts afresh */
     for (int i = 0; i < 70000; i++) {
         CHECK(vmc_w_hook_cuMemCreate(drv_create, &h, SIZE, NULL, 0) == CUDA_SUCCESS);
@@ -100,12 +115,12 @@ int main(void) {
         CHECK(vmc_w_hook_cuMemRelease(drv_release, h) == CUDA_SUCCESS);
         CHECK(vmc_w_hook_cuMemUnmap(drv_unmap, VA, SIZE) == CUDA_SUCCESS);
     }
-    CHECK(forgets == 7 + 70000);
+    CHECK(forgets == 10 + 70000);
     next_handle = h; /* the driver reuses the last value */
     CHECK(vmc_w_hook_cuMemCreate(drv_create, &h, SIZE, NULL, 0) == CUDA_SUCCESS);
     CHECK(vmc_w_hook_cuMemMap(drv_map, VA, SIZE, 0, h, 0) == CUDA_SUCCESS);
-    CHECK(vmc_w_hook_cuMemRelease(drv_release, h) == CUDA_SUCCESS && forgets == 7 + 70000);
-    CHECK(vmc_w_hook_cuMemUnmap(drv_unmap, VA, SIZE) == CUDA_SUCCESS && forgets == 7 + 70001);
+    CHECK(vmc_w_hook_cuMemRelease(drv_release, h) == CUDA_SUCCESS && forgets == 10 + 70000);
+    CHECK(vmc_w_hook_cuMemUnmap(drv_unmap, VA, SIZE) == CUDA_SUCCESS && forgets == 10 + 70001);
     if (failures) {
         fprintf(stderr, "test_vmm: %d failure(s)\n", failures);
         return 1;

@@ -259,8 +259,9 @@ class DriverFrontEndTest {
     /**
      * Another tenant's worker can reach an exporter's socket (it is of the workers' group and uid range). One that
      * keeps dozens of connections open and says nothing on them, connecting again whenever it is hung up on, delays
-     * no import: the exporter hears importers side by side, a few per uid, each for a second at most (an attack
-     * helper held the first version's one-at-a-time loop, and imports timed out).
+     * no import, nor sixteen at once from one process: the exporter answers a request that comes with its connection
+     * at once and hears others side by side, a few per uid, each for a second at most (the first version's
+     * one-at-a-time loop let such a holder make imports time out).
      */
     @Test
     void aWorkerThatHoldsAnExportersConnectionsDelaysNoImport() throws Exception {
@@ -295,6 +296,11 @@ class DriverFrontEndTest {
                 double seconds = (System.nanoTime() - start) / 1e9;
                 String ctx = "\nimport took " + seconds + " s\n" + imported.describe() + "--- workers ---\n" + workerLogs(d);
                 assertEquals("import: CUDA_SUCCESS\n", imported.stdout(), ctx);
+                // sixteen importers of one process (one uid) at once, more than one uid may have waiting: all answered
+                ProgramRunner.Result many = ProgramRunner.run(List.of(root.resolve("bin/vmcuda").toString(), "run",
+                        "--appliance", "127.0.0.1:" + d.port, "--", driverDir.resolve("drv_shareable").toString(),
+                        "import-ticket-16", ticket.toString()), env(d, "tcp"), driverDir, work.resolve("hold-import-16"));
+                assertEquals("imports: 16 of 16 CUDA_SUCCESS\n", many.stdout(), many.describe() + "--- workers ---\n" + workerLogs(d));
                 // the holder was at it all along: hung up on past its uid's share and after each silent second
                 assertTrue(holder.waitFor(60, java.util.concurrent.TimeUnit.SECONDS), "hold_connections did not end");
                 String summary = said.readLine();
