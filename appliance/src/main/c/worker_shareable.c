@@ -158,8 +158,11 @@ static void answer_importer(int s, const uint8_t request[REQUEST_BYTES]) {
     uint8_t answer[ANSWER_BYTES] = {1};
     int fd = lookup(request, request + ID_BYTES, answer + 1);
     answer[0] = fd >= 0 ? 0 : 1;
-    if (vmc_send_with_fd(s, answer, sizeof answer, fd) != 0)
-        vmc_w_log("shareable handle: an importer went away before its answer");
+    static int said; /* once: a peer that hangs up at once, again and again, would fill the log */
+    if (vmc_send_with_fd(s, answer, sizeof answer, fd) != 0 && !said) {
+        said = 1;
+        vmc_w_log("shareable handle: an importer went away before its answer (said once)");
+    }
     if (fd >= 0)
         close(fd);
 }
