@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "vmc_drv_worker_hooks.h"
+#include "worker.h"
 #include "worker_driver.h"
 #include "worker_quota.h"
 #include <cudaTypedefs.h>
@@ -87,7 +88,11 @@ CUresult vmc_w_hook_cuMemCreate(PFN_cuMemCreate_v10020 real, CUmemGenericAllocat
         st = real(handle, size, prop, flags);
         if (st == CUDA_SUCCESS && handle && *handle)
             track_new(*handle, 0);
-    } else if (!room || !vmc_w_quota_reserve(size)) {
+    } else if (!room) { /* its bytes could not be followed to their free */
+        vmc_w_log("quota: refused cuMemCreate of %zu bytes: the session holds %d allocations of the virtual memory API, "
+                  "the most the quota follows", size, MAX_HANDLES);
+        st = CUDA_ERROR_OUT_OF_MEMORY;
+    } else if (!vmc_w_quota_reserve(size)) {
         st = vmc_w_quota_refuse_driver("cuMemCreate", size);
     } else {
         st = real(handle, size, prop, flags);

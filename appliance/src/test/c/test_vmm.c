@@ -40,6 +40,7 @@ int vmc_w_quota_reserve(uint64_t bytes) { (void)bytes; abort(); }
 void vmc_w_quota_settle(int allocated, uintptr_t key, uint64_t bytes) { (void)allocated; (void)key; (void)bytes; abort(); }
 void vmc_w_quota_release(uintptr_t key) { (void)key; abort(); }
 CUresult vmc_w_quota_refuse_driver(const char *call, uint64_t bytes) { (void)call; (void)bytes; abort(); }
+void vmc_w_log(const char *fmt, ...) { (void)fmt; }
 
 /* worker_shareable.c's: the exports of a freed allocation go */
 static CUmemGenericAllocationHandle forgotten;
