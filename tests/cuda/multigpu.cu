@@ -48,8 +48,7 @@ static void device_owned_memory(int n, cudaStream_t *s) {
     PFN_cuMemMap_v10020 map;
     PFN_cuMemUnmap_v10020 unmap;
     PFN_cuMemSetAccess_v10020 set_access;
-    cudaDriverEntryPointQueryResult q;
-#define ENTRY(var, name) CK(cudaGetDriverEntryPointByVersion(name, (void **)&var, 10020, cudaEnableDefault, &q))
+#define ENTRY(var, name) var = (decltype(var))vmc_driver_entry(name, 10020)
     ENTRY(granularity, "cuMemGetAllocationGranularity");
     ENTRY(create, "cuMemCreate");
     ENTRY(release, "cuMemRelease");

@@ -35,28 +35,25 @@ static struct {
     PFN_cuMemRetainAllocationHandle_v11000 retain;
 } drv;
 
-#define ENTRY(field, name)                                                                                        \
+#define ENTRY(field, name, version)                                                                             \
     do {                                                                                                          \
-        cudaDriverEntryPointQueryResult q_;                                                                       \
-        CK(cudaGetDriverEntryPointByVersion(name, (void **)&drv.field, 10020, cudaEnableDefault, &q_));           \
-        vmc_check(q_ == cudaDriverEntryPointSuccess && drv.field, "entry", "%s found", name);                     \
+        drv.field = (decltype(drv.field))vmc_driver_entry(name, version);                                         \
+        vmc_check(drv.field != NULL, "entry", "%s found", name);                                                  \
     } while (0)
 
 
 static void driver_entry_points(void) {
-    ENTRY(granularity, "cuMemGetAllocationGranularity");
-    ENTRY(create, "cuMemCreate");
-    ENTRY(release, "cuMemRelease");
-    ENTRY(export_handle, "cuMemExportToShareableHandle");
-    ENTRY(import_handle, "cuMemImportFromShareableHandle");
-    ENTRY(reserve, "cuMemAddressReserve");
-    ENTRY(address_free, "cuMemAddressFree");
-    ENTRY(map, "cuMemMap");
-    ENTRY(unmap, "cuMemUnmap");
-    ENTRY(set_access, "cuMemSetAccess");
-    cudaDriverEntryPointQueryResult q;
-    CK(cudaGetDriverEntryPointByVersion("cuMemRetainAllocationHandle", (void **)&drv.retain, 11000, cudaEnableDefault, &q));
-    vmc_check(q == cudaDriverEntryPointSuccess && drv.retain, "entry", "%s found", "cuMemRetainAllocationHandle");
+    ENTRY(granularity, "cuMemGetAllocationGranularity", 10020);
+    ENTRY(create, "cuMemCreate", 10020);
+    ENTRY(release, "cuMemRelease", 10020);
+    ENTRY(export_handle, "cuMemExportToShareableHandle", 10020);
+    ENTRY(import_handle, "cuMemImportFromShareableHandle", 10020);
+    ENTRY(reserve, "cuMemAddressReserve", 10020);
+    ENTRY(address_free, "cuMemAddressFree", 10020);
+    ENTRY(map, "cuMemMap", 10020);
+    ENTRY(unmap, "cuMemUnmap", 10020);
+    ENTRY(set_access, "cuMemSetAccess", 10020);
+    ENTRY(retain, "cuMemRetainAllocationHandle", 11000);
 }
 
 static CUmemAllocationProp physical_props(void) {

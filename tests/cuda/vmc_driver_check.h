@@ -1,6 +1,6 @@
-/* A driver-API call that must succeed, for the test programs that reach driver functions through
- * cudaGetDriverEntryPointByVersion: on an error it prints the call and the CUresult and stops, as CK does
- * (vmc_check.h), with the same exit code. */
+/* Driver-API functions in the test programs, reached through cudaGetDriverEntryPointByVersion as a runtime program
+ * reaches them: vmc_driver_entry finds one, and CU runs a call that must succeed (on an error it prints the call and
+ * the CUresult and stops, as CK does (vmc_check.h), with the same exit code). */
 #ifndef VMC_DRIVER_CHECK_H
 #define VMC_DRIVER_CHECK_H
 
@@ -15,5 +15,13 @@
             exit(VMC_EXIT_CUDA_ERROR);                                                                            \
         }                                                                                                         \
     } while (0)
+
+/* The driver's entry point `name` of the ABI of CUDA `version` (10020 for 10.2), or NULL where there is none. */
+__attribute__((unused)) static void *vmc_driver_entry(const char *name, int version) {
+    void *f = NULL;
+    cudaDriverEntryPointQueryResult q;
+    CK(cudaGetDriverEntryPointByVersion(name, &f, version, cudaEnableDefault, &q));
+    return q == cudaDriverEntryPointSuccess ? f : NULL;
+}
 
 #endif

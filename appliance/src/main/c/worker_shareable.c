@@ -27,11 +27,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -178,13 +178,15 @@ static long peer_uid(int s) {
  * FIRST-LAST, where sessions have uids of their own). Anyone else that can reach the socket (a host service of the
  * workers' group, say) is hung up on at once. */
 static int is_worker_uid(long uid) {
-    if (uid < 0)
-        return 0;
-    if ((uid_t)uid == geteuid())
-        return 1;
-    unsigned long first = 0, last = 0;
-    const char *range = getenv("VMCUDA_WORKER_UIDS");
-    return range && sscanf(range, "%lu-%lu", &first, &last) == 2 && (unsigned long)uid >= first && (unsigned long)uid <= last;
+    static int parsed; /* the range, read once (only the answering thread asks) */
+    static unsigned long first = 1, last = 0;
+    if (!parsed) {
+        const char *range = getenv("VMCUDA_WORKER_UIDS");
+        if (!range || sscanf(range, "%lu-%lu", &first, &last) != 2)
+            first = 1, last = 0;
+        parsed = 1;
+    }
+    return uid >= 0 && ((uid_t)uid == geteuid() || ((unsigned long)uid >= first && (unsigned long)uid <= last));
 }
 
 static int64_t now_ms(void) {
@@ -273,7 +275,7 @@ static void *serve_importers(void *arg) {
         }
         now = now_ms();
         for (int i = n - 1; i >= 0; i--) /* from the end: dropping moves the last one into i */
-            if (((fds[i + 1].revents && hear(p, i)) || now >= p[i].deadline))
+            if ((fds[i + 1].revents && hear(p, i)) || now >= p[i].deadline)
                 drop(p, &n, i);
         if (!(fds[0].revents & POLLIN))
             continue;

@@ -68,12 +68,16 @@ static void settle(struct handle *h) {
         forget(h);
 }
 
-/* A handle the driver has just made (`counted`: its bytes are in the quota). The driver gives a freed handle's value
- * again: an entry still under it is of memory that went by a way not followed here, and goes first. */
-static void track_new(CUmemGenericAllocationHandle made, int counted) {
+/* The driver gives a freed handle's value again: an entry still under the value `made` that a call just returned
+ * is of memory that went by a way not followed here, and goes (before a new count under the same quota key). */
+static void forget_stale(CUmemGenericAllocationHandle made) {
     struct handle *stale = find_handle(made);
     if (stale)
         forget(stale);
+}
+
+/* A handle the driver has just made, with one reference (`counted`: its bytes are in the quota). */
+static void track_new(CUmemGenericAllocationHandle made, int counted) {
     if (n_handles < MAX_HANDLES)
         handles[n_handles++] = (struct handle){made, 1, 0, counted};
 }
@@ -86,8 +90,10 @@ CUresult vmc_w_hook_cuMemCreate(PFN_cuMemCreate_v10020 real, CUmemGenericAllocat
     if (!quota) {
         /* without a quota a full table refuses nothing: such a handle's exports go at its first release */
         st = real(handle, size, prop, flags);
-        if (st == CUDA_SUCCESS && handle && *handle)
+        if (st == CUDA_SUCCESS && handle && *handle) {
+            forget_stale(*handle);
             track_new(*handle, 0);
+        }
     } else if (!room) { /* its bytes could not be followed to their free */
         vmc_w_log("quota: refused cuMemCreate of %zu bytes: the session holds %d allocations of the virtual memory API, "
                   "the most the quota follows", size, MAX_HANDLES);
@@ -97,9 +103,8 @@ CUresult vmc_w_hook_cuMemCreate(PFN_cuMemCreate_v10020 real, CUmemGenericAllocat
     } else {
         st = real(handle, size, prop, flags);
         int made = st == CUDA_SUCCESS && handle && *handle;
-        struct handle *stale = made ? find_handle(*handle) : NULL;
-        if (stale) /* its key is the new one's: given back before the new bytes are counted under it */
-            forget(stale);
+        if (made)
+            forget_stale(*handle);
         vmc_w_quota_settle(made, made ? (uintptr_t)*handle | VMM_TAG : 0, size);
         if (made)
             track_new(*handle, 1);

@@ -126,13 +126,8 @@ void *vmc_w_drv_resolve(const char *name, int version, int per_thread) {
 
 void vmc_w_log(const char *fmt, ...) { (void)fmt; }
 
-/* worker_shareable.c's: the exports of a released allocation handle go (recorded here, checked below) */
-static CUmemGenericAllocationHandle forgotten;
-static int forgets;
-void vmc_w_shareable_forget_allocation(CUmemGenericAllocationHandle h) {
-    forgotten = h;
-    forgets++;
-}
+/* worker_shareable.c's: the exports of a freed allocation go (recorded, checked below) */
+#include "forget_recorder.h"
 
 static void *do_malloc(int which, size_t n, cudaError_t *st) {
     void *p = NULL;

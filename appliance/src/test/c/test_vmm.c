@@ -43,12 +43,7 @@ CUresult vmc_w_quota_refuse_driver(const char *call, uint64_t bytes) { (void)cal
 void vmc_w_log(const char *fmt, ...) { (void)fmt; }
 
 /* worker_shareable.c's: the exports of a freed allocation go */
-static CUmemGenericAllocationHandle forgotten;
-static int forgets;
-void vmc_w_shareable_forget_allocation(CUmemGenericAllocationHandle h) {
-    forgotten = h;
-    forgets++;
-}
+#include "forget_recorder.h"
 
 #define VA 0x7e0000000000ull
 #define SIZE (2u << 20)
