@@ -1,6 +1,7 @@
 // Bulk copies of every size class through both vmcuda data paths (socket and shared-memory ring):
-// small (socket even when co-located), at the ring threshold, several ring laps, an odd tail, and
-// symbol copies. Unlike the other programs it keeps going after an error and prints every call's
+// small (socket even when co-located), copies to the device that fit one ring slot and go in pieces
+// (two, four with a short last one, four of a slot's quarter), at the ring threshold, several ring
+// laps, an odd tail, and symbol copies. Unlike the other programs it keeps going after an error and prints every call's
 // result, so that on a machine without a GPU the bulk paths still run end to end (their error must
 // be the one the native runtime gives).
 #include <string.h>
@@ -11,7 +12,8 @@ __device__ unsigned char dev_table[3 << 20];
 static void report(const char *what, cudaError_t e) { printf("%s: %s\n", what, cudaGetErrorName(e)); }
 
 int main() {
-    const size_t sizes[] = {1000, (256u << 10) - 1, 256u << 10, (4u << 20) + 1, (40u << 20) + 12345};
+    const size_t sizes[] = {1000,      (100u << 10) + 5, (256u << 10) - 1, 256u << 10, (3u << 20) + 17, 4u << 20,
+                            (4u << 20) + 1, (40u << 20) + 12345};
     const size_t max = (40u << 20) + 12345;
     unsigned char *src = (unsigned char *)malloc(max), *back = (unsigned char *)malloc(max);
     unsigned char *dev = NULL;

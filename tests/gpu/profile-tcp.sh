@@ -37,46 +37,12 @@ tar -xzf "$CARRY/vmcuda-bundle.tar.gz" -C "$WORK" && ROOT="$(ls -d "$WORK"/vmcud
 [ -n "${ROOT:-}" ] || { say "FAIL: no bundle in $CARRY"; exit 1; }
 BENCH="$CARRY/bench"
 
-perf_ok=0
-if [ -f "$CARRY/perf.tar.gz" ]; then
-    mkdir -p "$WORK/perf" && tar -xzf "$CARRY/perf.tar.gz" -C "$WORK/perf"
-    perf_() { LD_LIBRARY_PATH="$WORK/perf/lib" "$WORK/perf/perf" "$@"; }
-    if perf_ --version >/dev/null 2>&1; then perf_ok=1; say "perf: $(perf_ --version)"; else say "perf: carried but does not run: $(perf_ --version 2>&1 | head -1)"; fi
-else
-    say "perf: not carried (tests/gpu/prepare-carry.sh --with-perf): timings only"
-fi
-
-setsid "$ROOT/bin/vmcudad" --listen "127.0.0.1:$PORT" --admin "127.0.0.1:$ADMIN" --state-dir "$WORK/state" \
-    --worker-lib-dir "$ROOT/native" >"$WORK/daemon.log" 2>&1 </dev/null &
-DPID=$!
-trap 'kill -TERM -- -$DPID 2>/dev/null; sleep 1; kill -KILL -- -$DPID 2>/dev/null' EXIT
-for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.2; done
+source "$REPO/tests/gpu/perf-profile.sh"
+start_daemon
 
 # Commands, not functions: perf executes them.
 native=(env LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 120)
 vmcuda_tcp=(env VMCUDA_TRANSPORT=tcp LD_LIBRARY_PATH="$CUDA_LIB_DIR" timeout 120 "$ROOT/bin/vmcuda" run --appliance "127.0.0.1:$PORT" --)
-
-# Runs a command (its stdout goes to the report) under perf when perf runs here.
-profile() { # NAME COMMAND...
-    local name="$1"; shift
-    say ""
-    say "== $name: $*"
-    if [ $perf_ok = 1 ]; then
-        perf_ record -q -a -e cpu-clock -F $FREQ -o "$WORK/$name.data" -- "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
-    else
-        "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
-    fi
-    say "exit $?"
-    grep -v '^#' "$WORK/$name.out" | tee -a "$REPORT"
-    grep -iE 'error|fail' "$WORK/$name.err" | head -3 | tee -a "$REPORT"
-    [ $perf_ok = 1 ] || return 0
-    say "-- CPU seconds by thread (samples/$FREQ; threads with >= 1 % of the samples)"
-    perf_ report -i "$WORK/$name.data" --no-children --sort pid -n --stdio --percent-limit 1 2>/dev/null |
-        awk -v f=$FREQ '!/^#/ && NF >= 3 { printf "  %8.2f s  %s\n", $2 / f, substr($0, index($0, $3)) }' | tee -a "$REPORT"
-    say "-- top symbols by thread (>= 1.5 % of all samples, idle excluded)"
-    perf_ report -i "$WORK/$name.data" --no-children --sort pid,sym -n --stdio --percent-limit 1.5 2>/dev/null |
-        grep -v '^#' | grep -v '^$' | grep -v ':swapper' | head -30 | tee -a "$REPORT"
-}
 
 profile ceiling "$BENCH/tcp_ceiling" --shapes
 profile stream_only "$BENCH/block_stream" loopback --blocks 4M --sizes 1G --reps 3

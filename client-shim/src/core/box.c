@@ -65,7 +65,7 @@ static int fill_chunk(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slo
         return 0;
     }
     gather(bb->scratch, bb->host, bb->pitch, bb->rows, &chunk);
-    return ring->ops->fill(ring, slot, bb->scratch, (size_t)n);
+    return ring->ops->fill(ring, slot, bb->scratch, (size_t)n, (size_t)n);
 }
 
 static int drain_chunk(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slot) {

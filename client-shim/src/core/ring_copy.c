@@ -108,28 +108,29 @@ cudaError_t vmc_ring_download(struct vmc_call *c, uint32_t blocks, vmc_ring_move
     return expecting_blocks(download, c, blocks, drain, ctx);
 }
 
-/* A 1-D copy: block k is bytes [k * slot_size, ...) of the application's buffer. */
+/* A 1-D copy: block k is bytes [k * block, ...) of the application's buffer. */
 struct linear {
     uint8_t *host;
     size_t count;
+    size_t block; /* the slot size, or less for a copy to the device that fits one slot (vmc_ring_upload_block) */
 };
 
-static size_t block_bytes(const struct linear *l, const struct vmc_ring *ring, uint32_t k) {
-    size_t at = (size_t)k * ring->slot_size;
-    return l->count - at < ring->slot_size ? l->count - at : ring->slot_size;
+static size_t block_bytes(const struct linear *l, uint32_t k) {
+    size_t at = (size_t)k * l->block;
+    return l->count - at < l->block ? l->count - at : l->block;
 }
 
 static int fill_linear(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slot) {
     struct linear *l = ctx;
-    return ring->ops->fill(ring, slot, l->host + (size_t)k * ring->slot_size, block_bytes(l, ring, k));
+    return ring->ops->fill(ring, slot, l->host + (size_t)k * l->block, block_bytes(l, k), l->count);
 }
 
 static int drain_linear(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slot) {
     struct linear *l = ctx;
-    return ring->ops->drain(ring, slot, l->host + (size_t)k * ring->slot_size, block_bytes(l, ring, k));
+    return ring->ops->drain(ring, slot, l->host + (size_t)k * l->block, block_bytes(l, k));
 }
 
-static uint32_t blocks_of(size_t count, size_t slot_size) { return (uint32_t)((count + slot_size - 1) / slot_size); }
+static uint32_t blocks_of(const struct linear *l) { return (uint32_t)((l->count + l->block - 1) / l->block); }
 
 cudaError_t vmc_ring_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count, cudaStream_t stream,
                                unsigned mode) {
@@ -137,8 +138,9 @@ cudaError_t vmc_ring_to_device(uint32_t symbol, uint64_t dst, const void *src, s
     cudaError_t st = begin(&c, VMC_API_vmc_MemcpyHostToDeviceShm, symbol, dst, count, stream, mode);
     if (st != cudaSuccess)
         return st;
-    struct linear l = {(uint8_t *)(uintptr_t)src, count};
-    return vmc_ring_upload(&c, blocks_of(count, c.conn->ring->slot_size), fill_linear, &l);
+    struct vmc_ring *ring = c.conn->ring;
+    struct linear l = {(uint8_t *)(uintptr_t)src, count, vmc_ring_upload_block(count, ring->slot_size, ring->ops->upload_in_pieces)};
+    return vmc_ring_upload(&c, blocks_of(&l), fill_linear, &l);
 }
 
 cudaError_t vmc_ring_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream, unsigned mode) {
@@ -146,6 +148,6 @@ cudaError_t vmc_ring_to_host(void *dst, uint32_t symbol, uint64_t src, size_t co
     cudaError_t st = begin(&c, VMC_API_vmc_MemcpyDeviceToHostShm, symbol, src, count, stream, mode);
     if (st != cudaSuccess)
         return st;
-    struct linear l = {dst, count};
-    return vmc_ring_download(&c, blocks_of(count, c.conn->ring->slot_size), drain_linear, &l);
+    struct linear l = {dst, count, c.conn->ring->slot_size};
+    return vmc_ring_download(&c, blocks_of(&l), drain_linear, &l);
 }

@@ -93,8 +93,8 @@ struct shm_ring {
 
 static uint8_t *shm_slot(struct vmc_ring *r, uint32_t slot);
 
-static int shm_fill(struct vmc_ring *r, uint32_t slot, const void *src, size_t n) {
-    vmc_copy(shm_slot(r, slot), src, n);
+static int shm_fill(struct vmc_ring *r, uint32_t slot, const void *src, size_t n, size_t whole) {
+    vmc_copy_for_dma(shm_slot(r, slot), src, n, whole); /* read next by the GPU's DMA alone */
     return 0;
 }
 
@@ -115,7 +115,7 @@ static void shm_close(struct vmc_ring *r, int forked) {
 
 static uint8_t *shm_slot(struct vmc_ring *r, uint32_t slot) { return ((struct shm_ring *)r)->base + (size_t)slot * r->slot_size; }
 
-static const struct vmc_ring_ops shm_ops = {"shared memory", shm_fill, shm_drain, shm_slot, shm_close};
+static const struct vmc_ring_ops shm_ops = {"shared memory", 1, shm_fill, shm_drain, shm_slot, shm_close};
 
 static struct vmc_ring *new_ring(uint8_t *base, size_t size, size_t slot_size, uint32_t slots, int lane) {
     struct shm_ring *s = calloc(1, sizeof *s);

@@ -27,9 +27,13 @@ struct vmc_ring;
 
 struct vmc_ring_ops {
     const char *name; /* for messages: "shared memory", "UCX" */
-    /* Moves n bytes into / out of slot `slot` (0 .. slots-1). The bytes of a fill must be visible to the
-     * worker when it returns. 0, or -1 with one line in ring->why. */
-    int (*fill)(struct vmc_ring *ring, uint32_t slot, const void *src, size_t n);
+    /* 1 when a copy to the device that fits one slot goes in pieces (vmc_ring_upload_block): where filling a slot
+     * is a local copy, not a network round trip */
+    int upload_in_pieces;
+    /* Moves n bytes into / out of slot `slot` (0 .. slots-1); a fill's n are part of a copy of `whole` bytes (how
+     * best to fill may depend on it: shim_copy.h). The bytes of a fill must be visible to the worker when it
+     * returns. 0, or -1 with one line in ring->why. */
+    int (*fill)(struct vmc_ring *ring, uint32_t slot, const void *src, size_t n, size_t whole);
     int (*drain)(struct vmc_ring *ring, uint32_t slot, void *dst, size_t n);
     /* Slot `slot` as memory of this process, to fill or drain in place (a scattered copy packs straight into
      * it), or NULL when the slots are not mapped here. */

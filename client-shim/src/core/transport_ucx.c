@@ -166,7 +166,8 @@ static int wait_for(struct ucx_ring *u, ucs_status_ptr_t req, const char *what, 
 
 static int wait(struct ucx_ring *u, ucs_status_ptr_t req, const char *what) { return wait_for(u, req, what, STALL_NS); }
 
-static int ucx_fill(struct vmc_ring *r, uint32_t slot, const void *src, size_t n) {
+static int ucx_fill(struct vmc_ring *r, uint32_t slot, const void *src, size_t n, size_t whole) {
+    (void)whole; /* a put is a put whatever the size of the copy */
     struct ucx_ring *u = (struct ucx_ring *)r;
     ucp_request_param_t p = {0};
     uint64_t at = u->remote_base + (uint64_t)slot * r->slot_size;
@@ -209,7 +210,7 @@ static void ucx_close(struct vmc_ring *r, int forked) {
     free(u);
 }
 
-static const struct vmc_ring_ops ucx_ops = {"UCX", ucx_fill, ucx_drain, NULL, ucx_close};
+static const struct vmc_ring_ops ucx_ops = {"UCX", 0, ucx_fill, ucx_drain, NULL, ucx_close};
 
 static void on_peer_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
     (void)ep;

@@ -109,13 +109,18 @@ int vmc_w_shm_ring_ok(uint32_t slots, uint64_t slot_size, uint64_t size);
  * out of memory (nothing changed). */
 int vmc_w_shm_adopt(struct vmc_wconn *c, void *base, size_t size, size_t slot_size, uint32_t slots, uint32_t ucx_ring);
 /* The connection's ring for any copy cut into blocks (worker_shm.c; PROTOCOL.md "Co-located fast path"): its
- * slot size (0: no ring; the registration renewed if a device reset dropped it), and the block protocol. `move` moves block k between its slot and the device and has finished
- * with the slot when it returns; it is called for k = 0, 1, ... in order. Receive (to the device) replies with
- * the first error; send (from the device) replies with block 0's status before any data, then the trailing
- * REPLY (wc->replied is 0 when the first REPLY was the whole answer). */
+ * slot size (0: no ring; the registration renewed if a device reset dropped it), and the block protocol. `move`
+ * moves block k between its slot and the device, called for k = 0, 1, ... in order; it has finished with the
+ * slot when it returns, or, for a receive given a `settle`, once that has returned. Receive (to the device)
+ * replies with the first error; send (from the device) replies with block 0's status before any data, then the
+ * trailing REPLY (wc->replied is 0 when the first REPLY was the whole answer). */
 typedef cudaError_t (*vmc_w_block_mover)(void *ctx, uint32_t k, uint8_t *slot);
+/* For a receive whose mover only starts each block's copy: waits for every copy started so far. Receive calls it
+ * before it hands a slot back and before its REPLY; NULL when the mover finishes each block itself. */
+typedef cudaError_t (*vmc_w_block_settler)(void *ctx);
 size_t vmc_w_ring_slot_size(struct vmc_wconn *c);
-enum vmc_w_result vmc_w_ring_receive(struct vmc_wcall *wc, uint32_t blocks, vmc_w_block_mover move, void *ctx);
+enum vmc_w_result vmc_w_ring_receive(struct vmc_wcall *wc, uint32_t blocks, vmc_w_block_mover move,
+                                     vmc_w_block_settler settle, void *ctx);
 enum vmc_w_result vmc_w_ring_send(struct vmc_wcall *wc, uint32_t blocks, vmc_w_block_mover move, void *ctx);
 /* Bulk copies over UCX (worker_ucx.c): a ring registered with the session's UCX agent. */
 enum vmc_w_result vmc_w_ucx_attach(struct vmc_wcall *wc);

@@ -337,7 +337,7 @@ enum vmc_w_result vmc_w_memcpy_box_ring(struct vmc_wcall *wc) {
         if (++blocks == UINT32_MAX)
             return VMC_W_FATAL;
     /* a refused copy still takes and hands back the client's blocks (to the device), or answers at once */
-    enum vmc_w_result r = b.to_device ? vmc_w_ring_receive(wc, blocks, move_chunk, &bb)
+    enum vmc_w_result r = b.to_device ? vmc_w_ring_receive(wc, blocks, move_chunk, NULL, &bb)
                                       : vmc_w_ring_send(wc, blocks, move_chunk, &bb);
     if (r == VMC_W_DONE && (b.to_device || wc->replied)) {
         if (b.to_device)

@@ -310,20 +310,38 @@ size_t vmc_w_ring_slot_size(struct vmc_wconn *c) {
 
 static uint8_t *slot_of(struct vmc_wshm *shm, uint32_t k) { return shm->base + (size_t)(k % shm->slots) * shm->slot_size; }
 
-enum vmc_w_result vmc_w_ring_receive(struct vmc_wcall *wc, uint32_t blocks, vmc_w_block_mover move, void *ctx) {
+/* Waits for the copies started so far, even after an error (an earlier block may still be read from its slot);
+ * the first error stays the call's. */
+static void settled(vmc_w_block_settler settle, void *ctx, cudaError_t *st) {
+    cudaError_t done = settle ? settle(ctx) : cudaSuccess;
+    if (*st == cudaSuccess)
+        *st = done;
+}
+
+enum vmc_w_result vmc_w_ring_receive(struct vmc_wcall *wc, uint32_t blocks, vmc_w_block_mover move,
+                                     vmc_w_block_settler settle, void *ctx) {
     struct vmc_wconn *c = wc->conn;
     cudaError_t st = cudaSuccess;
+    /* blocks from here on have slots the client does not fill again in this copy */
+    uint32_t last_fill_from = blocks > c->shm->slots ? blocks - c->shm->slots : 0;
     for (uint32_t k = 0; k < blocks; k++) {
         if (take_token(c, k) != 0)
             return VMC_W_FATAL;
         /* After an error the slots are still handed back, so the client's stream stays in step. */
         if (st == cudaSuccess)
             st = move(ctx, k, slot_of(c->shm, k));
-        /* through the call pipe only a slot the client fills again in this copy goes back (the REPLY frees the
-         * others); over a socket every one (ring_copy.c, gives_back_every_slot) */
-        if ((k + c->shm->slots < blocks || !c->piped) && send_token(c, k) != 0)
+        if (k >= last_fill_from)
+            continue;
+        settled(settle, ctx, &st); /* a slot goes back once the GPU has read it */
+        if (send_token(c, k) != 0)
             return VMC_W_FATAL;
     }
+    settled(settle, ctx, &st);
+    /* through the call pipe only a slot the client fills again goes back (the REPLY frees the others); over a
+     * socket every one (ring_copy.c, gives_back_every_slot) */
+    for (uint32_t k = last_fill_from; !c->piped && k < blocks; k++)
+        if (send_token(c, k) != 0)
+            return VMC_W_FATAL;
     vmc_w_reply_status(wc, st);
     return VMC_W_DONE;
 }
@@ -369,12 +387,13 @@ struct ring_copy {
     uint64_t count;
     cudaStream_t stream;
     unsigned mode;
+    size_t block; /* bytes of each block but the last (PROTOCOL.md "Co-located fast path") */
     uint32_t blocks;
 };
 
 /* Reads the arguments shared by both directions. The ring must exist: the client only sends these
  * calls after a successful attach, so anything else is a broken stream. */
-static enum vmc_w_result read_ring_copy(struct vmc_wcall *wc, struct ring_copy *rc) {
+static enum vmc_w_result read_ring_copy(struct vmc_wcall *wc, struct ring_copy *rc, int to_device) {
     struct vmc_copy_args a;
     vmc_get_copy_args(&wc->in, &a);
     rc->count = a.count;
@@ -382,7 +401,9 @@ static enum vmc_w_result read_ring_copy(struct vmc_wcall *wc, struct ring_copy *
     if (!vmc_w_args_ok(wc) || wc->async || !wc->conn->shm)
         return VMC_W_FATAL;
     struct vmc_wshm *shm = wc->conn->shm;
-    uint64_t blocks = (rc->count + shm->slot_size - 1) / shm->slot_size;
+    /* a co-located ring's uploads go in pieces, a UCX ring's do not (vmc_io.h) */
+    rc->block = to_device ? vmc_ring_upload_block(rc->count, shm->slot_size, !shm->ucx_ring) : shm->slot_size;
+    uint64_t blocks = (rc->count + rc->block - 1) / rc->block;
     if (blocks > UINT32_MAX)
         return VMC_W_FATAL;
     rc->blocks = (uint32_t)blocks;
@@ -392,8 +413,8 @@ static enum vmc_w_result read_ring_copy(struct vmc_wcall *wc, struct ring_copy *
     return VMC_W_DONE;
 }
 
-static size_t block_bytes(const struct ring_copy *rc, size_t slot_size, uint32_t k) {
-    return k + 1 < rc->blocks ? slot_size : (size_t)(rc->count - (uint64_t)k * slot_size);
+static size_t block_bytes(const struct ring_copy *rc, uint32_t k) {
+    return k + 1 < rc->blocks ? rc->block : (size_t)(rc->count - (uint64_t)k * rc->block);
 }
 
 struct block_move {
@@ -402,15 +423,21 @@ struct block_move {
     int to_device;
 };
 
-/* One block between the ring and the device, finished before its slot is handed back. */
+/* One block between the ring and the device. From the device it is finished before the slot is handed over;
+ * to the device it is only started (settle_blocks waits), so that the client fills the next block meanwhile. */
 static cudaError_t move_block(void *ctx, uint32_t k, uint8_t *slot) {
     const struct block_move *m = ctx;
-    cudaError_t st = vmc_w_copy_block(&m->rc->side, (size_t)k * m->shm->slot_size, slot,
-                                      block_bytes(m->rc, m->shm->slot_size, k), m->to_device, m->shm->registered,
-                                      m->rc->stream, m->rc->mode);
-    if (st == cudaSuccess && m->shm->registered)
+    cudaError_t st = vmc_w_copy_block(&m->rc->side, (size_t)k * m->rc->block, slot, block_bytes(m->rc, k),
+                                      m->to_device, m->shm->registered, m->rc->stream, m->rc->mode);
+    if (st == cudaSuccess && m->shm->registered && !m->to_device)
         st = vmc_w_copy_sync(m->rc->stream, m->rc->mode);
     return st;
+}
+
+/* Waits for the blocks started so far (copies from pageable memory, a ring not registered, are done already). */
+static cudaError_t settle_blocks(void *ctx) {
+    const struct block_move *m = ctx;
+    return m->shm->registered ? vmc_w_copy_sync(m->rc->stream, m->rc->mode) : cudaSuccess;
 }
 
 /* A copy on a stream being captured would put a ring slot into the graph and wait for a stream that does not
@@ -424,12 +451,13 @@ static cudaError_t refuse_block(void *ctx, uint32_t k, uint8_t *slot) {
 /* A 1-D copy through the ring, either way. */
 static enum vmc_w_result ring_copy(struct vmc_wcall *wc, int to_device) {
     struct ring_copy rc;
-    if (read_ring_copy(wc, &rc) != VMC_W_DONE)
+    if (read_ring_copy(wc, &rc, to_device) != VMC_W_DONE)
         return VMC_W_FATAL;
     struct block_move m = {wc->conn->shm, &rc, to_device};
-    cudaError_t (*move)(void *, uint32_t, uint8_t *) =
-        vmc_w_stream_capturing((uint64_t)(uintptr_t)rc.stream, (rc.mode & COPY_PER_THREAD) != 0) ? refuse_block : move_block;
-    enum vmc_w_result r = to_device ? vmc_w_ring_receive(wc, rc.blocks, move, &m)
+    /* nothing is started on a capturing stream, and nothing waits for it (a wait would end the capture) */
+    int refused = vmc_w_stream_capturing((uint64_t)(uintptr_t)rc.stream, (rc.mode & COPY_PER_THREAD) != 0);
+    vmc_w_block_mover move = refused ? refuse_block : move_block;
+    enum vmc_w_result r = to_device ? vmc_w_ring_receive(wc, rc.blocks, move, refused ? NULL : settle_blocks, &m)
                                     : vmc_w_ring_send(wc, rc.blocks, move, &m);
     if (r == VMC_W_DONE && to_device)
         vmc_w_count_h2d(rc.count);

@@ -1,0 +1,60 @@
+// One kind of small call in a loop for a given time, for profiling where a call's time goes
+// (tests/gpu/profile-small-calls.sh runs it natively and through vmcuda under perf):
+//   small_call_loop async SECONDS    empty kernels launched back to back, a synchronize every 10000
+//   small_call_loop sync SECONDS     launch + cudaDeviceSynchronize
+//   small_call_loop d2h4 SECONDS     4-byte cudaMemcpy from the device
+//   small_call_loop h2d:BYTES SECONDS  a BYTES cudaMemcpy from pageable memory to the device (up to 1 GiB)
+// Output: "MODE<TAB>mean us per call<TAB>calls".
+#include <cstring>
+#include "bench_common.h"
+
+__global__ void empty_kernel() {}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: small_call_loop async|sync|d2h4|h2d:BYTES SECONDS\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    double seconds = atof(argv[2]);
+    size_t bytes = !strncmp(mode, "h2d:", 4) ? strtoull(mode + 4, nullptr, 10) : 0;
+    if (!strncmp(mode, "h2d:", 4) && (bytes == 0 || bytes > (1u << 30))) {
+        fprintf(stderr, "h2d:BYTES takes 1 byte to 1 GiB\n");
+        return 2;
+    }
+    size_t room = bytes > 4 ? bytes : 4;
+    CK(cudaSetDevice(0));
+    CK(cudaFree(nullptr));
+    char *dev;
+    CK(cudaMalloc(&dev, room));
+    char *host = (char *)malloc(room);
+    memset(host, 1, room);
+    int value = 0;
+    long calls = 0;
+    double t0 = now_s(), end = t0 + seconds;
+    while (now_s() < end) {
+        int batch = bytes > (1u << 20) ? 10 : 1000;
+        for (int i = 0; i < batch; i++) {
+            if (!strcmp(mode, "async")) {
+                empty_kernel<<<1, 1>>>();
+            } else if (!strcmp(mode, "sync")) {
+                empty_kernel<<<1, 1>>>();
+                CK(cudaDeviceSynchronize());
+            } else if (!strcmp(mode, "d2h4")) {
+                CK(cudaMemcpy(&value, dev, 4, cudaMemcpyDeviceToHost));
+            } else if (bytes) {
+                CK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+            } else {
+                fprintf(stderr, "unknown mode %s\n", mode);
+                return 2;
+            }
+        }
+        calls += batch;
+        if (calls % 10000 == 0) CK(cudaDeviceSynchronize());
+    }
+    CK(cudaDeviceSynchronize());
+    printf("%s\t%.3f\t%ld\n", mode, (now_s() - t0) / calls * 1e6, calls);
+    CK(cudaFree(dev));
+    free(host);
+    return 0;
+}
