@@ -42,6 +42,26 @@ int main() {
     cudaError_t e = cudaMemcpyFromSymbol(back, dev_table, n);
     report("cudaMemcpyFromSymbol 3 MiB", e);
     if (e == cudaSuccess) vmc_check(vmc_first_mismatch(back, n, 99) == n, "symbol round trip", "3 MiB");
+    // Copies that fit one ring slot (they go in pieces) but run past the end of their destination: the runtime's
+    // error, and nothing written, not even the part in range.
+    unsigned char *two = NULL;
+    report("cudaMalloc 2 MiB", cudaMalloc(&two, 2u << 20));
+    report("cudaMemset 2 MiB", cudaMemset(two, 0, 2u << 20));
+    report("H2D 2 MiB at 1 MiB into 2 MiB", cudaMemcpy(two + (1u << 20), src, 2u << 20, cudaMemcpyHostToDevice));
+    memset(back, 7, 2u << 20);
+    e = cudaMemcpy(back, two, 2u << 20, cudaMemcpyDeviceToHost);
+    report("D2H 2 MiB after the failed copy", e);
+    if (e == cudaSuccess) {
+        size_t written = 0;
+        for (size_t k = 0; k < (2u << 20); k++) written += back[k] != 0;
+        vmc_check(written == 0, "nothing written by a copy past the end", "%zu bytes written", written);
+    }
+    report("cudaMemcpyToSymbol 2 MiB at 2 MiB into 3 MiB", cudaMemcpyToSymbol(dev_table, src, 2u << 20, 2u << 20));
+    e = cudaMemcpyFromSymbol(back, dev_table, n);
+    report("cudaMemcpyFromSymbol 3 MiB after the failed copy", e);
+    if (e == cudaSuccess) vmc_check(vmc_first_mismatch(back, n, 99) == n, "variable untouched by a copy past its end", "3 MiB");
+    report("last error", cudaGetLastError());
+    if (two) cudaFree(two);
     // An invalid device address: the error the runtime gives, and no data written back.
     memset(back, 7, 1 << 20);
     report("D2H from an invalid address", cudaMemcpy(back, (void *)0x10, 1 << 20, cudaMemcpyDeviceToHost));

@@ -139,7 +139,8 @@ cudaError_t vmc_ring_to_device(uint32_t symbol, uint64_t dst, const void *src, s
     if (st != cudaSuccess)
         return st;
     struct vmc_ring *ring = c.conn->ring;
-    struct linear l = {(uint8_t *)(uintptr_t)src, count, vmc_ring_upload_block(count, ring->slot_size, ring->ops->upload_in_pieces)};
+    struct linear l = {(uint8_t *)(uintptr_t)src, count,
+                       vmc_ring_upload_block(count, ring->slot_size, ring->slots, ring->ops->upload_in_pieces)};
     return vmc_ring_upload(&c, blocks_of(&l), fill_linear, &l);
 }
 

@@ -580,6 +580,16 @@ CUresult vmc_w_drv_copy_block(CUdeviceptr device, void *host, size_t n, int to_d
                      : (d ? d(host, device, n) : vmc_w_drv_missing("cuMemcpyDtoH"));
 }
 
+int vmc_w_drv_range_in_one_allocation(CUdeviceptr device, size_t n) {
+    adopt_context_of(device);
+    DRV(PFN_cuMemGetAddressRange_v3020, range, "cuMemGetAddressRange", 3020, 0);
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (!range || range(&base, &size, device) != CUDA_SUCCESS || device < base)
+        return 0;
+    return n <= size - (size_t)(device - base);
+}
+
 CUresult vmc_w_drv_stream_sync(CUstream stream) {
     DRV(PFN_cuStreamSynchronize_v2000, sync, "cuStreamSynchronize", 2000, 0);
     return sync ? sync(stream) : vmc_w_drv_missing("cuStreamSynchronize");

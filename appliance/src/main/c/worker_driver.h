@@ -83,5 +83,8 @@ void vmc_w_drv_end_call(void);
 CUresult vmc_w_drv_copy_block(CUdeviceptr device, void *host, size_t n, int to_device, int pinned, CUstream stream,
                               int per_thread);
 CUresult vmc_w_drv_stream_sync(CUstream stream);
+/* 1 when [device, device + n) lies within the one allocation that holds `device` (cuMemGetAddressRange); 0 when
+ * it does not or the driver cannot say (no context, memory it does not know). */
+int vmc_w_drv_range_in_one_allocation(CUdeviceptr device, size_t n);
 
 #endif

@@ -19,6 +19,7 @@
 #include "vmc_internal.h"
 #include "vmc_region.h"
 #include "worker.h"
+#include "worker_driver.h"
 
 #define PREFIX "/dev/shm/vmcuda."
 #define MAX_SLOTS 64
@@ -310,33 +311,45 @@ size_t vmc_w_ring_slot_size(struct vmc_wconn *c) {
 
 static uint8_t *slot_of(struct vmc_wshm *shm, uint32_t k) { return shm->base + (size_t)(k % shm->slots) * shm->slot_size; }
 
-/* Waits for the copies started so far, even after an error (an earlier block may still be read from its slot);
- * the first error stays the call's. */
-static void settled(vmc_w_block_settler settle, void *ctx, cudaError_t *st) {
-    cudaError_t done = settle ? settle(ctx) : cudaSuccess;
+/* Waits for the copies started so far (`started`), even after an error: an earlier block may still be read from its
+ * slot. The first error stays the call's. */
+static void settled(vmc_w_block_settler settle, void *ctx, int started, cudaError_t *st) {
+    cudaError_t done = settle && started ? settle(ctx) : cudaSuccess;
     if (*st == cudaSuccess)
         *st = done;
+}
+
+/* The connection ends in the middle of a copy: its ring is let go after this (unmapped, or a lane handed to another
+ * client), so no DMA may still read it. */
+static enum vmc_w_result broken_mid_copy(vmc_w_block_settler settle, void *ctx, int started) {
+    cudaError_t ignored = cudaSuccess;
+    settled(settle, ctx, started, &ignored);
+    return VMC_W_FATAL;
 }
 
 enum vmc_w_result vmc_w_ring_receive(struct vmc_wcall *wc, uint32_t blocks, vmc_w_block_mover move,
                                      vmc_w_block_settler settle, void *ctx) {
     struct vmc_wconn *c = wc->conn;
     cudaError_t st = cudaSuccess;
+    int started = 0; /* a block's copy was started since the last wait */
     /* blocks from here on have slots the client does not fill again in this copy */
     uint32_t last_fill_from = blocks > c->shm->slots ? blocks - c->shm->slots : 0;
     for (uint32_t k = 0; k < blocks; k++) {
         if (take_token(c, k) != 0)
-            return VMC_W_FATAL;
+            return broken_mid_copy(settle, ctx, started);
         /* After an error the slots are still handed back, so the client's stream stays in step. */
-        if (st == cudaSuccess)
+        if (st == cudaSuccess) {
             st = move(ctx, k, slot_of(c->shm, k));
+            started |= st == cudaSuccess;
+        }
         if (k >= last_fill_from)
             continue;
-        settled(settle, ctx, &st); /* a slot goes back once the GPU has read it */
+        settled(settle, ctx, started, &st); /* a slot goes back once the GPU has read it */
+        started = 0;
         if (send_token(c, k) != 0)
             return VMC_W_FATAL;
     }
-    settled(settle, ctx, &st);
+    settled(settle, ctx, started, &st);
     /* through the call pipe only a slot the client fills again goes back (the REPLY frees the others); over a
      * socket every one (ring_copy.c, gives_back_every_slot) */
     for (uint32_t k = last_fill_from; !c->piped && k < blocks; k++)
@@ -402,7 +415,7 @@ static enum vmc_w_result read_ring_copy(struct vmc_wcall *wc, struct ring_copy *
         return VMC_W_FATAL;
     struct vmc_wshm *shm = wc->conn->shm;
     /* a co-located ring's uploads go in pieces, a UCX ring's do not (vmc_io.h) */
-    rc->block = to_device ? vmc_ring_upload_block(rc->count, shm->slot_size, !shm->ucx_ring) : shm->slot_size;
+    rc->block = to_device ? vmc_ring_upload_block(rc->count, shm->slot_size, shm->slots, !shm->ucx_ring) : shm->slot_size;
     uint64_t blocks = (rc->count + rc->block - 1) / rc->block;
     if (blocks > UINT32_MAX)
         return VMC_W_FATAL;
@@ -440,6 +453,37 @@ static cudaError_t settle_blocks(void *ctx) {
     return m->shm->registered ? vmc_w_copy_sync(m->rc->stream, m->rc->mode) : cudaSuccess;
 }
 
+/* Natively a copy that runs past its destination fails whole and writes nothing: the driver checks the range
+ * first. A copy in pieces (vmc_ring_upload_block) starts a piece's DMA before the next piece has arrived, so it
+ * goes that way only when the whole destination is known to be one allocation (or within its variable). */
+static int destination_checked(const struct ring_copy *rc) {
+    if (rc->side.is_symbol) {
+        size_t size = 0;
+        uint64_t offset = (uint64_t)(uintptr_t)rc->side.ptr;
+        return rc->side.symbol && cudaGetSymbolSize(&size, rc->side.symbol) == cudaSuccess && offset <= size &&
+               rc->count <= size - offset;
+    }
+    return vmc_w_drv_range_in_one_allocation((CUdeviceptr)(uintptr_t)rc->side.ptr, (size_t)rc->count);
+}
+
+/* Otherwise the pieces are taken first (each in a slot of its own: vmc_ring_upload_block makes no more pieces than
+ * slots), and at the last one the copy is tried whole from slot 0 (count is within one slot, hence within the
+ * registered ring): an error is the runtime's own and nothing was written, as natively; success means the range
+ * was good after all (memory the driver would not describe), and the pieces then overwrite what that wrote. */
+static cudaError_t collect_block(void *ctx, uint32_t k, uint8_t *slot) {
+    const struct block_move *m = ctx;
+    (void)slot;
+    if (k + 1 < m->rc->blocks)
+        return cudaSuccess;
+    int pinned = m->shm->registered;
+    cudaError_t st = vmc_w_copy_block(&m->rc->side, 0, slot_of(m->shm, 0), (size_t)m->rc->count, 1, pinned,
+                                      m->rc->stream, m->rc->mode);
+    for (uint32_t j = 0; st == cudaSuccess && j < m->rc->blocks; j++)
+        st = vmc_w_copy_block(&m->rc->side, (size_t)j * m->rc->block, slot_of(m->shm, j), block_bytes(m->rc, j), 1,
+                              pinned, m->rc->stream, m->rc->mode);
+    return st == cudaSuccess && pinned ? vmc_w_copy_sync(m->rc->stream, m->rc->mode) : st;
+}
+
 /* A copy on a stream being captured would put a ring slot into the graph and wait for a stream that does not
  * run (which ends the capture): refused block by block, which keeps the ring in step (worker_fidelity.c says why
  * the socket's copies are refused too). */
@@ -456,7 +500,8 @@ static enum vmc_w_result ring_copy(struct vmc_wcall *wc, int to_device) {
     struct block_move m = {wc->conn->shm, &rc, to_device};
     /* nothing is started on a capturing stream, and nothing waits for it (a wait would end the capture) */
     int refused = vmc_w_stream_capturing((uint64_t)(uintptr_t)rc.stream, (rc.mode & COPY_PER_THREAD) != 0);
-    vmc_w_block_mover move = refused ? refuse_block : move_block;
+    int in_pieces = to_device && rc.blocks > 1 && rc.block < wc->conn->shm->slot_size;
+    vmc_w_block_mover move = refused ? refuse_block : in_pieces && !destination_checked(&rc) ? collect_block : move_block;
     enum vmc_w_result r = to_device ? vmc_w_ring_receive(wc, rc.blocks, move, refused ? NULL : settle_blocks, &m)
                                     : vmc_w_ring_send(wc, rc.blocks, move, &m);
     if (r == VMC_W_DONE && to_device)

@@ -57,18 +57,20 @@ static inline uint32_t vmc_token_decode(const uint8_t b[VMC_TOKEN_BYTES]) {
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
-/* The bytes of each block of a 1-D copy of `count` bytes to the device through a ring of `slot_size`-byte slots
- * (PROTOCOL.md "Co-located fast path"), the last one possibly shorter: one slot each, except that through a
- * co-located ring (`in_pieces`; not over UCX, where each block costs a network round trip) a copy that fits one
- * slot is cut into up to VMC_RING_UPLOAD_PIECES blocks of whole pages, none smaller than VMC_RING_UPLOAD_MIN_BLOCK,
- * nor from VMC_RING_UPLOAD_PARALLEL_BLOCK up smaller than that. In one block the GPU copies only after the client
- * has filled it all; in pieces, one while the client fills the next (H200, 256 KiB: 28.8 -> 26.9 us; 4 MiB: 190
- * -> 173 us), but a block the client fills alone is slower from 1 MiB up than one it fills with several threads
- * (1 MiB in 256 KiB pieces 82 us, in one block 62 us): tests/bench/results/h200-run174-179-ring-fill. */
-static inline size_t vmc_ring_upload_block(uint64_t count, size_t slot_size, int in_pieces) {
-    if (!in_pieces || count > slot_size)
+/* The bytes of each block of a 1-D copy of `count` bytes to the device through a ring of `slots` slots of
+ * `slot_size` bytes (PROTOCOL.md "Co-located fast path"), the last one possibly shorter: one slot each, except that
+ * through a co-located ring (`in_pieces`; not over UCX, where each block costs a network round trip) a copy that
+ * fits one slot is cut into up to VMC_RING_UPLOAD_PIECES blocks (and no more than the ring has slots, so that no
+ * slot is filled twice) of whole pages, none smaller than VMC_RING_UPLOAD_MIN_BLOCK, nor from
+ * VMC_RING_UPLOAD_PARALLEL_BLOCK up smaller than that. In one block the GPU copies only after the client has filled
+ * it all; in pieces, one while the client fills the next (H200, 256 KiB: 28.8 -> 26.9 us; 4 MiB: 190 -> 173 us),
+ * but a block the client fills alone is slower from 1 MiB up than one it fills with several threads (1 MiB in
+ * 256 KiB pieces 82 us, in one block 62 us): tests/bench/results/h200-run174-179-ring-fill. */
+static inline size_t vmc_ring_upload_block(uint64_t count, size_t slot_size, uint32_t slots, int in_pieces) {
+    uint32_t pieces = slots < VMC_RING_UPLOAD_PIECES ? slots : VMC_RING_UPLOAD_PIECES;
+    if (!in_pieces || pieces < 2 || count > slot_size)
         return slot_size;
-    uint64_t piece = (count + VMC_RING_UPLOAD_PIECES - 1) / VMC_RING_UPLOAD_PIECES;
+    uint64_t piece = (count + pieces - 1) / pieces;
     piece = (piece + 4095) & ~(uint64_t)4095;
     uint64_t least = count < VMC_RING_UPLOAD_PARALLEL_BLOCK ? VMC_RING_UPLOAD_MIN_BLOCK : VMC_RING_UPLOAD_PARALLEL_BLOCK;
     if (piece < least)
