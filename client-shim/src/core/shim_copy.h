@@ -14,7 +14,7 @@ void vmc_copy(void *dst, const void *src, size_t n);
  * with memcpy, 31 us with streaming stores, which copy more slowly alone (17 us against 9) but leave the DMA at
  * its speed from memory (14 us). A larger copy's source is not in the cache either, and there streaming stores
  * lost: 256 MiB copies to the device took 14.7 ms with them, 12.2 without (tests/bench/results/
- * h200-run174-179-ring-fill: pieces.txt, ab-ring-fill.txt). */
+ * h200-run174-180-ring-fill: pieces.txt, ab-ring-fill.txt). */
 void vmc_copy_for_dma(void *dst, const void *src, size_t n, size_t whole);
 /* Measured better up to 16 MiB (603 against 779 us) and, on another host, at 64 MiB (39.5 GB/s against 27.7 the
  * run before); worse from 256 MiB. */

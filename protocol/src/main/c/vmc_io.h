@@ -65,7 +65,7 @@ static inline uint32_t vmc_token_decode(const uint8_t b[VMC_TOKEN_BYTES]) {
  * VMC_RING_UPLOAD_PARALLEL_BLOCK up smaller than that. In one block the GPU copies only after the client has filled
  * it all; in pieces, one while the client fills the next (H200, 256 KiB: 28.8 -> 26.9 us; 4 MiB: 190 -> 173 us),
  * but a block the client fills alone is slower from 1 MiB up than one it fills with several threads (1 MiB in
- * 256 KiB pieces 82 us, in one block 62 us): tests/bench/results/h200-run174-179-ring-fill. */
+ * 256 KiB pieces 82 us, in one block 62 us): tests/bench/results/h200-run174-180-ring-fill. */
 static inline size_t vmc_ring_upload_block(uint64_t count, size_t slot_size, uint32_t slots, int in_pieces) {
     uint32_t pieces = slots < VMC_RING_UPLOAD_PIECES ? slots : VMC_RING_UPLOAD_PIECES;
     if (!in_pieces || pieces < 2 || count > slot_size)
