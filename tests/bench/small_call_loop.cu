@@ -4,6 +4,8 @@
 //   small_call_loop sync SECONDS     launch + cudaDeviceSynchronize
 //   small_call_loop d2h4 SECONDS     4-byte cudaMemcpy from the device
 //   small_call_loop h2d:BYTES SECONDS  a BYTES cudaMemcpy from pageable memory to the device (up to 1 GiB)
+//   small_call_loop h2d2d:W:H SECONDS  a cudaMemcpy2D of H rows of W bytes from pageable rows 256 bytes apart
+//                                      more than W, to pitched device memory
 // Output: "MODE<TAB>mean us per call<TAB>calls".
 #include <cstring>
 #include "bench_common.h"
@@ -12,7 +14,7 @@ __global__ void empty_kernel() {}
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: small_call_loop async|sync|d2h4|h2d:BYTES SECONDS\n");
+        fprintf(stderr, "usage: small_call_loop async|sync|d2h4|h2d:BYTES|h2d2d:W:H SECONDS\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -22,18 +24,27 @@ int main(int argc, char **argv) {
         fprintf(stderr, "h2d:BYTES takes 1 byte to 1 GiB\n");
         return 2;
     }
-    size_t room = bytes > 4 ? bytes : 4;
+    size_t w = 0, h = 0;
+    if (!strncmp(mode, "h2d2d:", 6) && (sscanf(mode + 6, "%zu:%zu", &w, &h) != 2 || !w || !h || w * h > (1u << 30))) {
+        fprintf(stderr, "h2d2d:W:H takes rows of 1 byte or more, 1 GiB in all at most\n");
+        return 2;
+    }
+    size_t hpitch = w + 256;
+    size_t room = w ? hpitch * h : bytes > 4 ? bytes : 4;
     CK(cudaSetDevice(0));
     CK(cudaFree(nullptr));
     char *dev;
     CK(cudaMalloc(&dev, room));
     char *host = (char *)malloc(room);
     memset(host, 1, room);
+    char *dev2d = nullptr;
+    size_t dpitch = 0;
+    if (w) CK(cudaMallocPitch((void **)&dev2d, &dpitch, w, h));
     int value = 0;
     long calls = 0;
     double t0 = now_s(), end = t0 + seconds;
     while (now_s() < end) {
-        int batch = bytes > (1u << 20) ? 10 : 1000;
+        int batch = bytes > (1u << 20) || w * h > (1u << 20) ? 10 : 1000;
         for (int i = 0; i < batch; i++) {
             if (!strcmp(mode, "async")) {
                 empty_kernel<<<1, 1>>>();
@@ -42,6 +53,8 @@ int main(int argc, char **argv) {
                 CK(cudaDeviceSynchronize());
             } else if (!strcmp(mode, "d2h4")) {
                 CK(cudaMemcpy(&value, dev, 4, cudaMemcpyDeviceToHost));
+            } else if (w) {
+                CK(cudaMemcpy2D(dev2d, dpitch, host, hpitch, w, h, cudaMemcpyHostToDevice));
             } else if (bytes) {
                 CK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
             } else {
@@ -55,6 +68,7 @@ int main(int argc, char **argv) {
     CK(cudaDeviceSynchronize());
     printf("%s\t%.3f\t%ld\n", mode, (now_s() - t0) / calls * 1e6, calls);
     CK(cudaFree(dev));
+    if (dev2d) CK(cudaFree(dev2d));
     free(host);
     return 0;
 }

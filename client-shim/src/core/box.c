@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "shim_call.h"
+#include "shim_copy.h"
 #include "transport.h"
 #include "vmc_api.h"
 #include "vmc_internal.h"
@@ -32,6 +33,16 @@ static void gather(unsigned char *dense, const unsigned char *host, size_t pitch
             memcpy(dense + (z * k->ny + y) * k->nb, host + ((k->z0 + z) * rows + k->y0 + y) * pitch + k->b0, k->nb);
 }
 
+/* The same into a ring slot that the GPU's DMA reads next, with streaming stores (shim_copy.h says why). */
+static void gather_for_dma(unsigned char *dense, const unsigned char *host, size_t pitch, size_t rows,
+                           const struct vmc_box_chunk *k) {
+    for (uint64_t z = 0; z < k->nz; z++)
+        for (uint64_t y = 0; y < k->ny; y++)
+            vmc_copy_for_dma_unfenced(dense + (z * k->ny + y) * k->nb, host + ((k->z0 + z) * rows + k->y0 + y) * pitch + k->b0,
+                                      k->nb);
+    vmc_copy_for_dma_fence();
+}
+
 static void scatter(unsigned char *host, const unsigned char *dense, size_t pitch, size_t rows, const struct vmc_box_chunk *k) {
     for (uint64_t z = 0; z < k->nz; z++)
         for (uint64_t y = 0; y < k->ny; y++)
@@ -53,6 +64,7 @@ struct box_blocks {
     struct vmc_box_extent e;
     struct vmc_box_plan plan;
     struct vmc_box_cursor cur;
+    int streaming; /* rows go into mapped slots with streaming stores (a box of at most VMC_COPY_FOR_DMA_STREAMING_MAX) */
 };
 
 static int fill_chunk(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slot) {
@@ -61,11 +73,11 @@ static int fill_chunk(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slo
     uint64_t n = vmc_box_next_chunk(&bb->e, &bb->plan, &bb->cur, &chunk);
     (void)k;
     if (!bb->scratch) {
-        gather(ring->ops->slot_memory(ring, slot), bb->host, bb->pitch, bb->rows, &chunk);
+        (bb->streaming ? gather_for_dma : gather)(ring->ops->slot_memory(ring, slot), bb->host, bb->pitch, bb->rows, &chunk);
         return 0;
     }
     gather(bb->scratch, bb->host, bb->pitch, bb->rows, &chunk);
-    return ring->ops->fill(ring, slot, bb->scratch, (size_t)n, (size_t)n);
+    return ring->ops->fill(ring, slot, bb->scratch, (size_t)n, (size_t)n); /* UCX: a put either way */
 }
 
 static int drain_chunk(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slot) {
@@ -88,7 +100,8 @@ static int drain_chunk(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t sl
  * into a slot mapped here, else into one scratch chunk that the transport then moves. */
 static cudaError_t through_ring(struct vmc_ring *ring, int to_device, const struct vmc_box *b, unsigned char *host,
                                 size_t pitch, size_t rows, uint64_t stream, unsigned mode) {
-    struct box_blocks bb = {host, NULL, pitch, rows, {b->dev_kind, b->w, b->h, b->d}, {0, 0, 0}, {0, 0, 0}};
+    struct box_blocks bb = {host, NULL, pitch, rows, {b->dev_kind, b->w, b->h, b->d}, {0, 0, 0}, {0, 0, 0},
+                            b->w * b->h * b->d <= VMC_COPY_FOR_DMA_STREAMING_MAX};
     bb.plan = vmc_box_plan(&bb.e, ring->slot_size);
     uint32_t blocks = 0;
     struct vmc_box_cursor count = {0, 0, 0};

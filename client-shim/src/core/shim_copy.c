@@ -20,9 +20,8 @@ struct copy_job {
 static void plain_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
 
 /* memcpy with non-temporal stores where the CPU has them (SSE2: every x86-64), whole 64-byte lines at a time once
- * the destination is 16-byte aligned; the ends by memcpy. The fence orders the streaming stores before whatever
- * tells the worker that the slot is full. */
-static void streaming_copy(void *dst, const void *src, size_t n) {
+ * the destination is 16-byte aligned; the ends by memcpy. No fence: vmc_copy_for_dma_fence. */
+void vmc_copy_for_dma_unfenced(void *dst, const void *src, size_t n) {
 #if defined(__x86_64__)
     uint8_t *d = dst;
     const uint8_t *s = src;
@@ -40,11 +39,22 @@ static void streaming_copy(void *dst, const void *src, size_t n) {
         _mm_stream_si128((__m128i *)(d + i + 32), c);
         _mm_stream_si128((__m128i *)(d + i + 48), e);
     }
-    _mm_sfence();
     memcpy(d + lines, s + lines, n - lines);
 #else
     memcpy(dst, src, n);
 #endif
+}
+
+void vmc_copy_for_dma_fence(void) {
+#if defined(__x86_64__)
+    _mm_sfence();
+#endif
+}
+
+/* The fence orders the streaming stores before whatever tells the worker that the slot is full. */
+static void streaming_copy(void *dst, const void *src, size_t n) {
+    vmc_copy_for_dma_unfenced(dst, src, n);
+    vmc_copy_for_dma_fence();
 }
 
 /* Part `part` of `ways` page-aligned pieces; the last one takes the remainder. */

@@ -16,6 +16,10 @@ void vmc_copy(void *dst, const void *src, size_t n);
  * lost: 256 MiB copies to the device took 14.7 ms with them, 12.2 without (tests/bench/results/
  * h200-run174-180-ring-fill: pieces.txt, ab-ring-fill.txt). */
 void vmc_copy_for_dma(void *dst, const void *src, size_t n, size_t whole);
+/* The streaming stores of vmc_copy_for_dma for many small pieces (rows of a 2-D copy), in this thread alone: each
+ * piece unfenced, then one fence before the slot is handed over. */
+void vmc_copy_for_dma_unfenced(void *dst, const void *src, size_t n);
+void vmc_copy_for_dma_fence(void);
 /* Measured better up to 16 MiB (603 against 779 us) and, on another host, at 64 MiB (39.5 GB/s against 27.7 the
  * run before); worse from 256 MiB. */
 #define VMC_COPY_FOR_DMA_STREAMING_MAX (64u << 20)
