@@ -26,28 +26,14 @@ static void unpack(unsigned char *host, const unsigned char *dense, size_t pitch
             memcpy(host + (k * rows + r) * pitch, dense + (k * b->h + r) * b->w, b->w);
 }
 
-/* Chunk k's rows of the host side, to or from its dense form (rows of k->nb bytes). */
-static void gather(unsigned char *dense, const unsigned char *host, size_t pitch, size_t rows, const struct vmc_box_chunk *k) {
-    for (uint64_t z = 0; z < k->nz; z++)
-        for (uint64_t y = 0; y < k->ny; y++)
-            memcpy(dense + (z * k->ny + y) * k->nb, host + ((k->z0 + z) * rows + k->y0 + y) * pitch + k->b0, k->nb);
-}
+static void plain_row(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
 
-/* The same into a ring slot that the GPU's DMA reads next, with streaming stores (shim_copy.h says why), when the
- * rows are whole cache lines: then each starts on a line in the slot. Rows that are not split lines between
- * streaming and plain stores, which was 4.4 times slower than memcpy (H200 run 181: 1000 rows of 1000 bytes 608 us,
- * 138 with memcpy; rows of 4096 bytes 413 against 506 us, of 64 bytes 48 against 50). */
-static void gather_for_dma(unsigned char *dense, const unsigned char *host, size_t pitch, size_t rows,
-                           const struct vmc_box_chunk *k) {
-    if (k->nb % 64 != 0) {
-        gather(dense, host, pitch, rows, k);
-        return;
-    }
+/* Chunk k's rows of the host side into its dense form (rows of k->nb bytes), each moved by copy_row. */
+static void gather_with(void (*copy_row)(void *, const void *, size_t), unsigned char *dense, const unsigned char *host,
+                        size_t pitch, size_t rows, const struct vmc_box_chunk *k) {
     for (uint64_t z = 0; z < k->nz; z++)
         for (uint64_t y = 0; y < k->ny; y++)
-            vmc_copy_for_dma_unfenced(dense + (z * k->ny + y) * k->nb, host + ((k->z0 + z) * rows + k->y0 + y) * pitch + k->b0,
-                                      k->nb);
-    vmc_copy_for_dma_fence();
+            copy_row(dense + (z * k->ny + y) * k->nb, host + ((k->z0 + z) * rows + k->y0 + y) * pitch + k->b0, k->nb);
 }
 
 static void scatter(unsigned char *host, const unsigned char *dense, size_t pitch, size_t rows, const struct vmc_box_chunk *k) {
@@ -80,10 +66,18 @@ static int fill_chunk(void *ctx, struct vmc_ring *ring, uint32_t k, uint32_t slo
     uint64_t n = vmc_box_next_chunk(&bb->e, &bb->plan, &bb->cur, &chunk);
     (void)k;
     if (!bb->scratch) {
-        (bb->streaming ? gather_for_dma : gather)(ring->ops->slot_memory(ring, slot), bb->host, bb->pitch, bb->rows, &chunk);
+        /* Into a slot mapped here, which the GPU's DMA reads next: with streaming stores (shim_copy.h says why) when
+         * the rows are whole cache lines, so that each starts on a line of the slot. Rows that are not split lines
+         * between streaming and plain stores, which was 4.4 times slower than memcpy (H200 run 181: 1000 rows of
+         * 1000 bytes 608 us, 138 with memcpy; rows of 4096 bytes 413 against 506 us, of 64 bytes 48 against 50). */
+        int streaming = bb->streaming && chunk.nb % 64 == 0;
+        gather_with(streaming ? vmc_copy_for_dma_unfenced : plain_row, ring->ops->slot_memory(ring, slot), bb->host,
+                    bb->pitch, bb->rows, &chunk);
+        if (streaming)
+            vmc_copy_for_dma_fence(); /* one fence for all the rows, before the token says the slot is full */
         return 0;
     }
-    gather(bb->scratch, bb->host, bb->pitch, bb->rows, &chunk);
+    gather_with(plain_row, bb->scratch, bb->host, bb->pitch, bb->rows, &chunk);
     return ring->ops->fill(ring, slot, bb->scratch, (size_t)n, (size_t)n); /* UCX: a put either way */
 }
 
