@@ -4,6 +4,8 @@
 //   small_call_loop sync SECONDS     launch + cudaDeviceSynchronize
 //   small_call_loop d2h4 SECONDS     4-byte cudaMemcpy from the device
 //   small_call_loop h2d:BYTES SECONDS  a BYTES cudaMemcpy from pageable memory to the device (up to 1 GiB)
+//   small_call_loop d2h:BYTES SECONDS  the same from the device to pageable memory
+//   small_call_loop pinned-h2d:BYTES / pinned-d2h:BYTES SECONDS  the same with page-locked memory (cudaMallocHost)
 //   small_call_loop h2d2d:W:H SECONDS  a cudaMemcpy2D of H rows of W bytes from pageable rows 256 bytes apart
 //                                      more than W, to pitched device memory
 // Output: "MODE<TAB>mean us per call<TAB>calls".
@@ -14,14 +16,17 @@ __global__ void empty_kernel() {}
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: small_call_loop async|sync|d2h4|h2d:BYTES|h2d2d:W:H SECONDS\n");
+        fprintf(stderr, "usage: small_call_loop async|sync|d2h4|[pinned-]h2d:BYTES|[pinned-]d2h:BYTES|h2d2d:W:H SECONDS\n");
         return 2;
     }
     const char *mode = argv[1];
     double seconds = atof(argv[2]);
-    size_t bytes = !strncmp(mode, "h2d:", 4) ? strtoull(mode + 4, nullptr, 10) : 0;
-    if (!strncmp(mode, "h2d:", 4) && (bytes == 0 || bytes > (1u << 30))) {
-        fprintf(stderr, "h2d:BYTES takes 1 byte to 1 GiB\n");
+    int pinned = !strncmp(mode, "pinned-", 7);
+    const char *kind = pinned ? mode + 7 : mode;
+    int sized = !strncmp(kind, "h2d:", 4) || !strncmp(kind, "d2h:", 4), to_device = kind[0] == 'h';
+    size_t bytes = sized ? strtoull(kind + 4, nullptr, 10) : 0;
+    if (sized && (bytes == 0 || bytes > (1u << 30))) {
+        fprintf(stderr, "h2d:BYTES and d2h:BYTES take 1 byte to 1 GiB\n");
         return 2;
     }
     size_t w = 0, h = 0;
@@ -35,7 +40,11 @@ int main(int argc, char **argv) {
     CK(cudaFree(nullptr));
     char *dev;
     CK(cudaMalloc(&dev, room));
-    char *host = (char *)malloc(room);
+    char *host = nullptr;
+    if (pinned)
+        CK(cudaMallocHost((void **)&host, room));
+    else
+        host = (char *)malloc(room);
     memset(host, 1, room);
     char *dev2d = nullptr;
     size_t dpitch = 0;
@@ -55,8 +64,10 @@ int main(int argc, char **argv) {
                 CK(cudaMemcpy(&value, dev, 4, cudaMemcpyDeviceToHost));
             } else if (w) {
                 CK(cudaMemcpy2D(dev2d, dpitch, host, hpitch, w, h, cudaMemcpyHostToDevice));
-            } else if (bytes) {
+            } else if (bytes && to_device) {
                 CK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+            } else if (bytes) {
+                CK(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost));
             } else {
                 fprintf(stderr, "unknown mode %s\n", mode);
                 return 2;
@@ -69,6 +80,9 @@ int main(int argc, char **argv) {
     printf("%s\t%.3f\t%ld\n", mode, (now_s() - t0) / calls * 1e6, calls);
     CK(cudaFree(dev));
     if (dev2d) CK(cudaFree(dev2d));
-    free(host);
+    if (pinned)
+        CK(cudaFreeHost(host));
+    else
+        free(host);
     return 0;
 }

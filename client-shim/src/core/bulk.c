@@ -1,9 +1,11 @@
 #include <stdio.h>
+#include <string.h>
 #include "bulk.h"
 
 #include "hostmap.h"
 #include "shim_call.h"
 #include "shim_ranges.h"
+#include "shim_session.h"
 #include "shim_stripe.h"
 #include "transport.h"
 #include "vmc_internal.h"
@@ -67,6 +69,23 @@ static cudaError_t socket_device_to_host(void *dst, uint32_t symbol, uint64_t sr
     vmc_put_copy_args(vmc_call_args(&c), &(struct vmc_copy_args){
         .symbol = symbol, .address = src, .count = count, .stream = (uint64_t)(uintptr_t)stream, .mode = (uint8_t)mode});
     return vmc_call_finish_download(&c, dst, count);
+}
+
+/* Device-to-host of at most VMC_PIPE_LANDING_BYTES on a connection whose calls go through a pipe (PROTOCOL.md
+ * "Completion word"): the GPU copies into the pipe's landing and writes the completion word, and this thread copies
+ * the bytes out as soon as the word says so. */
+static cudaError_t landing_device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
+                                          unsigned mode) {
+    struct vmc_call c;
+    cudaError_t st = vmc_call_begin_ex(&c, VMC_API_vmc_MemcpyDeviceToHostLanding, 0, !(mode & COPY_DRIVER));
+    if (st != cudaSuccess)
+        return st;
+    vmc_put_copy_args(vmc_call_args(&c), &(struct vmc_copy_args){
+        .symbol = symbol, .address = src, .count = count, .stream = (uint64_t)(uintptr_t)stream, .mode = (uint8_t)mode});
+    st = vmc_call_finish_signalled(&c);
+    if (st == cudaSuccess)
+        memcpy(dst, c.conn->pipe.landing, count);
+    return st;
 }
 
 /* One stripe of a striped copy (shim_stripe.h), on the calling thread's own connection: through its ring
@@ -153,6 +172,8 @@ static cudaError_t copy_to_host(void *dst, uint32_t symbol, uint64_t src, size_t
     cudaStream_t stream = (cudaStream_t)(uintptr_t)stream_arg;
     if (symbol == VMC_NO_INDEX && vmc_hostmap_contains(dst, count))
         return vmc_hostmap_copy(src, dst, count, stream_arg, mode, 0);
+    if (count <= VMC_PIPE_LANDING_BYTES && vmc_thread_piped())
+        return landing_device_to_host(dst, symbol, src, count, stream, mode);
     struct vmc_ring *ring = vmc_ring_for(count, 0);
     unsigned ways = stripes_for(symbol, src, count, mode, ring);
     if (ways > 1)

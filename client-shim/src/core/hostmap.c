@@ -343,7 +343,8 @@ cudaError_t vmc_hostmap_copy(uint64_t device, const void *host, size_t count, ui
     struct vmc_conn *conn = c.conn;
     if (!async)
         vmc_conn_expect_copy(conn, count);
-    st = vmc_call_finish(&c);
+    /* a synchronous one returns when the GPU says it is done (the worker signals it where it can) */
+    st = async ? vmc_call_finish(&c) : vmc_call_finish_signalled(&c);
     vmc_conn_expect_copy(conn, 0);
     return st;
 }

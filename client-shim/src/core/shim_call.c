@@ -186,6 +186,7 @@ static int finish_frame(struct vmc_call *c) {
      * may be waiting for while earlier calls cannot be dispatched (a full launch queue behind a host function);
      * number 0 keeps it out of the order. */
     uint64_t seq = c->id == VMC_API_vmc_CallbackChannel ? 0 : __atomic_fetch_add(&next_call_number, 1, __ATOMIC_SEQ_CST);
+    c->number = seq;
     for (int i = 0; i < 8; i++)
         conn->out.data[VMC_HEADER_BYTES + i] = (uint8_t)(seq >> (8 * i));
     vmc_out_finish_frame(&conn->out, VMC_CALL, (c->async ? VMC_FLAG_ASYNC : 0) | VMC_FLAG_ORDERED, c->id);
@@ -245,6 +246,39 @@ cudaError_t vmc_call_finish(struct vmc_call *c) {
     cudaError_t st = await_reply(c);
     after_reply(c->id, st);
     return st;
+}
+
+cudaError_t vmc_call_finish_signalled(struct vmc_call *c) {
+    struct vmc_conn *conn = c->conn;
+    /* the number is the call's once the frame is finished; read the word before it can say this call's end */
+    uint32_t before = conn->pipe_state == 1 ? __atomic_load_n(&conn->pipe.completion->done, __ATOMIC_ACQUIRE) : 0;
+    if (send_frame(c) != 0)
+        return vmc_session_lost(conn, conn->out.broken ? "out of memory building a call" : "cannot send to the worker");
+    uint32_t number = (uint32_t)c->number;
+    /* 0 is the word's initial value, never waited for; nor a number it said already (2^32 calls ago): the worker
+     * does not signal such a call */
+    if (conn->pipe_state == 1 && number != 0 && before != number) {
+        /* the previous such call's REPLY first: it would otherwise look like this call's answer arriving */
+        if (conn->owed_reply_id && vmc_call_settle_owed(conn) != 0)
+            return vmc_session_lost(conn, "connection to the worker closed");
+        long poll = vmc_conn_poll_ns(conn);
+        if (poll > 0 && vmc_pipe_poll_done(&conn->pipe, number, poll) == 1) {
+            vmc_pipe_mark_seen(&conn->pipe, number);
+            conn->owed_reply_id = c->id;
+            after_reply(c->id, cudaSuccess);
+            return cudaSuccess;
+        }
+    }
+    cudaError_t st = await_reply(c);
+    after_reply(c->id, st);
+    return st;
+}
+
+int vmc_call_settle_owed(struct vmc_conn *conn) {
+    struct vmc_call owed = {.conn = conn, .id = conn->owed_reply_id};
+    conn->owed_reply_id = 0; /* before reading: the read below goes through vmc_conn_read */
+    (void)await_reply(&owed); /* its status needs no more: await_reply noted what matters of it */
+    return owed.replied ? 0 : -1;
 }
 
 cudaError_t vmc_call_finish_upload(struct vmc_call *c, const void *data, size_t count) {

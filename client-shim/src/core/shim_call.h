@@ -15,6 +15,7 @@ struct vmc_call {
     uint32_t id;
     int async;
     int replied;          /* a REPLY was received: out-values may be read from `reply` */
+    uint64_t number;      /* the call's number in this process's order of sending (set when it is sent) */
     struct vmc_in reply;  /* REPLY payload after status and async_error */
 };
 
@@ -74,6 +75,15 @@ cudaError_t vmc_call_finish(struct vmc_call *c);
  * calling thread: the driver front end's mirrors of mapped host memory are brought up to date at synchronising
  * calls that succeeded (drv_mirror.c). Set once; NULL (the default) costs one test. */
 void vmc_call_set_reply_hook(void (*hook)(uint32_t id, int status));
+/* A synchronous call that returns nothing but its status, whose work the worker may have the GPU signal through the
+ * pipe's completion word (PROTOCOL.md "Completion word"): returns cudaSuccess as soon as the word says this call is
+ * done, leaving its REPLY to be read before anything else from the connection; else as vmc_call_finish. */
+cudaError_t vmc_call_finish_signalled(struct vmc_call *c);
+/* Reads the REPLY of the connection's call that returned on the completion word (vmc_conn_read does, before anything
+ * else). 0, or -1 when the connection broke (the session is lost). An error it carries (the stream's, after the
+ * copy) is the worker's last error now, and a context-wide one is seen as such. */
+struct vmc_conn;
+int vmc_call_settle_owed(struct vmc_conn *conn);
 /* Sync call whose frame is followed by `count` raw bytes from `data` (host-to-device bulk). */
 cudaError_t vmc_call_finish_upload(struct vmc_call *c, const void *data, size_t count);
 /* Sync call whose REPLY, when successful, is followed by `count` raw bytes into `dst`

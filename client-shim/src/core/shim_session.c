@@ -26,6 +26,7 @@
 
 #include "vmc_sha256.h"
 #include "vmc_tls.h"
+#include "shim_call.h"
 #include "shim_config.h"
 #include "shim_pipe.h"
 #include "shim_registry.h"
@@ -334,24 +335,31 @@ static struct vmc_conn *new_conn(int fd) {
 
 #define IN_BUFFER_BYTES (64u << 10)
 
-/* The rate at which a copy's answer is expected (bytes per ns: 20 GB/s, below the page-locked DMA's 50-55 and above
- * what a wake-up costs to matter), and the longest a copy makes a reader poll. Page-locked copies of 4 MiB in the
- * region, H200 run 107: 0.91-0.92 of native polling the default 50 us, 0.97-0.99 polling 300 us. */
-#define COPY_BYTES_PER_NS 20
-#define COPY_POLL_MAX_NS (1000L * 1000)
-
+/* The rate at which a copy's answer is expected and the longest a copy makes a reader poll (wire.spec
+ * COPY_POLL_*). Page-locked copies of 4 MiB in the region, H200 run 107: 0.91-0.92 of native polling the default
+ * 50 us, 0.97-0.99 polling 300 us. */
 void vmc_conn_expect_copy(struct vmc_conn *c, size_t bytes) {
-    size_t ns = bytes / COPY_BYTES_PER_NS;
-    c->copy_poll_ns = ns > (size_t)COPY_POLL_MAX_NS ? COPY_POLL_MAX_NS : (long)ns;
+    size_t ns = bytes / VMC_COPY_POLL_BYTES_PER_NS;
+    c->copy_poll_ns = ns > (size_t)VMC_COPY_POLL_MAX_NS ? (long)VMC_COPY_POLL_MAX_NS : (long)ns;
+}
+
+long vmc_conn_poll_ns(const struct vmc_conn *c) {
+    /* no polling at all (VMCUDA_POLL_US=0, or one CPU that the worker may need) stays none */
+    long poll = vmc_poll_ns();
+    return poll > 0 && c->copy_poll_ns > poll ? c->copy_poll_ns : poll;
 }
 
 int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n) {
+    if (c->owed_reply_id) {
+        /* a frame read first, whole: where this read stands (a frame's start or not) is as it was */
+        int at_frame_start = c->at_frame_start;
+        int rc = vmc_call_settle_owed(c);
+        c->at_frame_start = at_frame_start;
+        if (rc != 0)
+            return -1;
+    }
     if (c->pipe_state == 1) {
-        /* no polling at all (VMCUDA_POLL_US=0, or one CPU that the worker may need) stays none */
-        long poll = vmc_poll_ns();
-        if (poll > 0 && c->copy_poll_ns > poll)
-            poll = c->copy_poll_ns;
-        int rc = vmc_pipe_read(&c->pipe, dst, n, poll);
+        int rc = vmc_pipe_read(&c->pipe, dst, n, vmc_conn_poll_ns(c));
         if (rc <= 0)
             return rc;
         /* The worker has said its last word on the socket (ending the session, and why): read it there, from
@@ -768,6 +776,8 @@ static void bind_to_thread(struct vmc_conn *c) {
 }
 
 int vmc_thread_has_conn(void) { return thread_conn && !thread_conn->broken; }
+
+int vmc_thread_piped(void) { return vmc_thread_has_conn() && thread_conn->pipe_state == 1; }
 
 struct vmc_conn *vmc_thread_conn(cudaError_t *err) {
     if (thread_conn && !thread_conn->broken)

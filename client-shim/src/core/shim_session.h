@@ -28,6 +28,9 @@ struct vmc_conn {
     /* With TLS: the key of this connection's link to its worker, from HELLO_REPLY READY (PROTOCOL.md "Encryption") */
     int link_keyed;
     uint8_t link_key[VMC_LINK_KEY_BYTES];
+    /* A call whose completion came from the pipe's completion word (shim_call.c): its REPLY, still in the pipe, is
+     * read before anything else from the connection. 0: none. */
+    uint32_t owed_reply_id;
 };
 
 /* The calling thread's connection, opening the session (first thread) or joining it (others).
@@ -36,6 +39,8 @@ struct vmc_conn *vmc_thread_conn(cudaError_t *err);
 
 /* 1 when the calling thread has a working connection of its own (vmc_thread_conn would not open one). */
 int vmc_thread_has_conn(void);
+/* 1 when it has one whose calls go through a pipe (shim_pipe.h). */
+int vmc_thread_piped(void);
 
 /* The connection broke mid-call: print one line, and make every later call fail as CUDA does
  * when its device is lost. Returns that error. */
@@ -67,6 +72,8 @@ int vmc_conn_read(struct vmc_conn *c, void *dst, size_t n);
  * for the DMA spinning, rather than paying a futex wake-up on every answer that comes after the usual window
  * (VMCUDA_POLL_US). */
 void vmc_conn_expect_copy(struct vmc_conn *c, size_t bytes);
+/* How long a read from the connection's pipe polls before it sleeps (as set by vmc_conn_expect_copy). */
+long vmc_conn_poll_ns(const struct vmc_conn *c);
 /* Writes n bytes to the connection: its pipe when it has one, else its socket. 0, or -1 when broken. */
 int vmc_conn_write(struct vmc_conn *c, const void *src, size_t n);
 

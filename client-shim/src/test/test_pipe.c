@@ -1,7 +1,8 @@
 /* The call pipe (protocol/src/main/c/vmc_pipe.c) between two real processes, as the client and its worker
  * use it: byte streams both ways across the rings' wrap, a writer that fills the ring and sleeps until the
  * reader frees room, a peer that exits (seen through the life line), a peer that speaks on the socket
- * instead (the worker ending the session), and headers a hostile peer scribbled on. */
+ * instead (the worker ending the session), headers a hostile peer scribbled on, and the completion area (the
+ * word the GPU writes for the worker, the landing of small copies). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -272,6 +273,68 @@ static void test_peek(void) {
     free_pair(&pr);
 }
 
+/* The worker's side of the completion word: the GPU's write is a store into the shared file, here by the peer. */
+static int completion_peer(struct pair *pr, struct vmc_pipe *p) {
+    (void)pr;
+    uint8_t go;
+    if (vmc_pipe_read(p, &go, 1, POLL_NS) != 0)
+        return 10;
+    memset(p->landing, 0xab, VMC_PIPE_LANDING_BYTES); /* a small copy's bytes, then its completion */
+    __atomic_store_n(&p->completion->done, 41u, __ATOMIC_RELEASE); /* another call's number: not the awaited one */
+    usleep(20 * 1000);
+    __atomic_store_n(&p->completion->done, 42u, __ATOMIC_RELEASE);
+    /* the client marks what it took; then the REPLY comes through the pipe as usual */
+    for (int i = 0; i < 2000 && vmc_pipe_seen(p) != 42u; i++)
+        usleep(1000);
+    uint8_t answer = vmc_pipe_seen(p) == 42u ? 7 : 8;
+    if (vmc_pipe_write(p, &answer, 1) != 0)
+        return 11;
+    /* next call: the answer comes through the pipe before any word */
+    if (vmc_pipe_read(p, &go, 1, POLL_NS) != 0)
+        return 12;
+    answer = 9;
+    return vmc_pipe_write(p, &answer, 1) != 0 ? 13 : 0;
+}
+
+static void test_completion_word(void) {
+    struct pair pr;
+    make_pair(&pr);
+    struct vmc_pipe client;
+    pid_t child = start_peer(&pr, &client, completion_peer);
+    uint8_t *base = pr.base, *area_at = vmc_pipe_completion_area(&client);
+    CHECK((size_t)(area_at - base) % 4096 == 0, "the completion area starts on a page (the GPU registers whole pages)");
+    CHECK(client.landing + VMC_PIPE_LANDING_BYTES <= area_at + VMC_PIPE_COMPLETION_BYTES, "the landing lies inside the area");
+    CHECK(area_at + VMC_PIPE_COMPLETION_BYTES <= client.tx_data && area_at + VMC_PIPE_COMPLETION_BYTES <= client.rx_data,
+          "the rings come after the area");
+    CHECK(client.tx_data + client.capacity <= base + pr.size && client.rx_data + client.capacity <= base + pr.size,
+          "the rings end inside the file");
+    CHECK(__atomic_load_n(&client.completion->done, __ATOMIC_ACQUIRE) == 0, "a fresh pipe's word is 0 (never a call's number)");
+    CHECK(vmc_pipe_poll_done(&client, 42u, POLL_NS) == 0, "nothing written: the poll gives up after its time");
+    uint8_t go = 1, answer = 0;
+    CHECK(vmc_pipe_write(&client, &go, 1) == 0, "call sent");
+    int done = 0;
+    for (int i = 0; i < 1000 && !done; i++) /* each poll is short: the peer writes after 20 ms */
+        done = vmc_pipe_poll_done(&client, 42u, 1000L * 1000) == 1;
+    CHECK(done, "the word saying this call's number ends the wait (another number does not)");
+    CHECK(client.landing[0] == 0xab && client.landing[VMC_PIPE_LANDING_BYTES - 1] == 0xab,
+          "the bytes written before the word are there");
+    vmc_pipe_mark_seen(&client, 42u);
+    CHECK(vmc_pipe_read(&client, &answer, 1, POLL_NS) == 0 && answer == 7, "the worker sees what the client took, then answers");
+    CHECK(vmc_pipe_write(&client, &go, 1) == 0, "second call sent");
+    int rc = 2;
+    for (int i = 0; i < 1000 && rc == 2; i++)
+        if (vmc_pipe_readable(&client))
+            rc = vmc_pipe_poll_done(&client, 43u, POLL_NS);
+        else
+            usleep(1000);
+    CHECK(rc == 0, "an answer in the pipe ends the wait without the word");
+    CHECK(vmc_pipe_read(&client, &answer, 1, POLL_NS) == 0 && answer == 9, "and is read as usual");
+    int status = -1;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the peer's side worked (status %d)", status);
+    free_pair(&pr);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     test_echo(0);
@@ -281,5 +344,6 @@ int main(void) {
     test_socket_speaks();
     test_scribbles();
     test_peek();
+    test_completion_word();
     return check_summary("test_pipe");
 }

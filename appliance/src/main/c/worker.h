@@ -43,6 +43,13 @@ struct vmc_wconn {
     int piped;
     struct vmc_pipe pipe;
     uint64_t answered_to; /* the pipe's position after the last REPLY sent: the client has read it once it is there */
+    uint64_t answering_number, answered_number; /* the call being served, and the one that REPLY answered */
+    /* The pipe's completion area (worker_completion.c): 0 = not tried, 1 = registered with the GPU, -1 = it cannot be */
+    int completion_state;
+    unsigned completion_epoch;
+    uint64_t completion_word;   /* the GPU's address of the completion word */
+    uint64_t signalled_number;  /* the last call whose completion the GPU was told to write */
+    uint64_t signalled, answered_on_word; /* such calls, and those this thread answered on the word (logged at close) */
 };
 
 /* Reads exactly n bytes from the client connection (buffered input first). 0, or -1 on EOF/error.
@@ -128,6 +135,34 @@ void vmc_w_ucx_detach(uint32_t ring);
 /* Calls through shared memory (worker_pipe.c): the client's pipe taken over for this connection. */
 enum vmc_w_result vmc_w_pipe_attach(struct vmc_wcall *wc);
 void vmc_w_pipe_release(struct vmc_wconn *c);
+
+/* The completion word (worker_completion.c; PROTOCOL.md "Completion word"). After a synchronous call's work was
+ * enqueued on `stream` (a driver handle: 0 legacy, 2 per-thread), has the GPU write the call's number into the
+ * connection's completion area once that work is done. 1 when it will; 0 when the connection has no pipe or the GPU
+ * cannot write there. */
+int vmc_w_completion_signal(struct vmc_wcall *wc, uint64_t stream);
+/* Then waits for that work (a copy of `bytes`) before replying: for the word, as the client does, while it would
+ * poll for such a copy; else, or when the word has not come by then, for the stream with the copy's API (which says
+ * what went wrong, if anything did). */
+cudaError_t vmc_w_completion_wait(struct vmc_wcall *wc, int signalled, size_t bytes, cudaStream_t stream, unsigned mode);
+/* A bulk copy made of queued copies and stream synchronizes (with the word or without) is allowed while another
+ * stream is being captured, as the synchronous copy it stands for is, where a stream synchronize alone is not (H200
+ * probe of the review, run 186: in the global and thread-local modes it is refused and ends the capture): this
+ * thread's capture mode is relaxed around it (worker_serve.c). Returns what to restore (-1: nothing). */
+int vmc_w_capture_relax(void);
+void vmc_w_capture_restore(int saved);
+/* Every call passes these around its dispatch (worker_serve.c): kernel launches and device-wide synchronizes decide
+ * when the word may be used (device printf). The first returns what the second needs. */
+uint64_t vmc_w_completion_call_begins(uint32_t id);
+void vmc_w_completion_call_ended(uint32_t id, uint64_t launches_before);
+/* Where a small copy from the device lands (VMC_PIPE_LANDING_BYTES), or NULL without a pipe; *by_dma: the GPU can
+ * write it directly (else the bytes are copied there). */
+uint8_t *vmc_w_completion_landing(struct vmc_wconn *c, int *by_dma);
+/* 1 when the last REPLY answered a call whose completion the client took from the word (it need not read it). */
+int vmc_w_completion_taken(struct vmc_wconn *c);
+void vmc_w_completion_release(struct vmc_wconn *c);
+/* vmc_MemcpyDeviceToHostLanding (worker_memcpy.c): a small copy from the device into the landing. */
+enum vmc_w_result vmc_w_memcpy_device_to_landing(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_kernel_param_layout(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_launch_kernel(struct vmc_wcall *wc);
 enum vmc_w_result vmc_w_launch_kernel_ex(struct vmc_wcall *wc);

@@ -47,7 +47,8 @@ int vmc_w_fidelity_dispatch(struct vmc_wcall *wc, enum vmc_w_result *result) {
     case VMC_API_vmc_MemcpyBoxHost: *result = vmc_w_memcpy_box_host(wc); return 1;
     case VMC_API_vmc_MemcpyBoxRing: *result = vmc_w_memcpy_box_ring(wc); return 1;
     case VMC_API_vmc_MemcpyHostToDevice:
-    case VMC_API_vmc_MemcpyDeviceToHost: return capture_guard(wc, result);
+    case VMC_API_vmc_MemcpyDeviceToHost:
+    case VMC_API_vmc_MemcpyDeviceToHostLanding: return capture_guard(wc, result);
     default: return 0;
     }
 }

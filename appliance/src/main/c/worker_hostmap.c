@@ -153,6 +153,22 @@ static cudaError_t runtime_copy(uint64_t device, void *host, size_t n, int to_de
     return cudaMemcpy(dst, src, n, kind);
 }
 
+/* A synchronous copy answered through the completion word (worker_completion.c): queued on its stream, the GPU told
+ * to write the word once it is done, then waited for as the synchronous copy would have been (by then the client
+ * may have returned: the word told it). Never on a stream being captured, where the queued copy and write would
+ * become part of the graph: the caller makes the plain synchronous copy there, which the capture refuses. */
+static cudaError_t signalled_copy(struct vmc_wcall *wc, uint64_t device, void *host, size_t n, int to_device, uint64_t stream,
+                                  unsigned mode) {
+    int per_thread = (mode & COPY_PER_THREAD) != 0;
+    uint64_t handle = !stream && per_thread ? 2 : stream; /* 2: the per-thread default stream in both APIs */
+    cudaError_t st = (mode & COPY_DRIVER)
+                         ? (cudaError_t)vmc_w_drv_copy_block((CUdeviceptr)device, host, n, to_device, 1, (CUstream)(uintptr_t)handle, per_thread)
+                         : runtime_copy(device, host, n, to_device, (cudaStream_t)(uintptr_t)handle, mode | COPY_ASYNC);
+    if (st == cudaSuccess)
+        st = vmc_w_completion_wait(wc, vmc_w_completion_signal(wc, handle), n, (cudaStream_t)(uintptr_t)handle, mode);
+    return st;
+}
+
 enum vmc_w_result vmc_w_hostmap_copy(struct vmc_wcall *wc) {
     struct vmc_mapped_copy_args a;
     vmc_get_mapped_copy_args(&wc->in, &a);
@@ -166,6 +182,11 @@ enum vmc_w_result vmc_w_hostmap_copy(struct vmc_wcall *wc) {
     cudaError_t st;
     if (!host) /* not memory this worker shares with the client: nothing is read or written */
         st = driver ? (cudaError_t)CUDA_ERROR_INVALID_VALUE : cudaErrorInvalidValue;
+    /* a driver copy on another stream than the legacy one is left as it was: asking the runtime whether that stream is
+     * being captured could make a context current on this thread that the program's copy did not */
+    else if (!wc->async && wc->conn->piped && (!driver || (!stream && !(mode & COPY_PER_THREAD))) &&
+             !vmc_w_stream_capturing(stream, (mode & COPY_PER_THREAD) != 0))
+        st = signalled_copy(wc, device, host, (size_t)count, to_device, stream, mode);
     else if (driver)
         st = (cudaError_t)vmc_w_drv_copy_block((CUdeviceptr)device, host, (size_t)count, to_device, (mode & COPY_ASYNC) != 0,
                                                (CUstream)(uintptr_t)(!stream && (mode & COPY_PER_THREAD) ? 2 : stream),

@@ -291,6 +291,45 @@ enum vmc_w_result vmc_w_memcpy_device_to_host(struct vmc_wcall *wc) {
     return VMC_W_DONE;
 }
 
+/* vmc_MemcpyDeviceToHostLanding (PROTOCOL.md "Completion word"): a synchronous copy from the device of at most
+ * VMC_PIPE_LANDING_BYTES for a client whose calls come through a pipe. The GPU copies into the pipe's landing and
+ * then writes the completion word (or, where it cannot write there, copies into staging and this thread copies
+ * on); the REPLY carries the status alone, and the client reads the bytes from the landing. The copy is the one
+ * vmc_w_memcpy_device_to_host makes for its first block, so its errors are the same. */
+enum vmc_w_result vmc_w_memcpy_device_to_landing(struct vmc_wcall *wc) {
+    struct vmc_wconn *c = wc->conn;
+    struct vmc_copy_args a;
+    vmc_get_copy_args(&wc->in, &a);
+    unsigned mode = a.mode;
+    int by_dma = 0;
+    uint8_t *landing = vmc_w_completion_landing(c, &by_dma);
+    if (!vmc_w_args_ok(wc) || wc->async || (mode & ~COPY_MODE_BITS) || a.count > VMC_PIPE_LANDING_BYTES || !landing)
+        return VMC_W_BAD_ARGS;
+    cudaStream_t stream = vmc_w_copy_stream(a.stream, mode);
+    struct vmc_device_side src = vmc_w_device_side(a.symbol, a.address);
+    size_t n = (size_t)a.count;
+    cudaError_t st;
+    if (by_dma) {
+        st = vmc_w_copy_block(&src, 0, landing, n, 0, 1, stream, mode);
+        if (st == cudaSuccess)
+            st = vmc_w_completion_wait(wc, vmc_w_completion_signal(wc, (uint64_t)(uintptr_t)stream), n, stream, mode);
+    } else {
+        int pinned = staging(c);
+        if (pinned < 0)
+            return VMC_W_FATAL;
+        void *buf = pinned ? c->staging[0] : c->fallback;
+        st = vmc_w_copy_block(&src, 0, buf, n, 0, pinned, stream, mode);
+        if (st == cudaSuccess && pinned)
+            st = vmc_w_copy_sync(stream, mode);
+        if (st == cudaSuccess)
+            memcpy(landing, buf, n);
+    }
+    if (st == cudaSuccess)
+        vmc_w_count_d2h(n);
+    vmc_w_reply_status(wc, st);
+    return VMC_W_DONE;
+}
+
 enum vmc_w_result vmc_w_memcpy_on_device(struct vmc_wcall *wc) {
     struct vmc_on_device_args a;
     vmc_get_on_device_args(&wc->in, &a);

@@ -51,6 +51,7 @@ enum vmc_w_result vmc_w_pipe_attach(struct vmc_wcall *wc) {
 }
 
 void vmc_w_pipe_release(struct vmc_wconn *c) {
+    vmc_w_completion_release(c); /* the GPU lets go of the pages before this process does */
     if (c->pipe.base)
         munmap(c->pipe.base, c->pipe.size);
     memset(&c->pipe, 0, sizeof c->pipe);

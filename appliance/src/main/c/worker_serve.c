@@ -156,8 +156,10 @@ void vmc_w_async_done(struct vmc_wcall *wc, cudaError_t st) {
 static int answer(struct vmc_wconn *c) {
     if (vmc_w_write(c, c->reply.data, c->reply.len) != 0)
         return -1;
-    if (c->piped)
+    if (c->piped) {
         c->answered_to = vmc_pipe_written(&c->pipe);
+        c->answered_number = c->answering_number;
+    }
     return 0;
 }
 
@@ -256,11 +258,31 @@ static enum vmc_w_result program_exit(struct vmc_wcall *wc) {
 
 static enum vmc_w_result dispatch_call(struct vmc_wcall *wc);
 
+/* The bulk copies between the client's memory and the device: each stands for one CUDA copy, which it makes of
+ * queued copies and waits for its stream (worker_memcpy.c, worker_shm.c, worker_box.c, worker_hostmap.c). */
+static int is_bulk_copy(uint32_t id) {
+    switch (id) {
+    case VMC_API_vmc_MemcpyHostToDevice:
+    case VMC_API_vmc_MemcpyDeviceToHost:
+    case VMC_API_vmc_MemcpyDeviceToHostLanding:
+    case VMC_API_vmc_MemcpyHostToDeviceShm:
+    case VMC_API_vmc_MemcpyDeviceToHostShm:
+    case VMC_API_vmc_MemcpyBoxHost:
+    case VMC_API_vmc_MemcpyBoxRing:
+    case VMC_DRV_vmc_drv_MappedCopy: return 1;
+    default: return 0;
+    }
+}
+
 /* isolation hook (worker_idle.c): activity for idle release. (The memory quota sits in the generated
  * dispatch's allocator hooks, worker_quota*.c.) */
 static enum vmc_w_result dispatch(struct vmc_wcall *wc) {
     vmc_w_activity_begin();
+    /* a copy on a stream being captured is refused before it starts (worker_fidelity.c, worker_shm.c, worker_box.c);
+     * one on another stream waits as the copy it stands for would, which another stream's capture allows */
+    int capture_mode = is_bulk_copy(wc->id) ? vmc_w_capture_relax() : -1;
     enum vmc_w_result r = dispatch_call(wc);
+    vmc_w_capture_restore(capture_mode);
     vmc_w_drv_end_call(); /* a context a bulk copy adopted is the thread's for that call only */
     vmc_w_activity_end();
     return r;
@@ -287,6 +309,7 @@ static enum vmc_w_result dispatch_call(struct vmc_wcall *wc) {
     case VMC_API_vmc_UcxAttach: return vmc_w_ucx_attach(wc);
     case VMC_API_vmc_MemcpyHostToDeviceShm: return vmc_w_shm_host_to_device(wc);
     case VMC_API_vmc_MemcpyDeviceToHostShm: return vmc_w_shm_device_to_host(wc);
+    case VMC_API_vmc_MemcpyDeviceToHostLanding: return vmc_w_memcpy_device_to_landing(wc);
     case VMC_API_cudaDeviceReset: {
         enum vmc_w_result r = vmc_worker_dispatch_generated(wc);
         vmc_w_staging_invalidate();
@@ -382,9 +405,10 @@ void vmc_w_serve(struct vmc_w_client_link *link, int primary) {
             why = "client connection lost (reset by peer)";
         else if (rc != 0 && errno != 0)
             why = "read failed";
-        else if (rc != 0 && c.piped && !vmc_pipe_peer_has_read(&c.pipe, c.answered_to))
+        else if (rc != 0 && c.piped && !vmc_pipe_peer_has_read(&c.pipe, c.answered_to) && !vmc_w_completion_taken(&c))
             /* the pipe's "reset": the client died waiting for (or reading) its last answer, which this side could
-             * give without hearing from it again (an upload whose bytes were all in the ring) */
+             * give without hearing from it again (an upload whose bytes were all in the ring); unless the client
+             * took that call's completion from the GPU's word, and then had no reason to read the answer */
             why = "client connection lost (its last answer unread)";
         if (rc != 0 || vmc_parse_header(raw, &h, &why) != 0) {
             if (errno != 0 || strcmp(why, "connection closed") != 0)
@@ -421,7 +445,10 @@ void vmc_w_serve(struct vmc_w_client_link *link, int primary) {
             vmc_w_order_submitted(&wc); /* a synchronous call may block: what comes after it goes on */
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
+        c.answering_number = wc.number;
+        uint64_t launches_before = vmc_w_completion_call_begins(wc.id);
         enum vmc_w_result r = dispatch(&wc);
+        vmc_w_completion_call_ended(wc.id, launches_before);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         vmc_w_count_call((uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec);
         vmc_w_order_submitted(&wc); /* an async call's work is on the GPU's queues now */

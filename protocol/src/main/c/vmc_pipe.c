@@ -16,7 +16,10 @@
 /* A writer publishes at least every this many bytes, so that the reader starts on a large write early. */
 #define PUBLISH_BYTES (128u << 10)
 
-size_t vmc_pipe_file_bytes(uint32_t capacity) { return VMC_PIPE_HEADER_BYTES + 2 * (size_t)capacity; }
+/* The rings follow the header and the completion area. */
+#define RINGS_AT (VMC_PIPE_COMPLETION_AT + VMC_PIPE_COMPLETION_BYTES)
+
+size_t vmc_pipe_file_bytes(uint32_t capacity) { return RINGS_AT + 2 * (size_t)capacity; }
 
 static int capacity_ok(uint64_t c) {
     return c >= VMC_PIPE_MIN_CAPACITY && c <= VMC_PIPE_MAX_CAPACITY && (c & (c - 1)) == 0;
@@ -27,6 +30,7 @@ int vmc_pipe_format(void *base, size_t size, uint32_t capacity) {
         return -1;
     struct vmc_pipe_header *h = base;
     memset(h, 0, sizeof *h);
+    memset((uint8_t *)base + VMC_PIPE_COMPLETION_AT, 0, sizeof(struct vmc_pipe_completion));
     h->version = VMC_PIPE_VERSION;
     h->capacity = capacity;
     __atomic_store_n(&h->magic, VMC_PIPE_MAGIC, __ATOMIC_RELEASE);
@@ -52,7 +56,9 @@ int vmc_pipe_open(struct vmc_pipe *p, void *base, size_t size, int is_client, in
     p->base = base;
     p->size = size;
     p->capacity = capacity;
-    uint8_t *to_worker = (uint8_t *)base + VMC_PIPE_HEADER_BYTES, *to_client = to_worker + capacity;
+    uint8_t *to_worker = (uint8_t *)base + RINGS_AT, *to_client = to_worker + capacity;
+    p->completion = (struct vmc_pipe_completion *)((uint8_t *)base + VMC_PIPE_COMPLETION_AT);
+    p->landing = (uint8_t *)base + VMC_PIPE_COMPLETION_AT + VMC_PIPE_LANDING_OFFSET;
     p->tx = is_client ? &h->to_worker : &h->to_client;
     p->rx = is_client ? &h->to_client : &h->to_worker;
     p->tx_data = is_client ? to_worker : to_client;
@@ -170,6 +176,30 @@ uint64_t vmc_pipe_readable(const struct vmc_pipe *p) {
     uint64_t n = __atomic_load_n(&p->rx->head, __ATOMIC_ACQUIRE) - p->tail;
     return n > p->capacity ? 0 : n;
 }
+
+void *vmc_pipe_completion_area(const struct vmc_pipe *p) { return p->completion; }
+
+int vmc_pipe_poll_done(struct vmc_pipe *p, uint32_t number, long poll_ns) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* the GPU's write is a plain store into this process's memory: an acquire load sees it, and the copy's bytes,
+     * which the stream wrote before it (the write comes after a system-wide fence) */
+    for (unsigned spins = 0;; spins++) {
+        if (__atomic_load_n(&p->completion->done, __ATOMIC_ACQUIRE) == number)
+            return 1;
+        if (unread(p))
+            return 0;
+        if ((spins & 63) == 63 && elapsed_ns(&t0) >= poll_ns)
+            return 0;
+        relax();
+    }
+}
+
+void vmc_pipe_mark_seen(struct vmc_pipe *p, uint32_t number) {
+    __atomic_store_n(&p->completion->seen, number, __ATOMIC_RELEASE);
+}
+
+uint32_t vmc_pipe_seen(const struct vmc_pipe *p) { return __atomic_load_n(&p->completion->seen, __ATOMIC_ACQUIRE); }
 
 static void wake(uint32_t *seq) {
     __atomic_add_fetch(seq, 1, __ATOMIC_RELEASE);

@@ -15,8 +15,14 @@
 #include <stdint.h>
 
 #define VMC_PIPE_MAGIC 0x65706970636d76ull /* "vmcpipe" */
-#define VMC_PIPE_VERSION 1u
+#define VMC_PIPE_VERSION 2u
 #define VMC_PIPE_HEADER_BYTES 4096u
+/* The completion area (PROTOCOL.md "Completion word"), after the header: the worker registers it with the GPU, so
+ * that the GPU itself can write the completion word, and small copies from the device land in its landing. */
+#define VMC_PIPE_COMPLETION_AT VMC_PIPE_HEADER_BYTES
+#define VMC_PIPE_LANDING_OFFSET 4096u /* within the area: the landing starts on the page after the words */
+#define VMC_PIPE_LANDING_BYTES (64u << 10)
+#define VMC_PIPE_COMPLETION_BYTES (VMC_PIPE_LANDING_OFFSET + VMC_PIPE_LANDING_BYTES)
 #define VMC_PIPE_MIN_CAPACITY (64u << 10)
 #define VMC_PIPE_MAX_CAPACITY (16u << 20)
 
@@ -28,6 +34,14 @@ struct vmc_pipe_ring {
     _Alignas(64) uint64_t tail;   /* bytes ever read: the consumer's */
     uint32_t space_seq;           /* futex word: bumped when room appears for a sleeping producer */
     uint32_t producer_sleeping;
+};
+
+/* The words of the completion area. `done` is written by the GPU (a stream write the worker enqueues after a
+ * synchronous call's work): the low 32 bits of that call's number once its work is complete. `seen` is written by
+ * the client: the number it took from `done` (its answer, which the worker then need not see read). */
+struct vmc_pipe_completion {
+    _Alignas(64) uint32_t done;
+    _Alignas(64) uint32_t seen;
 };
 
 struct vmc_pipe_header {
@@ -45,6 +59,8 @@ struct vmc_pipe {
     uint64_t capacity;
     struct vmc_pipe_ring *tx, *rx;
     uint8_t *tx_data, *rx_data;
+    struct vmc_pipe_completion *completion; /* in the completion area */
+    uint8_t *landing;                       /* VMC_PIPE_LANDING_BYTES */
     uint64_t head, tail; /* what this side has written to tx / read from rx */
     /* The peer's positions as last loaded (checked then): a position is read again only when this copy shows
      * too little room or no data, so that a round trip does not also pull the peer's cache line over. */
@@ -80,6 +96,17 @@ uint64_t vmc_pipe_readable(const struct vmc_pipe *p);
 int vmc_pipe_peek(struct vmc_pipe *p, size_t n, long poll_ns, const void **at);
 /* Marks n bytes that peek showed as read. */
 void vmc_pipe_skip(struct vmc_pipe *p, size_t n);
+/* The completion area of the pipe's file (VMC_PIPE_COMPLETION_BYTES from here, page-aligned): what the worker
+ * registers with the GPU. */
+void *vmc_pipe_completion_area(const struct vmc_pipe *p);
+/* The client, after a synchronous call of number `number` (low 32 bits; never 0) was sent: polls for up to poll_ns
+ * until the completion word says that number (1; the client then tells the worker with vmc_pipe_mark_seen), or
+ * bytes are waiting in the pipe, or the time is up (0: read the REPLY as usual). */
+int vmc_pipe_poll_done(struct vmc_pipe *p, uint32_t number, long poll_ns);
+void vmc_pipe_mark_seen(struct vmc_pipe *p, uint32_t number);
+/* The worker: the number the client last marked seen (written by the client: a hint about its own session). */
+uint32_t vmc_pipe_seen(const struct vmc_pipe *p);
+
 /* Bytes this side has written so far (a position in its stream), and whether the peer has read up to such a
  * position: a peer gone before it read an answer it was waiting for died in the middle of a call. */
 uint64_t vmc_pipe_written(const struct vmc_pipe *p);

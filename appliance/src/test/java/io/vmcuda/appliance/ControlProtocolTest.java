@@ -101,10 +101,11 @@ class ControlProtocolTest {
     @Test
     void wrongProtocolVersionIsRefused() throws Exception {
         try (ProtocolClient c = harness.connect()) {
-            c.sendFrame(Wire.TYPE_HELLO, ProtocolClient.hello(7, 0, 10, new byte[32], 1, 0, new byte[32], "app"));
+            int other = Wire.PROTO_VERSION + 1;
+            c.sendFrame(Wire.TYPE_HELLO, ProtocolClient.hello(other, 0, 10, new byte[32], 1, 0, new byte[32], "app"));
             ProtocolClient.Reply r = c.readReply();
             assertEquals(Wire.HELLO_REFUSED, r.status());
-            assertEquals("protocol version 7, appliance speaks " + Wire.PROTO_VERSION, r.message());
+            assertEquals("protocol version " + other + ", appliance speaks " + Wire.PROTO_VERSION, r.message());
             assertTrue(c.peerClosed());
         }
         assertTrue(harness.body("/metrics").contains("vmcuda_sessions_refused_total 1.0\n"));

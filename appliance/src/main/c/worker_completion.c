@@ -1,0 +1,211 @@
+/* The completion word (PROTOCOL.md "Completion word"). On a connection whose calls go through a pipe, the GPU
+ * itself says when a synchronous copy is done: after the copy the worker enqueues a stream write of the call's
+ * number into the completion area of the pipe's file, which it has registered with the GPU. Both sides wait for
+ * that word: the client returns as soon as it sees it, as a native program returns once the GPU writes the
+ * driver's semaphore, instead of after the REPLY has crossed the pipe; this thread replies then too, instead of
+ * after the driver's own completion, which comes later (waiting for the stream after the write made a 4-byte copy
+ * from the device 1 us slower than before; waiting for the word, 1 us faster: H200 runs 183-184). The REPLY still
+ * carries the status, and the client reads it before anything else from the connection. Where the word does not
+ * come while this thread polls (a long copy, a faulted context: the GPU never writes it), the stream is waited
+ * for, which tells what went wrong. Small copies from the device land in the area too, by the GPU's DMA.
+ *
+ * The client can write the word itself: that makes this thread answer its own copy early, which only the client's
+ * own results can suffer from (the memory involved is its own: its pipe file, its mapped memory). */
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
+
+#include <cudaTypedefs.h>
+
+#include "vmc_api.h"
+#include "vmc_drv_api.h"
+#include "vmc_internal.h"
+#include "worker.h"
+#include "worker_driver.h"
+
+/* ---- device printf ----
+ * The driver writes what kernels printed to stdout only at synchronising calls (the CUDA C++ Programming Guide,
+ * "Formatted Output": a blocking copy is one). A copy answered on the word makes none, so the program could go on
+ * before a kernel's lines that a native copy would have printed first. The word is therefore used only while every
+ * kernel launched so far was followed by a device-wide synchronize (cudaDeviceSynchronize, cuCtxSynchronize), which
+ * flushed what it printed; after any launch, copies wait for the driver as before until the next such synchronize.
+ * Counted across the worker's threads: a synchronize flushes only the launches counted before it began. (With several
+ * driver contexts, cuCtxSynchronize flushes its own context only: a kernel of another context that printed after
+ * such a synchronize is printed at the next synchronising call there, not at a copy answered on the word.) */
+static uint64_t launches, launches_flushed;
+
+enum call_kind { KIND_UNKNOWN, KIND_LAUNCH, KIND_DEVICE_SYNC, KIND_OTHER };
+#define KINDS_KNOWN 4096
+static uint8_t kinds[KINDS_KNOWN];
+
+static enum call_kind kind_of(uint32_t id) {
+    if (id >= KINDS_KNOWN)
+        return KIND_OTHER;
+    enum call_kind k = (enum call_kind)__atomic_load_n(&kinds[id], __ATOMIC_RELAXED);
+    if (k != KIND_UNKNOWN)
+        return k;
+    const char *name = id >= VMC_DRV_FIRST_ID ? vmc_drv_api_name(id) : vmc_api_name(id);
+    if (!name)
+        k = KIND_OTHER;
+    else if (strstr(name, "Launch") && !strstr(name, "HostFunc")) /* kernels, cooperative ones, graphs */
+        k = KIND_LAUNCH;
+    else if (!strcmp(name, "cudaDeviceSynchronize") || !strncmp(name, "cuCtxSynchronize", 16))
+        k = KIND_DEVICE_SYNC;
+    else
+        k = KIND_OTHER;
+    __atomic_store_n(&kinds[id], (uint8_t)k, __ATOMIC_RELAXED);
+    return k;
+}
+
+uint64_t vmc_w_completion_call_begins(uint32_t id) {
+    switch (kind_of(id)) {
+    case KIND_LAUNCH: __atomic_add_fetch(&launches, 1, __ATOMIC_SEQ_CST); return 0;
+    case KIND_DEVICE_SYNC: return __atomic_load_n(&launches, __ATOMIC_SEQ_CST);
+    default: return 0;
+    }
+}
+
+void vmc_w_completion_call_ended(uint32_t id, uint64_t launches_before) {
+    if (kind_of(id) != KIND_DEVICE_SYNC)
+        return;
+    uint64_t seen = __atomic_load_n(&launches_flushed, __ATOMIC_SEQ_CST);
+    while (seen < launches_before &&
+           !__atomic_compare_exchange_n(&launches_flushed, &seen, launches_before, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    }
+}
+
+static int printf_may_be_pending(void) {
+    return __atomic_load_n(&launches_flushed, __ATOMIC_SEQ_CST) != __atomic_load_n(&launches, __ATOMIC_SEQ_CST);
+}
+
+/* ---- the completion area ---- */
+
+struct registration {
+    void *area;
+    uint64_t device_address;
+    int ok;
+};
+
+/* On a helper thread, as the ring's registration: a failure must not become the client thread's last error. */
+static void *register_area(void *arg) {
+    struct registration *r = arg;
+    void *device = NULL;
+    cudaError_t st = cudaHostRegister(r->area, VMC_PIPE_COMPLETION_BYTES, cudaHostRegisterPortable | cudaHostRegisterMapped);
+    /* after a reset of another device than the one that registered it, it still is */
+    r->ok = st == cudaSuccess || st == cudaErrorHostMemoryAlreadyRegistered;
+    if (r->ok && cudaHostGetDevicePointer(&device, r->area, 0) != cudaSuccess) {
+        cudaHostUnregister(r->area);
+        r->ok = 0;
+    }
+    r->device_address = (uint64_t)(uintptr_t)device;
+    return NULL;
+}
+
+/* 1 when the connection's completion area is registered in the current runtime epoch (a cudaDeviceReset drops
+ * every registration: it is made again), 0 when it cannot be (not piped, or the GPU refused it once). */
+static int registered(struct vmc_wconn *c) {
+    if (!c->piped || c->completion_state < 0)
+        return 0;
+    unsigned epoch = vmc_w_staging_epoch();
+    if (c->completion_state == 1 && c->completion_epoch == epoch)
+        return 1;
+    struct registration r = {vmc_pipe_completion_area(&c->pipe), 0, 0};
+    pthread_t t;
+    if (pthread_create(&t, NULL, register_area, &r) == 0)
+        pthread_join(t, NULL);
+    c->completion_state = r.ok ? 1 : -1;
+    c->completion_epoch = epoch;
+    c->completion_word = r.device_address + offsetof(struct vmc_pipe_completion, done);
+    if (!r.ok)
+        vmc_w_log("call pipe: the GPU cannot write its completion area; answers come through the pipe alone");
+    return r.ok;
+}
+
+uint8_t *vmc_w_completion_landing(struct vmc_wconn *c, int *by_dma) {
+    if (!c->piped)
+        return NULL;
+    *by_dma = registered(c);
+    return c->pipe.landing;
+}
+
+int vmc_w_completion_signal(struct vmc_wcall *wc, uint64_t stream) {
+    struct vmc_wconn *c = wc->conn;
+    /* a number whose low 32 bits are 0 is the word's initial value: the client does not wait for it */
+    if (wc->async || (uint32_t)wc->number == 0 || printf_may_be_pending() || !registered(c))
+        return 0;
+    /* the word still says this number from 2^32 calls ago: it cannot tell this call's end (the client checks too) */
+    if (__atomic_load_n(&c->pipe.completion->done, __ATOMIC_ACQUIRE) == (uint32_t)wc->number)
+        return 0;
+    DRV(PFN_cuStreamWriteValue32_v11070, write_value, "cuStreamWriteValue32", 11070, 0);
+    /* The default flags put a system-wide memory fence before the write: a copy's bytes are visible first. (Without
+     * it, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER, the H200s' driver 580 refused the write: H200 run 184.) */
+    CUresult r = write_value ? write_value((CUstream)(uintptr_t)stream, (CUdeviceptr)c->completion_word,
+                                           (cuuint32_t)wc->number, CU_STREAM_WRITE_VALUE_DEFAULT)
+                             : CUDA_ERROR_NOT_FOUND;
+    if (r != CUDA_SUCCESS) {
+        vmc_w_log("call pipe: the GPU's completion write was refused (CUresult %d); answers come through the pipe alone",
+                  (int)r);
+        c->completion_state = -1;
+        return 0;
+    }
+    c->signalled_number = wc->number;
+    c->signalled++;
+    return 1;
+}
+
+cudaError_t vmc_w_completion_wait(struct vmc_wcall *wc, int signalled, size_t bytes, cudaStream_t stream, unsigned mode) {
+    long poll = vmc_poll_ns(); /* 0: this thread must not spin (one CPU) */
+    if (signalled && poll > 0) {
+        /* the word, as the client sees it: the GPU wrote it after the work, and the driver's own completion comes
+         * later (H200 run 184: a 4-byte copy from the device 9.0 -> 7.6 us, waiting for the word rather than the
+         * stream after it) */
+        uint32_t number = (uint32_t)wc->number;
+        const uint32_t *done = &wc->conn->pipe.completion->done;
+        long copy_ns = (long)(bytes / VMC_COPY_POLL_BYTES_PER_NS);
+        if (copy_ns > poll)
+            poll = copy_ns < (long)VMC_COPY_POLL_MAX_NS ? copy_ns : (long)VMC_COPY_POLL_MAX_NS;
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (unsigned spins = 0;; spins++) {
+            if (__atomic_load_n(done, __ATOMIC_ACQUIRE) == number) {
+                wc->conn->answered_on_word++;
+                return cudaSuccess;
+            }
+            if ((spins & 63) == 63) {
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) >= poll)
+                    break;
+            }
+        }
+    }
+    /* not signalled, or not yet: the stream says when (and what went wrong, if anything did) */
+    return vmc_w_copy_sync(stream, mode);
+}
+
+int vmc_w_capture_relax(void) {
+    DRV(PFN_cuThreadExchangeStreamCaptureMode_v10010, exchange_mode, "cuThreadExchangeStreamCaptureMode", 10010, 0);
+    CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    return exchange_mode && exchange_mode(&capture_mode) == CUDA_SUCCESS ? (int)capture_mode : -1;
+}
+
+void vmc_w_capture_restore(int saved) {
+    DRV(PFN_cuThreadExchangeStreamCaptureMode_v10010, exchange_mode, "cuThreadExchangeStreamCaptureMode", 10010, 0);
+    CUstreamCaptureMode capture_mode = (CUstreamCaptureMode)saved;
+    if (saved >= 0 && exchange_mode)
+        exchange_mode(&capture_mode);
+}
+
+int vmc_w_completion_taken(struct vmc_wconn *c) {
+    return c->piped && c->signalled_number && c->answered_number == c->signalled_number &&
+           vmc_pipe_seen(&c->pipe) == (uint32_t)c->signalled_number;
+}
+
+void vmc_w_completion_release(struct vmc_wconn *c) {
+    if (c->signalled)
+        vmc_w_log("completion word: %llu copies signalled, %llu answered on it", (unsigned long long)c->signalled,
+                  (unsigned long long)c->answered_on_word);
+    if (c->completion_state == 1 && c->completion_epoch == vmc_w_staging_epoch())
+        cudaHostUnregister(vmc_pipe_completion_area(&c->pipe));
+    c->completion_state = 0;
+}
