@@ -24,6 +24,10 @@ static void report_exit(int status, void *arg) {
     struct vmc_call c;
     if (vmc_call_begin(&c, VMC_API_vmc_ProgramExit, 1) != cudaSuccess)
         return;
+    /* a copy answered on the completion word left its REPLY unread: the worker's output before it comes out now,
+     * before the program's end (nothing is read after this asynchronous call) */
+    if (c.conn->owed_reply_id)
+        (void)vmc_call_settle_owed(c.conn);
     vmc_put_program_exit_args(vmc_call_args(&c), &(struct vmc_program_exit_args){.status = (uint32_t)status & 0xffu});
     vmc_call_finish(&c);
 }

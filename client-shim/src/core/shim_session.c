@@ -109,6 +109,9 @@ static void say(const char *fmt, ...) {
 static void close_thread_conn(void *p) {
     struct vmc_conn *c = p;
     if (c && c != primary) {
+        /* a copy answered on the completion word left its REPLY unread: the worker's output before it comes out */
+        if (c->owed_reply_id && !c->broken)
+            (void)vmc_call_settle_owed(c);
         unlink_conn(c);
         vmc_io_close(c->fd); /* first: the worker gives a lane of a shared region back when it sees the end */
         vmc_ring_forget(c, 0);

@@ -148,13 +148,14 @@ cudaError_t vmc_w_completion_wait(struct vmc_wcall *wc, int signalled, size_t by
 /* A bulk copy made of queued copies and stream synchronizes (with the word or without) is allowed while another
  * stream is being captured, as the synchronous copy it stands for is, where a stream synchronize alone is not (H200
  * probe of the review, run 186: in the global and thread-local modes it is refused and ends the capture): this
- * thread's capture mode is relaxed around it (worker_serve.c). Returns what to restore (-1: nothing). */
+ * thread's capture mode is relaxed around it (worker_serve.c), and so is a helper thread's that registers or
+ * allocates page-locked memory for it. Returns what to restore (-1: nothing). */
 int vmc_w_capture_relax(void);
 void vmc_w_capture_restore(int saved);
 /* Every call passes these around its dispatch (worker_serve.c): kernel launches and device-wide synchronizes decide
  * when the word may be used (device printf). The first returns what the second needs. */
 uint64_t vmc_w_completion_call_begins(uint32_t id);
-void vmc_w_completion_call_ended(uint32_t id, uint64_t launches_before);
+void vmc_w_completion_call_ended(uint32_t id, uint64_t launches_before, int succeeded);
 /* Where a small copy from the device lands (VMC_PIPE_LANDING_BYTES), or NULL without a pipe; *by_dma: the GPU can
  * write it directly (else the bytes are copied there). */
 uint8_t *vmc_w_completion_landing(struct vmc_wconn *c, int *by_dma);

@@ -28,14 +28,16 @@
  * The driver writes what kernels printed to stdout only at synchronising calls (the CUDA C++ Programming Guide,
  * "Formatted Output": a blocking copy is one). A copy answered on the word makes none, so the program could go on
  * before a kernel's lines that a native copy would have printed first. The word is therefore used only while every
- * kernel launched so far was followed by a device-wide synchronize (cudaDeviceSynchronize, cuCtxSynchronize), which
- * flushed what it printed; after any launch, copies wait for the driver as before until the next such synchronize.
- * Counted across the worker's threads: a synchronize flushes only the launches counted before it began. (With several
- * driver contexts, cuCtxSynchronize flushes its own context only: a kernel of another context that printed after
- * such a synchronize is printed at the next synchronising call there, not at a copy answered on the word.) */
-static uint64_t launches, launches_flushed;
+ * kernel launched so far was followed by a device-wide synchronize that succeeded (cudaDeviceSynchronize,
+ * cuCtxSynchronize), which flushed what it printed; after any launch, copies wait for the driver as before until the
+ * next such synchronize. Counted across the worker's threads: a launch counts as started before it is served and as
+ * queued once it is, and a synchronize flushes the launches queued before it began (one started but not yet queued
+ * then keeps the word unused). Such a synchronize covers one device's one context: with several GPUs in the session,
+ * or contexts the program made (cuCtxCreate, green contexts), nothing counts as flushed. */
+static uint64_t launches_started, launches_queued, launches_flushed;
+static int contexts_made;
 
-enum call_kind { KIND_UNKNOWN, KIND_LAUNCH, KIND_DEVICE_SYNC, KIND_OTHER };
+enum call_kind { KIND_UNKNOWN, KIND_LAUNCH, KIND_DEVICE_SYNC, KIND_CONTEXT_CREATE, KIND_OTHER };
 #define KINDS_KNOWN 4096
 static uint8_t kinds[KINDS_KNOWN];
 
@@ -52,31 +54,48 @@ static enum call_kind kind_of(uint32_t id) {
         k = KIND_LAUNCH;
     else if (!strcmp(name, "cudaDeviceSynchronize") || !strncmp(name, "cuCtxSynchronize", 16))
         k = KIND_DEVICE_SYNC;
+    else if (strstr(name, "CtxCreate"))
+        k = KIND_CONTEXT_CREATE;
     else
         k = KIND_OTHER;
     __atomic_store_n(&kinds[id], (uint8_t)k, __ATOMIC_RELAXED);
     return k;
 }
 
+/* One GPU in the session (as the driver counts them here), and no context but the primary one. */
+static int one_context(void) {
+    static int devices = -1;
+    if (devices < 0) {
+        DRV(PFN_cuDeviceGetCount_v2000, device_count, "cuDeviceGetCount", 2000, 0);
+        int n = 0;
+        devices = device_count && device_count(&n) == CUDA_SUCCESS ? n : 0;
+    }
+    return devices == 1 && !__atomic_load_n(&contexts_made, __ATOMIC_ACQUIRE);
+}
+
 uint64_t vmc_w_completion_call_begins(uint32_t id) {
     switch (kind_of(id)) {
-    case KIND_LAUNCH: __atomic_add_fetch(&launches, 1, __ATOMIC_SEQ_CST); return 0;
-    case KIND_DEVICE_SYNC: return __atomic_load_n(&launches, __ATOMIC_SEQ_CST);
+    case KIND_LAUNCH: __atomic_add_fetch(&launches_started, 1, __ATOMIC_SEQ_CST); return 0;
+    case KIND_DEVICE_SYNC: return __atomic_load_n(&launches_queued, __ATOMIC_SEQ_CST);
+    case KIND_CONTEXT_CREATE: __atomic_store_n(&contexts_made, 1, __ATOMIC_RELEASE); return 0;
     default: return 0;
     }
 }
 
-void vmc_w_completion_call_ended(uint32_t id, uint64_t launches_before) {
-    if (kind_of(id) != KIND_DEVICE_SYNC)
+void vmc_w_completion_call_ended(uint32_t id, uint64_t queued_before, int succeeded) {
+    enum call_kind k = kind_of(id);
+    if (k == KIND_LAUNCH)
+        __atomic_add_fetch(&launches_queued, 1, __ATOMIC_SEQ_CST);
+    if (k != KIND_DEVICE_SYNC || !succeeded || !one_context())
         return;
     uint64_t seen = __atomic_load_n(&launches_flushed, __ATOMIC_SEQ_CST);
-    while (seen < launches_before &&
-           !__atomic_compare_exchange_n(&launches_flushed, &seen, launches_before, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    while (seen < queued_before &&
+           !__atomic_compare_exchange_n(&launches_flushed, &seen, queued_before, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
     }
 }
 
 static int printf_may_be_pending(void) {
-    return __atomic_load_n(&launches_flushed, __ATOMIC_SEQ_CST) != __atomic_load_n(&launches, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&launches_flushed, __ATOMIC_SEQ_CST) != __atomic_load_n(&launches_started, __ATOMIC_SEQ_CST);
 }
 
 /* ---- the completion area ---- */
@@ -91,6 +110,9 @@ struct registration {
 static void *register_area(void *arg) {
     struct registration *r = arg;
     void *device = NULL;
+    /* this thread's own capture mode: in the global one a registration would be refused while the program captures
+     * a stream, and end that capture (review probe on an H200) */
+    int capture_mode = vmc_w_capture_relax();
     cudaError_t st = cudaHostRegister(r->area, VMC_PIPE_COMPLETION_BYTES, cudaHostRegisterPortable | cudaHostRegisterMapped);
     /* after a reset of another device than the one that registered it, it still is */
     r->ok = st == cudaSuccess || st == cudaErrorHostMemoryAlreadyRegistered;
@@ -99,6 +121,7 @@ static void *register_area(void *arg) {
         r->ok = 0;
     }
     r->device_address = (uint64_t)(uintptr_t)device;
+    vmc_w_capture_restore(capture_mode);
     return NULL;
 }
 
@@ -205,7 +228,10 @@ void vmc_w_completion_release(struct vmc_wconn *c) {
     if (c->signalled)
         vmc_w_log("completion word: %llu copies signalled, %llu answered on it", (unsigned long long)c->signalled,
                   (unsigned long long)c->answered_on_word);
-    if (c->completion_state == 1 && c->completion_epoch == vmc_w_staging_epoch())
+    if (c->completion_state == 1 && c->completion_epoch == vmc_w_staging_epoch()) {
+        int capture_mode = vmc_w_capture_relax();
         cudaHostUnregister(vmc_pipe_completion_area(&c->pipe));
+        vmc_w_capture_restore(capture_mode);
+    }
     c->completion_state = 0;
 }

@@ -35,6 +35,7 @@ struct staging_job {
  * memory left) never becomes this client thread's "last error" as seen by cudaGetLastError. */
 static void *allocate_staging(void *arg) {
     struct staging_job *job = arg;
+    int capture_mode = vmc_w_capture_relax(); /* a program's capture meanwhile must not refuse it (worker.h) */
     job->ok = 1;
     for (int i = 0; i < BUFFERS && job->ok; i++)
         job->ok = cudaHostAlloc(&job->buffers[i], job->block, cudaHostAllocPortable) == cudaSuccess;
@@ -42,6 +43,7 @@ static void *allocate_staging(void *arg) {
         for (int i = 0; i < BUFFERS; i++)
             if (job->buffers[i])
                 cudaFreeHost(job->buffers[i]);
+    vmc_w_capture_restore(capture_mode);
     return NULL;
 }
 

@@ -258,6 +258,13 @@ static enum vmc_w_result program_exit(struct vmc_wcall *wc) {
 
 static enum vmc_w_result dispatch_call(struct vmc_wcall *wc);
 
+/* 1 when the call was answered (or is about to be) with status 0: its REPLY's first word. */
+static int replied_success(const struct vmc_wconn *c, const struct vmc_wcall *wc) {
+    const uint8_t *status = c->reply.data + VMC_HEADER_BYTES;
+    return !wc->async && wc->replied && c->reply.len >= VMC_HEADER_BYTES + 4 &&
+           (status[0] | status[1] | status[2] | status[3]) == 0;
+}
+
 /* The bulk copies between the client's memory and the device: each stands for one CUDA copy, which it makes of
  * queued copies and waits for its stream (worker_memcpy.c, worker_shm.c, worker_box.c, worker_hostmap.c). */
 static int is_bulk_copy(uint32_t id) {
@@ -448,7 +455,7 @@ void vmc_w_serve(struct vmc_w_client_link *link, int primary) {
         c.answering_number = wc.number;
         uint64_t launches_before = vmc_w_completion_call_begins(wc.id);
         enum vmc_w_result r = dispatch(&wc);
-        vmc_w_completion_call_ended(wc.id, launches_before);
+        vmc_w_completion_call_ended(wc.id, launches_before, r == VMC_W_DONE && replied_success(&c, &wc));
         clock_gettime(CLOCK_MONOTONIC, &t1);
         vmc_w_count_call((uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec);
         vmc_w_order_submitted(&wc); /* an async call's work is on the GPU's queues now */

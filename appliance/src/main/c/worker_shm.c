@@ -135,8 +135,10 @@ struct registration {
  * flag is what makes the GPU reach it. */
 static void *register_ring(void *arg) {
     struct registration *r = arg;
+    int capture_mode = vmc_w_capture_relax(); /* a program's capture meanwhile must not refuse it (worker.h) */
     r->ok = cudaHostRegister(r->base, r->size, cudaHostRegisterPortable) == cudaSuccess ||
             cudaHostRegister(r->base, r->size, cudaHostRegisterPortable | cudaHostRegisterIoMemory) == cudaSuccess;
+    vmc_w_capture_restore(capture_mode);
     return NULL;
 }
 
