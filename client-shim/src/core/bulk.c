@@ -43,17 +43,26 @@ cudaError_t vmc_sync_default_stream(unsigned mode) {
     return vmc_call_finish(&c);
 }
 
+/* Starts a byte-stream copy call `id` on the calling thread's connection with its copy arguments. */
+static cudaError_t begin_copy(struct vmc_call *c, uint32_t id, int async, uint32_t symbol, uint64_t address, size_t count,
+                              cudaStream_t stream, unsigned mode) {
+    cudaError_t st = vmc_call_begin_ex(c, id, async, !(mode & COPY_DRIVER));
+    if (st == cudaSuccess)
+        vmc_put_copy_args(vmc_call_args(c), &(struct vmc_copy_args){.symbol = symbol, .address = address, .count = count,
+                                                                    .stream = (uint64_t)(uintptr_t)stream,
+                                                                    .mode = (uint8_t)mode});
+    return st;
+}
+
 /* Host-to-device over the calling thread's connection: the frame, then `count` bytes straight from
  * the application's buffer. An async copy returns once the bytes are on the wire: the buffer may be
  * reused, as after a native cudaMemcpyAsync from pageable memory. */
 static cudaError_t socket_host_to_device(uint32_t symbol, uint64_t dst, const void *src, size_t count,
                                          cudaStream_t stream, unsigned mode) {
     struct vmc_call c;
-    cudaError_t st = vmc_call_begin_ex(&c, VMC_API_vmc_MemcpyHostToDevice, (mode & COPY_ASYNC) != 0, !(mode & COPY_DRIVER));
+    cudaError_t st = begin_copy(&c, VMC_API_vmc_MemcpyHostToDevice, (mode & COPY_ASYNC) != 0, symbol, dst, count, stream, mode);
     if (st != cudaSuccess)
         return st;
-    vmc_put_copy_args(vmc_call_args(&c), &(struct vmc_copy_args){
-        .symbol = symbol, .address = dst, .count = count, .stream = (uint64_t)(uintptr_t)stream, .mode = (uint8_t)mode});
     return vmc_call_finish_upload(&c, src, count);
 }
 
@@ -63,11 +72,9 @@ static cudaError_t socket_host_to_device(uint32_t symbol, uint64_t dst, const vo
 static cudaError_t socket_device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
                                          unsigned mode) {
     struct vmc_call c;
-    cudaError_t st = vmc_call_begin_ex(&c, VMC_API_vmc_MemcpyDeviceToHost, 0, !(mode & COPY_DRIVER));
+    cudaError_t st = begin_copy(&c, VMC_API_vmc_MemcpyDeviceToHost, 0, symbol, src, count, stream, mode);
     if (st != cudaSuccess)
         return st;
-    vmc_put_copy_args(vmc_call_args(&c), &(struct vmc_copy_args){
-        .symbol = symbol, .address = src, .count = count, .stream = (uint64_t)(uintptr_t)stream, .mode = (uint8_t)mode});
     return vmc_call_finish_download(&c, dst, count);
 }
 
@@ -77,11 +84,9 @@ static cudaError_t socket_device_to_host(void *dst, uint32_t symbol, uint64_t sr
 static cudaError_t landing_device_to_host(void *dst, uint32_t symbol, uint64_t src, size_t count, cudaStream_t stream,
                                           unsigned mode) {
     struct vmc_call c;
-    cudaError_t st = vmc_call_begin_ex(&c, VMC_API_vmc_MemcpyDeviceToHostLanding, 0, !(mode & COPY_DRIVER));
+    cudaError_t st = begin_copy(&c, VMC_API_vmc_MemcpyDeviceToHostLanding, 0, symbol, src, count, stream, mode);
     if (st != cudaSuccess)
         return st;
-    vmc_put_copy_args(vmc_call_args(&c), &(struct vmc_copy_args){
-        .symbol = symbol, .address = src, .count = count, .stream = (uint64_t)(uintptr_t)stream, .mode = (uint8_t)mode});
     st = vmc_call_finish_signalled(&c);
     if (st == cudaSuccess)
         memcpy(dst, c.conn->pipe.landing, count);

@@ -145,13 +145,6 @@ int vmc_w_completion_signal(struct vmc_wcall *wc, uint64_t stream);
  * poll for such a copy; else, or when the word has not come by then, for the stream with the copy's API (which says
  * what went wrong, if anything did). */
 cudaError_t vmc_w_completion_wait(struct vmc_wcall *wc, int signalled, size_t bytes, cudaStream_t stream, unsigned mode);
-/* A bulk copy made of queued copies and stream synchronizes (with the word or without) is allowed while another
- * stream is being captured, as the synchronous copy it stands for is, where a stream synchronize alone is not (H200
- * probe of the review, run 186: in the global and thread-local modes it is refused and ends the capture): this
- * thread's capture mode is relaxed around it (worker_serve.c), and so is a helper thread's that registers or
- * allocates page-locked memory for it. Returns what to restore (-1: nothing). */
-int vmc_w_capture_relax(void);
-void vmc_w_capture_restore(int saved);
 /* Every call passes these around its dispatch (worker_serve.c): kernel launches and device-wide synchronizes decide
  * when the word may be used (device printf). The first returns what the second needs. */
 uint64_t vmc_w_completion_call_begins(uint32_t id);
@@ -242,6 +235,13 @@ void *vmc_w_kept_callback(uint64_t client_id, void (**fn)(void *));
 enum vmc_w_result vmc_w_memcpy_box_host(struct vmc_wcall *wc);
 /* 1 when the client's stream (0 + per_thread = the per-thread default stream) is being captured. */
 int vmc_w_stream_capturing(uint64_t stream, int per_thread);
+/* A bulk copy made of queued copies and stream synchronizes (with the word or without) is allowed while another
+ * stream is being captured, as the synchronous copy it stands for is, where a stream synchronize alone is not (H200
+ * probe of the review, run 186: in the global and thread-local modes it is refused and ends the capture): this
+ * thread's capture mode is relaxed around it (worker_serve.c), and so is a thread's that registers or allocates
+ * page-locked memory for it (worker_box.c). Returns what to restore (-1: nothing). */
+int vmc_w_capture_relax(void);
+void vmc_w_capture_restore(int saved);
 void vmc_w_capture_refusal_note(void);
 /* ---- end of fidelity features ---- */
 

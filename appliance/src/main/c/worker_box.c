@@ -38,6 +38,19 @@ int vmc_w_stream_capturing(uint64_t stream, int per_thread) {
     return cs != cudaStreamCaptureStatusNone;
 }
 
+int vmc_w_capture_relax(void) {
+    DRV(PFN_cuThreadExchangeStreamCaptureMode_v10010, exchange_mode, "cuThreadExchangeStreamCaptureMode", 10010, 0);
+    CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    return exchange_mode && exchange_mode(&capture_mode) == CUDA_SUCCESS ? (int)capture_mode : -1;
+}
+
+void vmc_w_capture_restore(int saved) {
+    DRV(PFN_cuThreadExchangeStreamCaptureMode_v10010, exchange_mode, "cuThreadExchangeStreamCaptureMode", 10010, 0);
+    CUstreamCaptureMode capture_mode = (CUstreamCaptureMode)saved;
+    if (saved >= 0 && exchange_mode)
+        exchange_mode(&capture_mode);
+}
+
 void vmc_w_capture_refusal_note(void) {
     static int told;
     if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED)) {

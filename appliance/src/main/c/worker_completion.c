@@ -205,19 +205,6 @@ cudaError_t vmc_w_completion_wait(struct vmc_wcall *wc, int signalled, size_t by
     return vmc_w_copy_sync(stream, mode);
 }
 
-int vmc_w_capture_relax(void) {
-    DRV(PFN_cuThreadExchangeStreamCaptureMode_v10010, exchange_mode, "cuThreadExchangeStreamCaptureMode", 10010, 0);
-    CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-    return exchange_mode && exchange_mode(&capture_mode) == CUDA_SUCCESS ? (int)capture_mode : -1;
-}
-
-void vmc_w_capture_restore(int saved) {
-    DRV(PFN_cuThreadExchangeStreamCaptureMode_v10010, exchange_mode, "cuThreadExchangeStreamCaptureMode", 10010, 0);
-    CUstreamCaptureMode capture_mode = (CUstreamCaptureMode)saved;
-    if (saved >= 0 && exchange_mode)
-        exchange_mode(&capture_mode);
-}
-
 int vmc_w_completion_taken(struct vmc_wconn *c) {
     return c->piped && c->signalled_number && c->answered_number == c->signalled_number &&
            vmc_pipe_seen(&c->pipe) == (uint32_t)c->signalled_number;

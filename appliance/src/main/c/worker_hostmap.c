@@ -68,16 +68,12 @@ enum vmc_w_result vmc_w_hostmap_attach(struct vmc_wcall *wc) {
     /* a graph's staging buffer may be made while the program captures a stream (drv_graph_staging.c): in the global
      * capture mode the registration, which the program never asked for, would be refused and end the capture.
      * This thread's mode becomes relaxed for it, as CUDA provides for such work. */
-    PFN_cuThreadExchangeStreamCaptureMode_v10010 exchange_mode =
-        (PFN_cuThreadExchangeStreamCaptureMode_v10010)vmc_w_drv_resolve("cuThreadExchangeStreamCaptureMode", 10010, 0);
-    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-    int relaxed = st == CUDA_SUCCESS && exchange_mode && exchange_mode(&mode) == CUDA_SUCCESS;
+    int capture_mode = st == CUDA_SUCCESS ? vmc_w_capture_relax() : -1;
     if (st == CUDA_SUCCESS)
         st = host_register(here, (size_t)size, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
     if (st == CUDA_SUCCESS && (st = device_pointer(&device, here, 0)) != CUDA_SUCCESS)
         host_unregister(here);
-    if (relaxed)
-        exchange_mode(&mode); /* back to what the thread had */
+    vmc_w_capture_restore(capture_mode); /* back to what the thread had */
     if (st == CUDA_SUCCESS) {
         pthread_mutex_lock(&lock);
         if (n_maps < MAX_HOSTMAPS)
