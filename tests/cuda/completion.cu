@@ -5,10 +5,12 @@
 // device-to-device copies after a device-wide synchronize (where it uses the word). Small copies from the device (the
 // landing, up to 64 KiB, and just past it), copies to and from page-locked memory (in the shared region on the
 // co-located path), a variable, a copy behind a long kernel (longer than anyone polls), several threads at once
-// (each connection has its own word), a kernel's printf before a copy, and errors. Built twice: completion_ptds uses
+// (each connection has its own word), a kernel's printf before a copy, copies while streams are captured (a new
+// thread's too), and errors. Built twice: completion_ptds uses
 // the per-thread default stream.
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 #include "vmc_check.h"
 
 __device__ unsigned dev_counter;
@@ -216,6 +218,52 @@ static void copies_while_capturing(unsigned *dev, unsigned *host) {
     CK(cudaStreamDestroy(s));
 }
 
+// A thread that starts while another thread captures a stream in the global mode: its first copies (which make its
+// connection, its staging and its ring on the appliance) and its end (which lets them go there) must not end that
+// capture, as natively nothing does. The pause before the capture ends leaves the appliance time to close the
+// thread's connection first, which is where pinned memory is given back.
+struct capture_guest {
+    unsigned *dev;
+    unsigned char *host;
+    cudaError_t status[4];
+};
+
+static void *copies_of_a_new_thread(void *arg) {
+    struct capture_guest *g = (struct capture_guest *)arg;
+    g->status[0] = cudaMemcpy(g->host, g->dev, 64, cudaMemcpyDeviceToHost);
+    g->status[1] = cudaMemcpy(g->host, g->dev, 1u << 20, cudaMemcpyDeviceToHost);
+    g->status[2] = cudaMemcpy(g->dev, g->host, 64, cudaMemcpyHostToDevice);
+    g->status[3] = cudaMemcpy(g->dev, g->host, 1u << 20, cudaMemcpyHostToDevice);
+    return NULL;
+}
+
+static void new_thread_while_capturing(unsigned *dev) {
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    unsigned *other = NULL;
+    CK(cudaMalloc((void **)&other, 4096));
+    struct capture_guest g = {dev, (unsigned char *)malloc(1u << 20), {cudaSuccess}};
+    memset(g.host, 7, 1u << 20);
+    CK(cudaDeviceSynchronize());
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CK(cudaMemsetAsync(other, 1, 4096, s));
+    pthread_t t;
+    pthread_create(&t, NULL, copies_of_a_new_thread, &g);
+    pthread_join(t, NULL);
+    usleep(200 * 1000);
+    cudaGraph_t graph = NULL;
+    cudaError_t end = cudaStreamEndCapture(s, &graph);
+    printf("a new thread's first copies while another captures (global): %s %s %s %s, capture ends %s\n",
+           cudaGetErrorName(g.status[0]), cudaGetErrorName(g.status[1]), cudaGetErrorName(g.status[2]),
+           cudaGetErrorName(g.status[3]), cudaGetErrorName(end));
+    if (graph)
+        CK(cudaGraphDestroy(graph));
+    (void)cudaGetLastError();
+    free(g.host);
+    CK(cudaFree(other));
+    CK(cudaStreamDestroy(s));
+}
+
 struct thread_job {
     unsigned index;
     unsigned *dev;
@@ -285,6 +333,7 @@ int main() {
     copies_behind_memsets((unsigned char *)dev, (unsigned char *)big, (unsigned char *)host);
     printf_before_copies(dev, host);
     copies_while_capturing(dev, host);
+    new_thread_while_capturing(dev);
     threads_at_once();
     errors(host);
     CK(cudaFree(big));

@@ -239,7 +239,8 @@ int vmc_w_stream_capturing(uint64_t stream, int per_thread);
  * stream is being captured, as the synchronous copy it stands for is, where a stream synchronize alone is not (H200
  * probe of the review, run 186: in the global and thread-local modes it is refused and ends the capture): this
  * thread's capture mode is relaxed around it (worker_serve.c), and so is a thread's that registers or allocates
- * page-locked memory for it (worker_box.c). Returns what to restore (-1: nothing). */
+ * page-locked memory for it (worker_box.c) or gives it back as a connection closes (vmc_w_release_conn). Returns what
+ * to restore (-1: nothing). */
 int vmc_w_capture_relax(void);
 void vmc_w_capture_restore(int saved);
 void vmc_w_capture_refusal_note(void);

@@ -214,10 +214,7 @@ void vmc_w_completion_release(struct vmc_wconn *c) {
     if (c->signalled)
         vmc_w_log("completion word: %llu copies signalled, %llu answered on it", (unsigned long long)c->signalled,
                   (unsigned long long)c->answered_on_word);
-    if (c->completion_state == 1 && c->completion_epoch == vmc_w_staging_epoch()) {
-        int capture_mode = vmc_w_capture_relax();
-        cudaHostUnregister(vmc_pipe_completion_area(&c->pipe));
-        vmc_w_capture_restore(capture_mode);
-    }
+    if (c->completion_state == 1 && c->completion_epoch == vmc_w_staging_epoch())
+        cudaHostUnregister(vmc_pipe_completion_area(&c->pipe)); /* in the relaxed capture mode (vmc_w_release_conn) */
     c->completion_state = 0;
 }

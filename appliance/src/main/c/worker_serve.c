@@ -343,6 +343,10 @@ int vmc_w_write(struct vmc_wconn *c, const void *src, size_t n) {
 }
 
 void vmc_w_release_conn(struct vmc_wconn *c) {
+    /* Giving page-locked memory back (staging, ring, completion area) in this thread's global capture mode would end
+     * any capture another client thread has going (H200 probe, run 189: cudaFreeHost and cudaHostUnregister in the
+     * global mode end it, in the relaxed mode not), and this runs whenever a client thread ends. */
+    int capture_mode = vmc_w_capture_relax();
     for (int i = 0; i < VMC_W_STAGING_BUFFERS; i++)
         if (c->staging[i] && c->staging_state == 1)
             cudaFreeHost(c->staging[i]);
@@ -353,6 +357,7 @@ void vmc_w_release_conn(struct vmc_wconn *c) {
     free(c->payload);
     vmc_out_free(&c->reply);
     vmc_w_callback_conn_closed(c); /* host callbacks it was running or had to run */
+    vmc_w_capture_restore(capture_mode);
     vmc_w_conn_closing(c->fd); /* isolation hook */
     vmc_io_close(c->fd); /* and its TLS */
 }
