@@ -258,6 +258,33 @@ int vmc_ucx_wanted(void) {
            (cfg->transport == VMC_TRANSPORT_AUTO && !cfg->tls_ca[0] && rdma_device_present());
 }
 
+/* UCX's shared-memory transports cannot report a failed peer, and an end point that asks for that over them is
+ * refused with an ERROR line of UCX's own on stderr (one per connection, so four a striped copy). Not asked for where
+ * UCX_TLS names shared-memory transports only, nor after the first refusal in this process. */
+static int peer_mode_refused;
+
+static int peer_mode_worth_asking(void) {
+    if (__atomic_load_n(&peer_mode_refused, __ATOMIC_RELAXED))
+        return 0;
+    const char *tls = getenv("UCX_TLS");
+    if (!tls || !*tls)
+        return 1;
+    static const char *const shared_memory[] = {"sm", "shm", "posix", "sysv", "cma", "knem", "xpmem", "self"};
+    char list[256];
+    snprintf(list, sizeof list, "%s", tls[0] == '^' ? "" : tls); /* "^x,y": all but those, network ones included */
+    if (!list[0])
+        return 1;
+    char *save = NULL;
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int is_shared_memory = 0;
+        for (size_t i = 0; i < sizeof shared_memory / sizeof *shared_memory; i++)
+            is_shared_memory |= strcmp(t, shared_memory[i]) == 0;
+        if (!is_shared_memory)
+            return 1;
+    }
+    return 0;
+}
+
 /* Connects this connection's own UCX worker to the appliance's; NULL with why set on failure. */
 static struct ucx_ring *connect_ring(const uint8_t *rkey, const uint8_t *address, uint64_t base,
                                      char *why, size_t why_len) {
@@ -278,11 +305,12 @@ static struct ucx_ring *connect_ring(const uint8_t *rkey, const uint8_t *address
     const char *step = "worker";
     if (st == UCS_OK) {
         step = "end point";
-        st = ucp.ep_create(u->worker, &ep, &u->ep);
+        st = peer_mode_worth_asking() ? ucp.ep_create(u->worker, &ep, &u->ep) : UCS_ERR_UNREACHABLE;
         u->peer_errors = st == UCS_OK;
         if (st == UCS_ERR_UNREACHABLE) {
             /* UCX's shared-memory transports cannot report a failed peer: without that, a dead appliance shows as
              * a put or get that makes no progress (STALL_NS), and the byte stream's end */
+            __atomic_store_n(&peer_mode_refused, 1, __ATOMIC_RELAXED);
             ep.field_mask &= ~(uint64_t)(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
             st = ucp.ep_create(u->worker, &ep, &u->ep);
         }
