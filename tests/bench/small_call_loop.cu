@@ -6,6 +6,8 @@
 //   small_call_loop h2d:BYTES SECONDS  a BYTES cudaMemcpy from pageable memory to the device (up to 1 GiB)
 //   small_call_loop d2h:BYTES SECONDS  the same from the device to pageable memory
 //   small_call_loop pinned-h2d:BYTES / pinned-d2h:BYTES SECONDS  the same with page-locked memory (cudaMallocHost)
+//   small_call_loop after-kernel-MODE SECONDS  any copy mode above, each copy right after an empty kernel's launch
+//                                      (a program's commonest pattern: a kernel, then its result copied back)
 //   small_call_loop h2d2d:W:H SECONDS  a cudaMemcpy2D of H rows of W bytes from pageable rows 256 bytes apart
 //                                      more than W, to pitched device memory
 // Output: "MODE<TAB>mean us per call<TAB>calls".
@@ -16,10 +18,12 @@ __global__ void empty_kernel() {}
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: small_call_loop async|sync|d2h4|[pinned-]h2d:BYTES|[pinned-]d2h:BYTES|h2d2d:W:H SECONDS\n");
+        fprintf(stderr, "usage: small_call_loop async|sync|[after-kernel-](d2h4|[pinned-]h2d:BYTES|[pinned-]d2h:BYTES|"
+                        "h2d2d:W:H) SECONDS\n");
         return 2;
     }
-    const char *mode = argv[1];
+    int after_kernel = !strncmp(argv[1], "after-kernel-", 13);
+    const char *mode = argv[1] + (after_kernel ? 13 : 0);
     double seconds = atof(argv[2]);
     int pinned = !strncmp(mode, "pinned-", 7);
     const char *kind = pinned ? mode + 7 : mode;
@@ -55,6 +59,8 @@ int main(int argc, char **argv) {
     while (now_s() < end) {
         int batch = bytes > (1u << 20) || w * h > (1u << 20) ? 10 : 1000;
         for (int i = 0; i < batch; i++) {
+            if (after_kernel)
+                empty_kernel<<<1, 1>>>();
             if (!strcmp(mode, "async")) {
                 empty_kernel<<<1, 1>>>();
             } else if (!strcmp(mode, "sync")) {
@@ -77,7 +83,7 @@ int main(int argc, char **argv) {
         if (calls % 10000 == 0) CK(cudaDeviceSynchronize());
     }
     CK(cudaDeviceSynchronize());
-    printf("%s\t%.3f\t%ld\n", mode, (now_s() - t0) / calls * 1e6, calls);
+    printf("%s\t%.3f\t%ld\n", argv[1], (now_s() - t0) / calls * 1e6, calls);
     CK(cudaFree(dev));
     if (dev2d) CK(cudaFree(dev2d));
     if (pinned)

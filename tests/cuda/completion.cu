@@ -1,13 +1,15 @@
 // Synchronous copies that vmcuda's co-located path may answer through the completion word (PROTOCOL.md "Completion
 // word"): the client returns once the GPU has written the call's number after the copy, so a copy must never return
 // before the work before it and the copy itself are done. Each copy here follows GPU work that writes what the copy
-// must then see: kernels (after which vmcuda waits for the driver, which prints what kernels printed), and memsets and
-// device-to-device copies after a device-wide synchronize (where it uses the word). Small copies from the device (the
+// must then see: kernels (after which vmcuda uses the word only where no kernel of the program can print, else it
+// waits for the driver, which prints what kernels printed), and memsets and device-to-device copies after a
+// device-wide synchronize (where it uses the word). Small copies from the device (the
 // landing, up to 64 KiB, and just past it), copies to and from page-locked memory (in the shared region on the
 // co-located path), a variable, a copy behind a long kernel (longer than anyone polls), several threads at once
 // (each connection has its own word), a kernel's printf before a copy, copies while streams are captured (a new
-// thread's too), and errors. Built twice: completion_ptds uses
-// the per-thread default stream.
+// thread's too), and errors. Built three times: completion_ptds uses the per-thread default stream, and
+// completion_quiet leaves out the one kernel that prints, so that no kernel of the program can print and vmcuda uses
+// the word after kernel launches too.
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -162,6 +164,7 @@ static void copies_behind_memsets(unsigned char *dev, unsigned char *dev2, unsig
     CK(cudaFreeHost(pinned));
 }
 
+#ifndef COMPLETION_QUIET
 __global__ void say(int i) { printf("kernel line %d\n", i); }
 
 // What a kernel printed comes out before what the program prints after a copy that waited for it, as natively.
@@ -180,6 +183,7 @@ static void printf_before_copies(unsigned *dev, unsigned *host) {
     fflush(stdout);
     CK(cudaFreeHost(pinned));
 }
+#endif
 
 // Synchronous copies while another (non-blocking) stream is being captured, in each capture mode: natively they
 // succeed and the capture goes on. First with a memset captured (no kernel launched since a device-wide synchronize),
@@ -331,7 +335,9 @@ int main() {
     variable_after_kernels(dev);
     copy_behind_long_kernel(dev, host);
     copies_behind_memsets((unsigned char *)dev, (unsigned char *)big, (unsigned char *)host);
+#ifndef COMPLETION_QUIET
     printf_before_copies(dev, host);
+#endif
     copies_while_capturing(dev, host);
     new_thread_while_capturing(dev);
     threads_at_once();

@@ -23,19 +23,23 @@
 #include "vmc_internal.h"
 #include "worker.h"
 #include "worker_driver.h"
+#include "worker_printf_scan.h"
 
 /* ---- device printf ----
  * The driver writes what kernels printed to stdout only at synchronising calls (the CUDA C++ Programming Guide,
  * "Formatted Output": a blocking copy is one). A copy answered on the word makes none, so the program could go on
- * before a kernel's lines that a native copy would have printed first. The word is therefore used only while every
- * kernel launched so far was followed by a device-wide synchronize that succeeded (cudaDeviceSynchronize,
- * cuCtxSynchronize), which flushed what it printed; after any launch, copies wait for the driver as before until the
- * next such synchronize. Counted across the worker's threads: a launch counts as started before it is served and as
- * queued once it is, and a synchronize flushes the launches queued before it began (one started but not yet queued
- * then keeps the word unused). Such a synchronize covers one device's one context: with several GPUs in the session,
- * or contexts the program made (cuCtxCreate, green contexts), nothing counts as flushed. */
-static uint64_t launches_started, launches_queued, launches_flushed;
-static int contexts_made;
+ * before a kernel's lines that a native copy would have printed first. The word is therefore used after a kernel
+ * launch only where that launch cannot have printed: while no module image of the session can print (device printf
+ * or assert: worker_printf_scan.c reads each image the program registers or loads), launches do not count. Once one
+ * can, every launch counts until a device-wide synchronize that succeeded (cudaDeviceSynchronize, cuCtxSynchronize)
+ * has flushed what it printed. Counted across the worker's threads: every launch counts as started before it is
+ * served; as it ends, as quiet (no image could print then, nor can a lazy load during the launch have made one
+ * appear unseen: images are read before their load returns) or as printing; a synchronize flushes the printing
+ * launches that had ended before it began. The word is used while every started launch was quiet or flushed (one
+ * started but not ended keeps it unused). Such a synchronize covers one device's one context: with several GPUs in
+ * the session, or contexts the program made (cuCtxCreate, green contexts), nothing counts as flushed. */
+static uint64_t launches_started, launches_quiet, printing_ended, printing_flushed;
+static int contexts_made, images_may_print;
 
 enum call_kind { KIND_UNKNOWN, KIND_LAUNCH, KIND_DEVICE_SYNC, KIND_CONTEXT_CREATE, KIND_OTHER };
 #define KINDS_KNOWN 4096
@@ -61,6 +65,16 @@ static enum call_kind kind_of(uint32_t id) {
     return k;
 }
 
+void vmc_w_completion_image_loaded(const void *image, size_t size, const char *what) {
+    if (__atomic_load_n(&images_may_print, __ATOMIC_SEQ_CST))
+        return; /* nothing left to learn: every launch counts already */
+    if (vmc_w_image_may_print(image, size)) {
+        __atomic_store_n(&images_may_print, 1, __ATOMIC_SEQ_CST);
+        vmc_w_log("device printf: %s (%zu bytes) may print, or cannot be read; synchronous copies after a kernel "
+                  "launch wait for the driver until a device-wide synchronize", what, size);
+    }
+}
+
 /* One GPU in the session (as the driver counts them here), and no context but the primary one. */
 static int one_context(void) {
     static int devices = -1;
@@ -75,26 +89,31 @@ static int one_context(void) {
 uint64_t vmc_w_completion_call_begins(uint32_t id) {
     switch (kind_of(id)) {
     case KIND_LAUNCH: __atomic_add_fetch(&launches_started, 1, __ATOMIC_SEQ_CST); return 0;
-    case KIND_DEVICE_SYNC: return __atomic_load_n(&launches_queued, __ATOMIC_SEQ_CST);
+    case KIND_DEVICE_SYNC: return __atomic_load_n(&printing_ended, __ATOMIC_SEQ_CST);
     case KIND_CONTEXT_CREATE: __atomic_store_n(&contexts_made, 1, __ATOMIC_RELEASE); return 0;
     default: return 0;
     }
 }
 
-void vmc_w_completion_call_ended(uint32_t id, uint64_t queued_before, int succeeded) {
+void vmc_w_completion_call_ended(uint32_t id, uint64_t printing_before, int succeeded) {
     enum call_kind k = kind_of(id);
     if (k == KIND_LAUNCH)
-        __atomic_add_fetch(&launches_queued, 1, __ATOMIC_SEQ_CST);
+        __atomic_add_fetch(__atomic_load_n(&images_may_print, __ATOMIC_SEQ_CST) ? &printing_ended : &launches_quiet, 1,
+                           __ATOMIC_SEQ_CST);
     if (k != KIND_DEVICE_SYNC || !succeeded || !one_context())
         return;
-    uint64_t seen = __atomic_load_n(&launches_flushed, __ATOMIC_SEQ_CST);
-    while (seen < queued_before &&
-           !__atomic_compare_exchange_n(&launches_flushed, &seen, queued_before, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    uint64_t seen = __atomic_load_n(&printing_flushed, __ATOMIC_SEQ_CST);
+    while (seen < printing_before &&
+           !__atomic_compare_exchange_n(&printing_flushed, &seen, printing_before, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
     }
 }
 
 static int printf_may_be_pending(void) {
-    return __atomic_load_n(&launches_flushed, __ATOMIC_SEQ_CST) != __atomic_load_n(&launches_started, __ATOMIC_SEQ_CST);
+    /* read in this order: both counts only grow, and a launch ends (quiet or printing) after it started, so a sum
+     * equal to the starts read last means no launch was in flight and every printing one was flushed */
+    uint64_t flushed = __atomic_load_n(&printing_flushed, __ATOMIC_SEQ_CST);
+    uint64_t quiet = __atomic_load_n(&launches_quiet, __ATOMIC_SEQ_CST);
+    return flushed + quiet != __atomic_load_n(&launches_started, __ATOMIC_SEQ_CST);
 }
 
 /* ---- the completion area ---- */
