@@ -542,6 +542,16 @@ static CUresult f_cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *c) {
     *c = CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }
+/* The calling thread's capture mode: nothing is ever captured here, but the worker relaxes it around bulk copies. */
+static __thread CUstreamCaptureMode thread_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+static CUresult f_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+    if (!mode)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode before = thread_capture_mode;
+    thread_capture_mode = *mode;
+    *mode = before;
+    return CUDA_SUCCESS;
+}
 /* no stream is ever capturing here */
 static CUresult f_cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *c, cuuint64_t *id, CUgraph *g,
                                          const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *n) {
@@ -1195,7 +1205,7 @@ static const struct {
     F(cuOccupancyMaxActiveClusters, f_cuOccupancyMaxActiveClusters),
     F(cuOccupancyMaxPotentialClusterSize, f_cuOccupancyMaxPotentialClusterSize),
     F(cuModuleGetFunctionCount, f_cuModuleGetFunctionCount), F(cuModuleEnumerateFunctions, f_cuModuleEnumerateFunctions),
-    F(cuStreamGetCaptureInfo, f_cuStreamGetCaptureInfo),
+    F(cuStreamGetCaptureInfo, f_cuStreamGetCaptureInfo), F(cuThreadExchangeStreamCaptureMode, f_cuThreadExchangeStreamCaptureMode),
     F(cuPointerGetAttributes, f_cuPointerGetAttributes),
     F(cuMemHostRegister, f_cuMemHostRegister), F(cuMemHostUnregister, f_cuMemHostUnregister),
     F(cuMemHostGetDevicePointer, f_cuMemHostGetDevicePointer), F(cuMemHostAlloc, f_cuMemHostAlloc),

@@ -45,9 +45,11 @@ int vmc_w_capture_relax(void) {
 }
 
 void vmc_w_capture_restore(int saved) {
+    if (saved < 0)
+        return; /* nothing was relaxed: every call but a bulk copy comes here (worker_serve.c) */
     DRV(PFN_cuThreadExchangeStreamCaptureMode_v10010, exchange_mode, "cuThreadExchangeStreamCaptureMode", 10010, 0);
     CUstreamCaptureMode capture_mode = (CUstreamCaptureMode)saved;
-    if (saved >= 0 && exchange_mode)
+    if (exchange_mode)
         exchange_mode(&capture_mode);
 }
 
