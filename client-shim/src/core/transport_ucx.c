@@ -269,7 +269,8 @@ static int peer_mode_worth_asking(void) {
     const char *tls = getenv("UCX_TLS");
     if (!tls || !*tls)
         return 1;
-    static const char *const shared_memory[] = {"sm", "shm", "posix", "sysv", "cma", "knem", "xpmem", "self"};
+    /* and the host-local GPU transports, which a GPU-less client does not use anyway */
+    static const char *const shared_memory[] = {"sm", "shm", "posix", "sysv", "cma", "knem", "xpmem", "self", "cuda_copy", "cuda_ipc"};
     char list[256];
     snprintf(list, sizeof list, "%s", tls[0] == '^' ? "" : tls); /* "^x,y": all but those, network ones included */
     if (!list[0])

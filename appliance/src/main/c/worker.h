@@ -149,9 +149,10 @@ cudaError_t vmc_w_completion_wait(struct vmc_wcall *wc, int signalled, size_t by
  * when the word may be used (device printf). The first returns what the second needs. */
 uint64_t vmc_w_completion_call_begins(uint32_t id);
 void vmc_w_completion_call_ended(uint32_t id, uint64_t printing_before, int succeeded);
-/* A module image the program registers (worker_entry.c) or loads (worker_driver.c), before its kernels can be
- * launched: whether they can print decides whether launches keep the word unused. `what` names it in the log. */
-void vmc_w_completion_image_loaded(const void *image, size_t size, const char *what);
+/* A module image the program loads (worker_driver.c), or a fat-binary wrapper it registers (worker_entry.c), before
+ * its kernels can be launched: whether they can print decides whether launches keep the word unused. */
+void vmc_w_completion_image_loaded(const void *image, size_t size);
+void vmc_w_completion_wrapper_registered(const void *wrapper);
 /* Where a small copy from the device lands (VMC_PIPE_LANDING_BYTES), or NULL without a pipe; *by_dma: the GPU can
  * write it directly (else the bytes are copied there). */
 uint8_t *vmc_w_completion_landing(struct vmc_wconn *c, int *by_dma);

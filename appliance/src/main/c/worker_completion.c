@@ -65,14 +65,22 @@ static enum call_kind kind_of(uint32_t id) {
     return k;
 }
 
-void vmc_w_completion_image_loaded(const void *image, size_t size, const char *what) {
-    if (__atomic_load_n(&images_may_print, __ATOMIC_SEQ_CST))
-        return; /* nothing left to learn: every launch counts already */
-    if (vmc_w_image_may_print(image, size)) {
-        __atomic_store_n(&images_may_print, 1, __ATOMIC_SEQ_CST);
-        vmc_w_log("device printf: %s (%zu bytes) may print, or cannot be read; synchronous copies after a kernel "
-                  "launch wait for the driver until a device-wide synchronize", what, size);
-    }
+static void may_print(const char *what, size_t size) {
+    __atomic_store_n(&images_may_print, 1, __ATOMIC_SEQ_CST);
+    vmc_w_log("device printf: %s (%zu bytes) may print, or cannot be read; synchronous copies after a kernel launch "
+              "wait for the driver until a device-wide synchronize", what, size);
+}
+
+void vmc_w_completion_image_loaded(const void *image, size_t size) {
+    /* once one may print, there is nothing left to learn: every launch counts already */
+    if (!__atomic_load_n(&images_may_print, __ATOMIC_SEQ_CST) && vmc_w_image_may_print(image, size))
+        may_print("a module image the program loaded", size);
+}
+
+void vmc_w_completion_wrapper_registered(const void *wrapper) {
+    size_t bytes = 0;
+    if (!__atomic_load_n(&images_may_print, __ATOMIC_SEQ_CST) && vmc_w_wrapper_may_print(wrapper, &bytes))
+        may_print("a fat binary the program registered", bytes);
 }
 
 /* One GPU in the session (as the driver counts them here), and no context but the primary one. */

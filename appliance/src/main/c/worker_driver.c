@@ -154,7 +154,7 @@ static enum vmc_w_result module_load(struct vmc_wcall *wc) {
         st = CUDA_ERROR_INVALID_VALUE; /* the client loads only what it made sure is here */
     uint64_t handle = 0;
     if (st == CUDA_SUCCESS) {
-        vmc_w_completion_image_loaded(img->bytes, img->size, "a module image the program loaded");
+        vmc_w_completion_image_loaded(img->bytes, img->size);
         DRV(PFN_cuModuleLoadData_v2000, load_data, "cuModuleLoadData", 2000, 0);
         DRV(PFN_cuModuleLoadDataEx_v2010, load_data_ex, "cuModuleLoadDataEx", 2010, 0);
         DRV(PFN_cuModuleLoadFatBinary_v2000, load_fatbinary, "cuModuleLoadFatBinary", 2000, 0);

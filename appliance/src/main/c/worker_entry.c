@@ -94,34 +94,13 @@ static void *real(const char *symbol) {
     return f;
 }
 
-/* The runtime's fat-binary wrapper (crt/host_runtime.h's __fatBinC_Wrapper_t): `data` is the fat binary. */
-struct fatbin_wrapper {
-    int magic;
-    int version;
-    const uint8_t *data;
-    void *filename_or_fatbins;
-};
-#define FATBIN_WRAPPER_MAGIC 0x466243b1
-#define FATBIN_MAGIC 0xBA55ED50u
-
 /* Each of the program's fat binaries, as its constructors register them: read for device printf
  * (worker_completion.c) before any of its kernels can be launched. */
 __attribute__((visibility("default"))) void **__cudaRegisterFatBinary(void *fatCubin) {
     static void **(*next)(void *);
     if (!next)
         next = real("__cudaRegisterFatBinary");
-    const struct fatbin_wrapper *w = fatCubin;
-    uint32_t magic = 0;
-    uint16_t header = 0;
-    uint64_t entries = 0;
-    if (w && w->magic == FATBIN_WRAPPER_MAGIC && w->data) {
-        memcpy(&magic, w->data, sizeof magic);
-        memcpy(&header, w->data + 6, sizeof header);
-        memcpy(&entries, w->data + 8, sizeof entries);
-    }
-    /* a wrapper or container of another shape is given as 0 bytes: "cannot be read", so it may print */
-    size_t size = magic == FATBIN_MAGIC && entries < (1ull << 40) ? header + entries : 0;
-    vmc_w_completion_image_loaded(size ? w->data : NULL, size, "a fat binary the program registered");
+    vmc_w_completion_wrapper_registered(fatCubin);
     return next(fatCubin);
 }
 

@@ -25,7 +25,11 @@
 #define ENTRY_CUBIN 2
 #define ENTRY_MIN_HEADER 64
 #define FLAG_COMPRESSED_ZSTD 0x8000u
-#define FLAG_COMPRESSED_OTHER 0x2000u /* the toolkits' older compression: not read here */
+#define FLAG_COMPRESSED_OTHER 0x2000u /* the toolkits' older compression (and nvcc 13's --compress-mode=speed): not read */
+/* The entry flags nvcc 13 writes (64-bit, debug, Linux, the two compressions, LTO, sm_XXa, sm_XXf, sm_100 and later
+ * cubins; the review of 2026-11-27 listed them): any other bit may mean a layout or compression not known here. */
+#define FLAGS_KNOWN (0x1u | 0x2u | 0x10u | FLAG_COMPRESSED_OTHER | FLAG_COMPRESSED_ZSTD | 0x10000u | 0x100000u | \
+                     0x200000u | 0x1000000u)
 /* Decompressing is the only costly part: an entry larger than this decompressed, or a process that has already
  * decompressed this much (the CUDA libraries' images run to hundreds of MiB), counts as "may print" rather than
  * delay a module load further (zstd decompresses about 1 GB/s). */
@@ -83,7 +87,7 @@ static int entry_may_print(const uint8_t *entry, size_t header, uint64_t payload
     const uint8_t *payload = entry + header;
     if (kind != ENTRY_PTX && kind != ENTRY_CUBIN)
         return 1; /* LTO IR and the like: not read here */
-    if (flags & FLAG_COMPRESSED_OTHER)
+    if ((flags & ~(uint64_t)FLAGS_KNOWN) || (flags & FLAG_COMPRESSED_OTHER))
         return 1;
     if (flags & FLAG_COMPRESSED_ZSTD)
         return compressed == 0 || compressed > payload_size ? 1 : zstd_entry_may_print(payload, compressed, decompressed);
@@ -132,6 +136,44 @@ static int containers_may_print(const uint8_t *p, size_t n) {
 static int looks_like_ptx(const uint8_t *p, size_t n) {
     size_t head = n < 4096 ? n : 4096;
     return memmem(p, head, ".version", 8) && memmem(p, head, ".target", 7);
+}
+
+/* The length of the fat-binary container at p (header and entries), or 0 when p holds none. */
+static size_t container_length(const uint8_t *p) {
+    if (!p || u32_at(p) != FATBIN_MAGIC)
+        return 0;
+    uint16_t header = u16_at(p + 6);
+    uint64_t entries = u64_at(p + 8);
+    return header >= 16 && entries < (1ull << 40) ? header + entries : 0;
+}
+
+#define WRAPPER_MAGIC 0x466243b1
+#define MAX_PRELINKED 65536
+
+int vmc_w_wrapper_may_print(const void *wrapper, size_t *bytes) {
+    const struct {
+        int magic;
+        int version;
+        const uint8_t *data;
+        const void *filename_or_fatbins;
+    } *w = wrapper;
+    *bytes = 0;
+    if (!w || w->magic != WRAPPER_MAGIC || (w->version != 1 && w->version != 2))
+        return 1;
+    size_t n = container_length(w->data);
+    *bytes += n;
+    if (!n || vmc_w_image_may_print(w->data, n))
+        return 1;
+    if (w->version == 1 || !w->filename_or_fatbins)
+        return 0;
+    const uint8_t *const *list = w->filename_or_fatbins;
+    for (unsigned i = 0; list[i]; i++) {
+        n = container_length(list[i]);
+        *bytes += n;
+        if (i == MAX_PRELINKED || !n || vmc_w_image_may_print(list[i], n))
+            return 1;
+    }
+    return 0;
 }
 
 int vmc_w_image_may_print(const void *image, size_t size) {

@@ -13,4 +13,11 @@
  * (ELF) or PTX text. */
 int vmc_w_image_may_print(const void *image, size_t size);
 
+/* The same for a fat-binary wrapper as a program's constructors register it (__cudaRegisterFatBinary's argument,
+ * crt/host_runtime.h's __fatBinC_Wrapper_t): version 1's `data` is the fat binary; version 2 (relocatable device
+ * code) also names a NULL-terminated list of each file's prelinked fat binary, which the runtime links at load time
+ * (with only virtual architectures given, `data` is an empty container and every kernel is in that list: review of
+ * 2026-11-27). *bytes: the bytes of the fat binaries read, for the log. */
+int vmc_w_wrapper_may_print(const void *wrapper, size_t *bytes);
+
 #endif

@@ -97,8 +97,40 @@ int main(int argc, char **argv) {
     memcpy(copy, quiet, nq);
     set_first_entry(copy, 8, 0);
     expect(vmc_w_image_may_print(copy, nq), 1, "an entry of an unknown kind");
+    memcpy(copy, quiet, nq);
+    set_first_entry(copy, -1, 0x4000000);
+    expect(vmc_w_image_may_print(copy, nq), 1, "an entry with a flag not known here");
     expect(vmc_w_image_may_print("not an image at all, just some text", 35), 1, "text that is not PTX");
     expect(vmc_w_image_may_print(NULL, 0), 1, "no image");
+
+    /* fat-binary wrappers as constructors register them: version 1 is its fat binary; version 2 (relocatable device
+     * code) adds the prelinked fat binaries, where with only virtual architectures every kernel is (its own fat
+     * binary is then an empty container) */
+    static const uint8_t empty[16] = {0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0};
+    struct wrapper {
+        int magic, version;
+        const uint8_t *data;
+        const void *filename_or_fatbins;
+    };
+    size_t bytes = 0;
+    struct wrapper v1 = {0x466243b1, 1, quiet, "quiet.cu"};
+    expect(vmc_w_wrapper_may_print(&v1, &bytes), 0, "a wrapper of a quiet fat binary");
+    expect(bytes == nq, 1, "... its bytes counted");
+    v1.data = printing;
+    expect(vmc_w_wrapper_may_print(&v1, &bytes), 1, "a wrapper of a printing fat binary");
+    const uint8_t *quiet_list[] = {quiet, quiet, NULL}, *printing_list[] = {quiet, printing, NULL};
+    struct wrapper v2 = {0x466243b1, 2, empty, quiet_list};
+    expect(vmc_w_wrapper_may_print(&v2, &bytes), 0, "relocatable code, every prelinked fat binary quiet");
+    expect(bytes == 16 + 2 * nq, 1, "... their bytes counted");
+    v2.filename_or_fatbins = printing_list;
+    expect(vmc_w_wrapper_may_print(&v2, &bytes), 1, "relocatable code, a prelinked fat binary printing");
+    v2.filename_or_fatbins = NULL;
+    expect(vmc_w_wrapper_may_print(&v2, &bytes), 0, "relocatable code, no list");
+    struct wrapper odd = {0x466243b1, 3, quiet, NULL}, bad = {0x12345678, 1, quiet, NULL}, none = {0x466243b1, 1, NULL, NULL};
+    expect(vmc_w_wrapper_may_print(&odd, &bytes), 1, "a wrapper of another version");
+    expect(vmc_w_wrapper_may_print(&bad, &bytes), 1, "a wrapper of another magic");
+    expect(vmc_w_wrapper_may_print(&none, &bytes), 1, "a wrapper without a fat binary");
+    expect(vmc_w_wrapper_may_print(NULL, &bytes), 1, "no wrapper");
 
     /* every truncation says "may print" (the container no longer holds its entries), and never reads past the end */
     for (size_t n = 0; n < nq; n++) {
