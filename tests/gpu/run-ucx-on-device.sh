@@ -86,13 +86,14 @@ if [ -x "$CARRY/bench/vmcuda_bench" ]; then
     ucx_env="VMCUDA_TRANSPORT=ucx,LD_LIBRARY_PATH=$REAL_CUDART_DIR:$UCX_LIB"
     columns="tcp shm ucx-tcp:$ucx_env,UCX_TLS=tcp ucx-tcp-1:$ucx_env,UCX_TLS=tcp,VMCUDA_TCP_STREAMS=1 ucx-sm:$ucx_env,UCX_TLS=sm@127.0.0.1:${PORT[sm]}"
     # MORE_STREAMS=N (by hand): the striped transports again with N connections a copy instead of the default 4
+    bench_limit=300
     if [ -n "${MORE_STREAMS:-}" ]; then
-        n=$MORE_STREAMS
+        n=$MORE_STREAMS bench_limit=450
         columns="$columns tcp-$n:VMCUDA_TRANSPORT=tcp,VMCUDA_TCP_STREAMS=$n ucx-tcp-$n:$ucx_env,UCX_TLS=tcp,VMCUDA_TCP_STREAMS=$n"
         columns="$columns ucx-sm-$n:$ucx_env,UCX_TLS=sm,VMCUDA_TCP_STREAMS=$n@127.0.0.1:${PORT[sm]}"
     fi
     COLUMNS="$columns" \
-        LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout -k 5 "${MORE_STREAMS:+450}${MORE_STREAMS:-300}" bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" \
+        LD_LIBRARY_PATH="$REAL_CUDART_DIR" timeout -k 5 "$bench_limit" bash "$REPO/tests/bench/compare.sh" "$CARRY/bench/vmcuda_bench" \
         "$ROOT/bin/vmcuda" "127.0.0.1:${PORT[main]}" >"$OUT/bench-ucx.txt" 2>&1 || fail "compare.sh failed (see bench-ucx.txt)"
     cat "$OUT/bench-ucx.txt"
 else

@@ -1,7 +1,8 @@
 /* worker_printf_scan.c against images nvcc made for this test (the Makefile's printf-scan fixtures: quiet.cu has no
  * printf, printf.cu and assert.cu print), as fat binaries (nvcc 13's default: cubin plain, PTX compressed with zstd;
- * and with -Xfatbin -compress-all), cubins, and PTX; then what it must refuse: a compression it does not
- * read, unknown entry kinds, every truncation and random damage of a fat binary (under ASan: no read out of bounds). */
+ * and with -Xfatbin -compress-all), cubins, and PTX; fat-binary wrappers as constructors register them (version 2's
+ * prelinked list); then what it must refuse: a compression it does not read, unknown entry kinds and flags, every
+ * truncation and random damage of a fat binary (under ASan: no read out of bounds). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
