@@ -11,7 +11,8 @@
 #               next to the library where the daemon looks
 #     client/   the client libraries (for client VMs and `vmcuda run`): libvmcuda-client.so (the core),
 #               libcudart.so.13 (the runtime front end), libcuda.so.1 (the driver front end, + the
-#               libcuda.so link), and vmcuda-doctor (the program behind `vmcuda doctor`)
+#               libcuda.so link), vmcuda-doctor (the program behind `vmcuda doctor`) and vmcuda-ucx-check (UCX reads an
+#               appliance's UCX address in it first: client-shim/src/core/ucx_blob_check.c)
 #     jre/      a jlink'd runtime: the GPU machines run Ubuntu 24.04 without any Java
 #
 # and packs it into OUT_DIR/vmcuda-VERSION-linux-x86_64.tar.gz.
@@ -61,6 +62,7 @@ copy_required "$repo/client-shim/target/lib/libcuda.so.1" "$top/client"
 copy_required "$repo/client-shim/target/lib/libnvidia-ml.so.1" "$top/client"
 [ -f "$top/client/libnvidia-ml.so.1" ] && ln -sf libnvidia-ml.so.1 "$top/client/libnvidia-ml.so"
 copy_required "$repo/client-shim/target/bin/vmcuda-doctor" "$top/client"
+copy_required "$repo/client-shim/target/bin/vmcuda-ucx-check" "$top/client"
 
 shopt -s nullglob
 jars=("$libdir"/*.jar)

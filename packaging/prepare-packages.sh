@@ -4,7 +4,7 @@
 # `package`: packaging/pom.xml's data sets give every path, mode, owner, link and conffile; the control files are
 # packaging/client/DEBIAN and packaging/appliance/DEBIAN. Everything lands in OUT_DIR/pkg:
 #
-#   client/lib/       libvmcuda-client.so, libcudart.so.13, libcuda.so.1, libnvidia-ml.so.1 and vmcuda-doctor, stripped
+#   client/lib/       libvmcuda-client.so, libcudart.so.13, libcuda.so.1, libnvidia-ml.so.1, vmcuda-doctor and vmcuda-ucx-check, stripped
 #   client/vmcuda     the launcher (bin/vmcuda) with this version
 #   client/vmcuda.1.gz, client/vmcuda.yaml   the man page; the CDI spec for containers (vmcuda cdi)
 #   appliance/opt.tar /opt/vmcuda as installed: the bundle with its ELF files stripped and NVIDIA's libcudart.so.13 for
@@ -66,11 +66,13 @@ printf 'vmcuda (%s) unstable; urgency=medium\n\n  * Built from %s.\n\n -- %s  %s
 # ---- client ----
 client_libs="$repo/client-shim/target/lib"
 for f in "$client_libs"/libvmcuda-client.so "$client_libs"/libcudart.so.13 "$client_libs"/libcuda.so.1 \
-         "$client_libs"/libnvidia-ml.so.1 "$repo/client-shim/target/bin/vmcuda-doctor" "$repo/bin/vmcuda"; do
+         "$client_libs"/libnvidia-ml.so.1 "$repo/client-shim/target/bin/vmcuda-doctor" \
+         "$repo/client-shim/target/bin/vmcuda-ucx-check" "$repo/bin/vmcuda"; do
     need "$f"
 done
 cp "$client_libs"/libvmcuda-client.so "$client_libs"/libcudart.so.13 "$client_libs"/libcuda.so.1 \
-   "$client_libs"/libnvidia-ml.so.1 "$repo/client-shim/target/bin/vmcuda-doctor" "$pkg/client/lib/"
+   "$client_libs"/libnvidia-ml.so.1 "$repo/client-shim/target/bin/vmcuda-doctor" "$repo/client-shim/target/bin/vmcuda-ucx-check" \
+   "$pkg/client/lib/"
 strip_elf "$pkg/client/lib"
 sed "s/^VERSION=.*/VERSION=\"$version\"/" "$repo/bin/vmcuda" > "$pkg/client/vmcuda"
 sed "s/@VERSION@/$version/" "$here/client/vmcuda.1" | gzip -9n > "$pkg/client/vmcuda.1.gz"

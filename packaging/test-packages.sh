@@ -57,7 +57,7 @@ dpkg-deb -c "$cdeb" | awk '{ o = $2; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, "")
 for p in './usr/lib/vmcuda/libcudart.so.13' './usr/lib/vmcuda/libcudart.so -> libcudart.so.13' \
          './usr/lib/vmcuda/libcuda.so.1' './usr/lib/vmcuda/libcuda.so -> libcuda.so.1' './usr/lib/vmcuda/libvmcuda-client.so' \
          './usr/lib/vmcuda/libnvidia-ml.so.1' './usr/lib/vmcuda/libnvidia-ml.so -> libnvidia-ml.so.1' \
-         './usr/lib/vmcuda/vmcuda-doctor' './etc/ld.so.conf.d/vmcuda.conf' './etc/vmcuda/client.conf' './etc/cdi/vmcuda.yaml' \
+         './usr/lib/vmcuda/vmcuda-doctor' './usr/lib/vmcuda/vmcuda-ucx-check' './etc/ld.so.conf.d/vmcuda.conf' './etc/vmcuda/client.conf' './etc/cdi/vmcuda.yaml' \
          './usr/bin/vmcuda' './usr/share/man/man1/vmcuda.1.gz' './usr/share/doc/vmcuda-client/copyright'; do
     grep -Fqx "root/root $p" "$work/client.list" || fail "client file list lacks $p"
     ok
@@ -102,7 +102,7 @@ expect_eq "appliance Architecture" "$(dpkg-deb -f "$adeb" Architecture)" amd64
 dpkg-deb -c "$adeb" | awk '{ o = $2; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print o " " $0 }' > "$work/appliance.list"
 for p in ./opt/vmcuda/bin/vmcudad ./opt/vmcuda/jre/bin/java ./opt/vmcuda/native/libvmcuda-worker.so \
          ./opt/vmcuda/native/vmcuda-worker ./opt/vmcuda/client/libcudart.so.13 ./opt/vmcuda/client/libcuda.so.1 \
-         ./opt/vmcuda/client/libvmcuda-client.so ./opt/vmcuda/client/vmcuda-doctor \
+         ./opt/vmcuda/client/libvmcuda-client.so ./opt/vmcuda/client/vmcuda-doctor ./opt/vmcuda/client/vmcuda-ucx-check \
          ./opt/vmcuda/libexec/vmcuda-gpu-check ./opt/vmcuda/libexec/vmcudad-prestart \
          ./lib/systemd/system/vmcudad.service ./lib/systemd/system/vmcuda-gpu-check.service \
          ./etc/vmcuda/vmcudad.properties ./var/lib/vmcuda/ './usr/sbin/vmcudad -> /opt/vmcuda/bin/vmcudad' \
@@ -180,7 +180,7 @@ tar -xzf "$ctar" -C "$work"
 inst="$work/vmcuda-client-$version"
 prefix="$work/prefix"
 "$inst/install.sh" --prefix "$prefix" > "$work/install.out"
-for f in usr/lib/vmcuda/libcudart.so.13 usr/lib/vmcuda/libcudart.so usr/lib/vmcuda/vmcuda-doctor usr/bin/vmcuda \
+for f in usr/lib/vmcuda/libcudart.so.13 usr/lib/vmcuda/libcudart.so usr/lib/vmcuda/vmcuda-doctor usr/lib/vmcuda/vmcuda-ucx-check usr/bin/vmcuda \
          etc/vmcuda/client.conf etc/ld.so.conf.d/vmcuda.conf usr/share/man/man1/vmcuda.1.gz; do
     [ -e "$prefix/$f" ] || fail "install.sh --prefix did not install $f"
     ok

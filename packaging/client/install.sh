@@ -10,6 +10,7 @@
 #   /usr/lib/vmcuda/libnvidia-ml.so.1 (+ .so)          the NVML front end (nvidia-ml-py, frameworks)
 #   /usr/lib/vmcuda/libvmcuda-client.so                their core
 #   /usr/lib/vmcuda/vmcuda-doctor                     the program behind `vmcuda doctor`
+#   /usr/lib/vmcuda/vmcuda-ucx-check                  UCX reads an appliance's UCX address in it first
 #   /usr/bin/vmcuda                                   the launcher (run, doctor, status)
 #   /etc/vmcuda/client.conf                           the configuration (never overwritten: an existing one
 #                                                     is kept and the new default goes to client.conf.dist)

@@ -25,6 +25,7 @@
 #include "shim_session.h"
 #include "shim_shm.h"
 #include "transport.h"
+#include "ucx_blob_check.h"
 #include "vmc_api.h"
 #include "vmc_internal.h"
 
@@ -39,6 +40,9 @@
 #define STALL_NS (15ll * 1000000000ll)
 /* The same for the first flush of a new end point, which proves that UCX reaches the appliance at all. */
 #define FIRST_CONTACT_NS (5ll * 1000000000ll)
+/* How long vmcuda-ucx-check may take to read an appliance's address and rkey and reach its agent (UCX starts in
+ * it, as here; half of it for the first contact, as FIRST_CONTACT_NS here). */
+#define CHECK_MS 10000
 
 /* ---- libucp, loaded on first use ---- */
 
@@ -63,8 +67,8 @@ static struct {
 
 static ucp_context_h context;
 static char load_why[200];
-/* A connection could not reach the appliance over UCX, or UCX did not load: the others would not do better
- * (one message, no retries, no more rings asked of the appliance). */
+/* A connection could not reach the appliance over UCX, its answer could not be read, or UCX did not load: the
+ * others would not do better (one message, no retries, no more rings asked of the appliance). */
 static int unreachable, load_failed;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
@@ -287,8 +291,8 @@ static int peer_mode_worth_asking(void) {
 }
 
 /* Connects this connection's own UCX worker to the appliance's; NULL with why set on failure. */
-static struct ucx_ring *connect_ring(const uint8_t *rkey, const uint8_t *address, uint64_t base,
-                                     char *why, size_t why_len) {
+static struct ucx_ring *connect_padded(const uint8_t *rkey, const uint8_t *address, uint64_t base,
+                                       char *why, size_t why_len) {
     struct ucx_ring *u = calloc(1, sizeof *u);
     if (!u) {
         snprintf(why, why_len, "out of memory");
@@ -336,16 +340,58 @@ static struct ucx_ring *connect_ring(const uint8_t *rkey, const uint8_t *address
     return u;
 }
 
+static struct ucx_ring *connect_ring(const uint8_t *rkey_bytes, uint32_t rkey_len, const uint8_t *address_bytes,
+                                     uint32_t address_len, uint64_t base, char *why, size_t why_len) {
+    /* UCX reads both without their lengths: copies padded as vmcuda-ucx-check's were, so that UCX reads here
+     * exactly what it read there (ucx_blob_check.h); it keeps nothing of them once the end point and rkey exist */
+    uint8_t *rkey = vmc_ucx_padded_copy(rkey_bytes, rkey_len), *address = vmc_ucx_padded_copy(address_bytes, address_len);
+    struct ucx_ring *u = rkey && address ? connect_padded(rkey, address, base, why, why_len) : NULL;
+    if (!rkey || !address)
+        snprintf(why, why_len, "out of memory");
+    free(rkey);
+    free(address);
+    return u;
+}
+
+/* One of UCX's memory sizes as an agent reports it ("64k", "65536", "1m", "8KB"), within what a tcp segment can
+ * sensibly be: 1 KiB to 64 MiB. */
+static int segment_size_ok(const char *s) {
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || *s == '-' || *s == '+')
+        return 0;
+    if (*end == 'k' || *end == 'K')
+        v = v > (1ull << 40) ? 0 : v << 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        v = v > (1ull << 40) ? 0 : v << 20, end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    return *end == 0 && v >= 1024 && v <= (64ull << 20);
+}
+
 /* UCX's tcp segment sizes must be the agent's ("TX RX" from its reply), or UCX aborts the side that receives
  * a larger segment than it expects: the appliance's choice is applied here, before UCX is loaded (it reads
- * its transports' settings from the environment only; every agent of an appliance says the same). */
-static void use_agents_segments(const char *segments) {
-    char tx[16], rx[16];
+ * its transports' settings from the environment only; every agent of an appliance says the same). -1 when the
+ * appliance's answer is not two such sizes (or empty: the agent has no tcp transport). */
+static int use_agents_segments(const char *segments) {
+    char tx[16], rx[16], more;
+    if (!segments[0])
+        return 0;
+    if (sscanf(segments, "%15s %15s %c", tx, rx, &more) != 2 || !segment_size_ok(tx) || !segment_size_ok(rx))
+        return -1;
     const char *tls = getenv("UCX_TLS");
-    if ((!tls || strstr(tls, "tcp") || strstr(tls, "all")) && sscanf(segments, "%15s %15s", tx, rx) == 2) {
+    if (!tls || strstr(tls, "tcp") || strstr(tls, "all")) {
         setenv("UCX_TCP_TX_SEG_SIZE", tx, 1);
         setenv("UCX_TCP_RX_SEG_SIZE", rx, 1);
     }
+    return 0;
+}
+
+/* This connection will not use UCX, nor will any other of this process: said once (when UCX was asked for). */
+static struct vmc_ring *not_for_this_process(const char *why) {
+    __atomic_store_n(&unreachable, 1, __ATOMIC_RELAXED);
+    say_not_used(why);
+    return NULL;
 }
 
 struct vmc_ring *vmc_ucx_attach(void) {
@@ -373,29 +419,33 @@ struct vmc_ring *vmc_ucx_attach(void) {
     uint64_t base = r.remote_base;
     uint32_t rkey_len = r.rkey_bytes, address_len = r.address_bytes, segments_len = r.segments_bytes;
     const uint8_t *rkey = r.rkey, *address = r.address, *segments = r.segments;
-    if (!vmc_call_reply_ok(&c) || !rkey || !address || !rkey_len || !address_len || segments_len >= 32) {
-        say_not_used("the appliance's answer to the UCX attach is malformed");
-        return NULL;
-    }
+    if (!vmc_call_reply_ok(&c) || !rkey || !address || !rkey_len || !address_len || segments_len >= 32 ||
+        (uint64_t)rkey_len + address_len > VMC_UCX_MAX_BLOB)
+        return not_for_this_process("the appliance's answer to the UCX attach is malformed");
     char seg[32];
     memcpy(seg, segments, segments_len);
     seg[segments_len] = 0;
+    if (memchr(seg, 0, segments_len))
+        return not_for_this_process("the appliance's answer to the UCX attach is malformed");
     static pthread_mutex_t settings_lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&settings_lock);
-    if (!context && !load_why[0])
-        use_agents_segments(seg);
+    int segments_ok = context || load_why[0] || use_agents_segments(seg) == 0;
     pthread_mutex_unlock(&settings_lock);
+    if (!segments_ok) {
+        snprintf(why, sizeof why, "the appliance's UCX tcp segment sizes are not two sizes of 1 KiB-64 MiB: '%.31s'", seg);
+        return not_for_this_process(why);
+    }
     pthread_once(&load_once, load);
     if (!context) {
         __atomic_store_n(&load_failed, 1, __ATOMIC_RELEASE);
         say_not_used(load_why);
         return NULL;
     }
-    struct ucx_ring *u = connect_ring(rkey, address, base, why, sizeof why);
-    if (!u) {
-        __atomic_store_n(&unreachable, 1, __ATOMIC_RELAXED);
-        say_not_used(why);
-        return NULL;
-    }
+    /* UCX reads them here only once it has read them in a process of its own and that one lived */
+    if (vmc_ucx_check_blobs(rkey, rkey_len, address, address_len, CHECK_MS, why, sizeof why) != 0)
+        return not_for_this_process(why);
+    struct ucx_ring *u = connect_ring(rkey, rkey_len, address, address_len, base, why, sizeof why);
+    if (!u)
+        return not_for_this_process(why);
     return &u->ring;
 }

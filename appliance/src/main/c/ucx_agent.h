@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "vmc_wire.h" /* VMC_UCX_MAX_BLOB: the largest UCX worker address plus packed rkey a reply may carry */
+
 enum vmc_ucx_op {
     VMC_UCX_ATTACH = 1, /* the ring's memfd rides along (SCM_RIGHTS); `size` bytes */
     VMC_UCX_DETACH = 2, /* ring `ring` is no longer used: deregister and unmap it */
@@ -24,8 +26,6 @@ struct vmc_ucx_request {
     uint64_t size;
 };
 
-/* The largest UCX worker address plus packed rkey an attach reply may carry. */
-#define VMC_UCX_MAX_BLOB (60u << 10)
 #define VMC_UCX_MAX_RING (4ull << 30)
 
 struct vmc_ucx_reply {

@@ -146,6 +146,43 @@ class UcxTransportTest {
         }
     }
 
+    /**
+     * UCX reads a peer's worker address and packed rkey trusting them: UCX 1.13 aborts the process that reads an
+     * address of a format it does not know. An agent whose answers reach the client damaged
+     * (tests/driver/damaging_ucx_agent.c, standing in for a faulty agent, a different UCX on the appliance or a
+     * link without TLS) costs the client the UCX transport, not its life: UCX reads them in vmcuda-ucx-check first
+     * (client-shim/src/core/ucx_blob_check.c), the client says why and copies over TCP. Before, drv_bulk aborted.
+     */
+    @Test
+    void aDamagedUcxAddressCostsTheClientUcxNotItsLife() throws Exception {
+        String said = damagedAnswer("address");
+        assertTrue(said.contains("vmcuda: transport ucx not used: the appliance's UCX address or rkey killed vmcuda-ucx-check"), said);
+    }
+
+    /** The tcp segment sizes UCX must share with the agent are checked too: absurd ones are not applied. */
+    @Test
+    void absurdUcxSegmentSizesAreNotApplied() throws Exception {
+        String said = damagedAnswer("segments");
+        assertTrue(said.contains("vmcuda: transport ucx not used: the appliance's UCX tcp segment sizes are not two sizes"), said);
+    }
+
+    /** drv_bulk through an appliance whose agent's attach replies are damaged as `how`; its stderr. */
+    private String damagedAnswer(String how) throws Exception {
+        String env = workerConfig.get("worker.extra_env") + " VMCUDA_UCX_AGENT=" + driverDir.resolve("damaging_ucx_agent")
+                + " VMCUDA_TEST_REAL_UCX_AGENT=" + root.resolve("appliance/target/native/vmcuda-ucx-agent") + " VMCUDA_TEST_DAMAGE=" + how;
+        // unsandboxed: a sandboxed worker gets its agent from the launcher, never from its environment
+        try (DaemonProcess d = daemon("tcp", "daemon-ucx-damaged-" + how + ".log", Map.of("worker.sandbox", "false", "worker.extra_env", env))) {
+            ProgramRunner.Result r = ProgramRunner.run(viaVmcuda(d), clientEnv(d, "tcp"), driverDir, work.resolve("drv_bulk-damaged-" + how));
+            String ctx = "\n" + r.describe() + "--- worker logs ---\n" + workerLogs(d);
+            assertEquals(expected, r.stdout(), ctx);
+            assertEquals(0, r.exitCode(), ctx);
+            assertEquals(1, r.stderr().lines().filter(l -> l.contains("vmcuda: transport ucx not used: ")).count(), ctx);
+            assertTrue(r.stderr().contains("bulk copies go over TCP"), ctx);
+            assertTrue(workerLogs(d).contains("UCX ring attached"), "the damaging agent was not in the path" + ctx);
+            return r.stderr();
+        }
+    }
+
     @Test
     void aClientKilledMidTransferLeavesNoWorkerAndNoAgent() throws Exception {
         try (DaemonProcess d = daemon("tcp", "daemon-ucx-killclient.log", Map.of())) {
