@@ -49,6 +49,8 @@ public final class ApplianceConfig {
         cacheModuleBytes();
         cacheDiskBytes();
         cacheTenantDiskBytes();
+        cacheTenantUploadBytes();
+        sessionKeptBytes();
         adminTokenSha256();
         logLevel();
         sessionRecordsMaxBytes();
@@ -191,6 +193,11 @@ public final class ApplianceConfig {
     }
 
     /** {@code admin.token_sha256}: the operator token's SHA-256 for the admin port, or null when not set. */
+    /** session.kept_bytes: what the directories of ended sessions (their logs) may hold together on the state disk. */
+    public long sessionKeptBytes() {
+        return longValue("session.kept_bytes", 0, Long.MAX_VALUE);
+    }
+
     /** session.records_max_bytes: the size past which sessions.jsonl moves to sessions.jsonl.1. */
     public long sessionRecordsMaxBytes() {
         return longValue("session.records_max_bytes", 4096, Long.MAX_VALUE);
@@ -219,6 +226,14 @@ public final class ApplianceConfig {
     /** {@code cache.tenant_disk_bytes}: what entries only one tenant uploaded may take, per tenant; 0 = no limit. */
     public long cacheTenantDiskBytes() {
         return longValue("cache.tenant_disk_bytes", 0, Long.MAX_VALUE);
+    }
+
+    /**
+     * {@code cache.tenant_upload_bytes}: what one tenant's uploads in progress (executables, client libraries) may
+     * announce together; 0 = no limit.
+     */
+    public long cacheTenantUploadBytes() {
+        return longValue("cache.tenant_upload_bytes", 0, Long.MAX_VALUE);
     }
 
     /** {@code cache.module_bytes}: what the module cache may keep on disk; 0 = no module cache. */

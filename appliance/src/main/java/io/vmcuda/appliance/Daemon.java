@@ -127,6 +127,7 @@ public final class Daemon implements AutoCloseable {
         GpuScheduler scheduler = new GpuScheduler(inventory, config.schedulerConfig(), timer);
         BinaryCache cache = new BinaryCache(stateDir.resolve("cache"), config.cacheMemoryBytes(), config.cachePublicHashes(),
                 config.cacheDiskBytes(), config.cacheTenantDiskBytes());
+        cache.limitUploadsInProgress(config.cacheTenantUploadBytes());
         Path socketPath = stateDir.resolve("run").resolve("worker.sock");
         launcher = new WorkerLauncher(socketPath, workerLibDir, config.workerCudaLibDirs(),
                 config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes(),
@@ -139,6 +140,7 @@ public final class Daemon implements AutoCloseable {
         sessions = new SessionManager(scheduler, launcher, sessionsDir,
                 new SessionRecordLog(stateDir.resolve("sessions.jsonl"), config.sessionRecordsMaxBytes()), metrics, refusals, timer, blocking,
                 config.workerStartTimeout(), inventory.gpus().isEmpty() ? inventory.unavailableReason() : null);
+        sessions.keepEndedSessionsWithin(config.sessionKeptBytes());
         sessions.watchQuotas(inventory, config.workerQuotaCheck(), config.workerQuotaSlackBytes());
         int totalSlots = inventory.gpus().size() * config.schedulerConfig().maxSessionsPerGpu();
         int defaultShare = config.tenantGpuSharePercent();

@@ -20,8 +20,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The appliance's disk fills up while it caches a binary — a real full file system: the state directory
- * is a 1 MiB tmpfs (needs root; skipped otherwise). Full during the upload, and full while the rewritten
- * copy is written: each time the session is refused with a clear "disk is full" message, no upload file,
+ * is a 1 MiB tmpfs (needs root; skipped otherwise). Too full for the upload announced (refused before it is sent),
+ * full during the upload, and full while the rewritten copy is written: each time the session is refused with a
+ * clear message, no upload file,
  * staging directory or half entry remains, the daemon keeps serving, and once there is room again the
  * same binary is admitted and runs.
  */
@@ -71,11 +72,21 @@ class DiskFullTest {
         byte[] binary = Files.readAllBytes(fixtures.fakeWorker);
         try (DaemonHarness d = new DaemonHarness(mount, fixtures.workerLibDir(), TestInventory.none(), Map.of())) {
             Path cache = mount.resolve("cache");
-            // 1. no room for the upload itself
+            // 1. no room for the upload itself: refused before a byte of it is sent
             fillLeaving(mount, binary.length / 2);
             try (ProtocolClient c = d.connect()) {
                 c.sendNewHello(binary, "diskfull");
+                ProtocolClient.Reply r = c.readReply();
+                assertEquals(Wire.HELLO_REFUSED, r.status());
+                assertTrue(r.message().contains("the appliance's state disk has")
+                        && r.message().contains("less than the " + binary.length + " bytes to upload"), r.message());
+            }
+            // ... and the disk fills while it is being sent
+            fillLeaving(mount, binary.length + 8192);
+            try (ProtocolClient c = d.connect()) {
+                c.sendNewHello(binary, "diskfull");
                 assertEquals(Wire.HELLO_SEND_BINARY, c.readReply().status());
+                fillLeaving(mount, binary.length / 2);
                 c.upload(binary, 4096);
                 ProtocolClient.Reply r = c.readReply();
                 assertEquals(Wire.HELLO_REFUSED, r.status());

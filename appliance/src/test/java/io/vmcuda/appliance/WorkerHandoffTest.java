@@ -2,6 +2,7 @@ package io.vmcuda.appliance;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -104,6 +105,40 @@ class WorkerHandoffTest {
                     Files.size(records) + " and " + Files.size(older) + " bytes");
             assertTrue(Files.readString(older).contains("\"program\":\"rotating-app-"), Files.readString(older));
         }
+    }
+
+    /**
+     * What ended sessions leave (their directories, with their logs) stays within session.kept_bytes, the oldest going
+     * first: at the daemon's start for what an earlier run left, and at each session's end. Before, every session's
+     * log stayed for good and a tenant's many short sessions could fill the state disk.
+     */
+    @Test
+    void endedSessionsDirectoriesStayWithinTheirBudget() throws Exception {
+        Path sessions = state.resolve("sessions");
+        Path oldest = oldLog(sessions.resolve("11"), 600, 1_000_000L), older = oldLog(sessions.resolve("12"), 600, 2_000_000L);
+        try (DaemonHarness d = daemon(TestInventory.gpus(1), Map.of("session.kept_bytes", "1000"))) {
+            assertFalse(Files.exists(oldest), "1200 bytes kept against 1000 at the start: the oldest goes");
+            assertTrue(Files.exists(older), "the rest fits");
+            Path newer = oldLog(sessions.resolve("13"), 600, 3_000_000L);
+            try (ProtocolClient c = d.connect()) {
+                openSession(c, "trimming-app");
+            }
+            DaemonHarness.await(() -> text(state.resolve("sessions.jsonl")).contains("\"program\":\"trimming-app\""));
+            assertFalse(Files.exists(older), "a session's end trims again: 12 and 13 are 1200 bytes");
+            assertTrue(Files.exists(newer), "the newer stays");
+            try (java.util.stream.Stream<Path> left = Files.list(sessions)) {
+                assertTrue(left.anyMatch(p -> !p.equals(newer) && p.getFileName().toString().matches("[0-9]+")),
+                        "the session that just ended keeps its directory");
+            }
+        }
+    }
+
+    /** A directory as an ended session leaves it: its log of `bytes`, last changed at `millis`. */
+    private static Path oldLog(Path dir, int bytes, long millis) throws java.io.IOException {
+        Files.createDirectories(dir);
+        Files.write(dir.resolve("worker.log"), new byte[bytes]);
+        Files.setLastModifiedTime(dir, java.nio.file.attribute.FileTime.fromMillis(millis));
+        return dir;
     }
 
     private static String text(Path p) throws java.io.IOException {

@@ -60,6 +60,7 @@ public final class BinaryCache {
     private final long diskBytes;
     private final long tenantDiskBytes;
     private final LruEntries lru;
+    private volatile UploadBudget uploads = new UploadBudget(0);
     /** Serialises updates of the tenants files (reads go through the index or the disk). */
     private final Object ownersLock = new Object();
 
@@ -91,6 +92,31 @@ public final class BinaryCache {
     /** Where uploads in progress are written (same file system as the entries, so moves are renames). */
     public Path uploadDir() {
         return dir.resolve(UPLOADS);
+    }
+
+    /** Bounds what each tenant's uploads in progress may announce together (cache.tenant_upload_bytes; 0: no bound). */
+    public void limitUploadsInProgress(long perTenantBytes) {
+        uploads = new UploadBudget(perTenantBytes);
+    }
+
+    /**
+     * A new upload of {@code bytes} announced bytes for {@code tenant} (an executable, or a client library), in a file
+     * below {@link #uploadDir()}: refused while the tenant's uploads in progress hold its share, or when the state disk
+     * has no room for it.
+     */
+    public BinaryUpload startUpload(String tenant, long bytes, byte[] sha256) throws IOException, BinaryRefusedException {
+        Files.createDirectories(uploadDir());
+        long free = Files.getFileStore(uploadDir()).getUsableSpace();
+        if (bytes > free) {
+            throw new BinaryRefusedException("the appliance's state disk has " + free + " bytes free, less than the "
+                    + bytes + " bytes to upload");
+        }
+        return new BinaryUpload(uploadDir(), bytes, sha256, uploads.reserve(tenant, bytes));
+    }
+
+    /** The bytes {@code tenant}'s uploads in progress have announced (what cache.tenant_upload_bytes bounds). */
+    public long uploadsInProgress(String tenant) {
+        return uploads.reservedBy(tenant);
     }
 
     /** The entry for {@code sha256} when {@code tenant} may use it without uploading (see the class comment). */

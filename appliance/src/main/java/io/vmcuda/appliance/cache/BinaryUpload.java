@@ -16,6 +16,7 @@ import java.util.HexFormat;
  * into the running SHA-256, so a multi-GB binary never sits in the heap.
  */
 public final class BinaryUpload implements AutoCloseable {
+    private final UploadBudget.Reservation reservation; // the tenant's share of the disk this upload may take
     private final Path file;
     private final FileChannel out;
     private final MessageDigest sha256;
@@ -24,10 +25,20 @@ public final class BinaryUpload implements AutoCloseable {
     private long received;
     private boolean kept;
 
-    public BinaryUpload(Path dir, long expectedBytes, byte[] expectedSha) throws IOException {
-        Files.createDirectories(dir);
-        this.file = Files.createTempFile(dir, "upload-", ".bin");
-        this.out = FileChannel.open(file, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+    /** Made by {@link BinaryCache#startUpload}, which reserves the tenant's share first; closes it on failure. */
+    BinaryUpload(Path dir, long expectedBytes, byte[] expectedSha, UploadBudget.Reservation reservation) throws IOException {
+        this.reservation = reservation;
+        Path f = null;
+        try {
+            Files.createDirectories(dir);
+            f = Files.createTempFile(dir, "upload-", ".bin");
+            this.out = FileChannel.open(f, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+        } catch (IOException e) {
+            reservation.close();
+            if (f != null) Files.deleteIfExists(f);
+            throw e;
+        }
+        this.file = f;
         this.expectedBytes = expectedBytes;
         this.expectedSha = expectedSha.clone();
         try {
@@ -74,9 +85,13 @@ public final class BinaryUpload implements AutoCloseable {
         return file;
     }
 
-    /** Deletes the temp file unless {@link #finish()} handed it over. */
+    /**
+     * Deletes the temp file unless {@link #finish()} handed it over, and gives the tenant's share back: call it once
+     * the file handed over has been moved into a cache or deleted, since until then it still takes the disk.
+     */
     @Override
     public void close() {
+        reservation.close();
         try {
             out.close();
             if (!kept) Files.deleteIfExists(file);

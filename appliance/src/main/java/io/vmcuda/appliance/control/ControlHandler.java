@@ -362,7 +362,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
             return;
         }
         try {
-            upload = new BinaryUpload(ctxShared.cache().uploadDir(), hello.binarySize(), hello.sha256());
+            upload = ctxShared.cache().startUpload(tenant.name(), hello.binarySize(), hello.sha256());
+        } catch (BinaryRefusedException e) {
+            refuse(ctx, e.getMessage());
+            return;
         } catch (IOException e) {
             LOG.log(Level.WARNING, "cannot create an upload file", e);
             refuse(ctx, "appliance cannot store the binary: " + e.getMessage());
@@ -402,9 +405,11 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         String sha = hello.sha256Hex();
         String name = hello.name();
         String owner = tenant.name();
+        BinaryUpload done = upload; // its file counts against the tenant's uploads until admitted
+        upload = null;
         ctxShared.blocking().execute(() -> {
             long t0 = System.nanoTime();
-            try {
+            try (done) {
                 CachedBinary b = ctxShared.cache().admit(sha, name, file, owner);
                 long rewriteMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
                 ctx.executor().execute(() -> openSession(ctx, b, new SetupTimings(false, uploadMs, rewriteMs)));
@@ -425,7 +430,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         if (!ctx.channel().isActive()) return;
         pendingBinary = binary;
         pendingTimings = timings;
-        libraries = new LibraryExchange(ctxShared.sessions().clientLibraries(), tenant.name(), ctxShared.cache().uploadDir(),
+        libraries = new LibraryExchange(ctxShared.sessions().clientLibraries(), tenant.name(), ctxShared.cache(),
                 ctxShared.binaryMaxBytes());
         LibraryExchange exchange = libraries;
         step(ctx, () -> exchange.start(binary.original()));

@@ -1,6 +1,7 @@
 package io.vmcuda.appliance.control;
 
 import io.netty.buffer.ByteBuf;
+import io.vmcuda.appliance.cache.BinaryCache;
 import io.vmcuda.appliance.cache.BinaryRefusedException;
 import io.vmcuda.appliance.cache.BinaryUpload;
 import io.vmcuda.appliance.cache.ClientLibraries;
@@ -49,21 +50,23 @@ final class LibraryExchange {
 
     private final ClientLibraries store;
     private final String tenant;
-    private final Path uploadDir;
+    private final BinaryCache uploads;
     private final long maxBytes;
     private final Map<String, Path> obtained = new LinkedHashMap<>();
     private final List<String> obtainedThisRound = new ArrayList<>();
     private final Deque<LibraryList.Entry> toUpload = new ArrayDeque<>();
     private final List<LibraryList.Entry> uploaded = new ArrayList<>();
     private final List<Path> uploadedFiles = new ArrayList<>();
+    private final List<BinaryUpload> finishedUploads = new ArrayList<>(); // their files count until admitted or deleted
     private List<String> asked = List.of();
     private BinaryUpload current;
     private int rounds;
 
-    LibraryExchange(ClientLibraries store, String tenant, Path uploadDir, long maxBytes) {
+    /** @param uploads where the libraries' uploads are made, within the tenant's share (BinaryCache#startUpload) */
+    LibraryExchange(ClientLibraries store, String tenant, BinaryCache uploads, long maxBytes) {
         this.store = store;
         this.tenant = tenant;
-        this.uploadDir = uploadDir;
+        this.uploads = uploads;
         this.maxBytes = maxBytes;
     }
 
@@ -120,7 +123,7 @@ final class LibraryExchange {
     synchronized boolean onChunk(ByteBuf chunk) throws IOException, BinaryRefusedException {
         LibraryList.Entry e = toUpload.peekFirst();
         if (e == null) throw new BinaryRefusedException("a BINARY_CHUNK after the last library asked for");
-        if (current == null) current = new BinaryUpload(uploadDir, e.size(), e.sha256());
+        if (current == null) current = uploads.startUpload(tenant, e.size(), e.sha256());
         boolean complete;
         try {
             complete = current.append(chunk);
@@ -131,9 +134,13 @@ final class LibraryExchange {
         if (!complete) return false;
         try {
             uploadedFiles.add(current.finish());
+            finishedUploads.add(current);
         } catch (BinaryRefusedException bad) {
             current.close(); // the upload file goes with it
             throw new BinaryRefusedException(e.name() + ": " + bad.getMessage());
+        } catch (IOException failed) {
+            current.close();
+            throw failed;
         } finally {
             current = null;
         }
@@ -189,6 +196,8 @@ final class LibraryExchange {
             }
         }
         uploadedFiles.clear();
+        finishedUploads.forEach(BinaryUpload::close); // after their files went: the tenant's share back
+        finishedUploads.clear();
         uploaded.clear();
     }
 }

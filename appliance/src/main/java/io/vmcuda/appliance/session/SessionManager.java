@@ -75,6 +75,7 @@ public final class SessionManager implements WorkerEvents {
     private volatile Runnable loadChanged = () -> { };
     private volatile SessionModules modules; // null: no module cache
     private final io.vmcuda.appliance.cache.ClientLibraries clientLibraries;
+    private volatile KeptSessionDirs keptDirs; // null: ended sessions' directories are kept without a bound
     /** GPU slots a tenant's sessions may hold at once (0: no cap); see useTenantShares */
     private volatile java.util.function.ToIntFunction<Tenant> tenantSlots = t -> 0;
 
@@ -561,6 +562,8 @@ public final class SessionManager implements WorkerEvents {
                 launcher.releaseUid(s.uid(), s.dir());
                 if (m != null) m.sessionEnded(s);
                 if (s.diskMounted) launcher.releaseDisk(s.dir(), s.logFile()); // after the offers are read from it
+                KeptSessionDirs k = keptDirs;
+                if (k != null) k.trim(notEnded()); // this session's directory too, from the next session's end on
             } finally {
                 record(s, "");
             }
@@ -570,6 +573,24 @@ public final class SessionManager implements WorkerEvents {
         } catch (RejectedExecutionException stopping) {
             cleanUp.run(); // the daemon is past its clean-up pool's end: do it here rather than not at all
         }
+    }
+
+    /**
+     * Keeps what ended sessions leave in their directories (their logs) within {@code bytes}, removing the oldest
+     * first (session.kept_bytes; KeptSessionDirs): now, for what earlier runs of the daemon left, and after each
+     * session's clean-up.
+     */
+    public void keepEndedSessionsWithin(long bytes) {
+        KeptSessionDirs k = new KeptSessionDirs(sessionsDir, bytes);
+        k.trim(notEnded());
+        keptDirs = k;
+    }
+
+    /** The ids of sessions that run, start, or are still being cleaned up: their directories are in use. */
+    private Set<Long> notEnded() {
+        Set<Long> ids = new java.util.HashSet<>(active.keySet());
+        for (Session s : List.copyOf(unrecorded)) ids.add(s.id());
+        return ids;
     }
 
     /** Writes the session's record and its "ended" log line, once (the clean-up, or the daemon's stop). */
