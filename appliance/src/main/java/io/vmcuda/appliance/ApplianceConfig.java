@@ -47,6 +47,7 @@ public final class ApplianceConfig {
         cacheMemoryBytes();
         cachePublicHashes();
         cacheModuleBytes();
+        cacheModuleTenantBytes();
         cacheDiskBytes();
         cacheTenantDiskBytes();
         cacheTenantUploadBytes();
@@ -239,6 +240,17 @@ public final class ApplianceConfig {
     /** {@code cache.module_bytes}: what the module cache may keep on disk; 0 = no module cache. */
     public long cacheModuleBytes() {
         return longValue("cache.module_bytes", 0, Long.MAX_VALUE);
+    }
+
+    /**
+     * {@code cache.module_tenant_bytes}: what the module cache entries one tenant holds may take; 0 = no share.
+     * {@code auto}: with two or more tenants, {@code cache.module_bytes} divided among them, so that all shares
+     * together fit the cache and no tenant's uploads push another's images out; with one tenant or none, no share.
+     */
+    public long cacheModuleTenantBytes() {
+        if (!string("cache.module_tenant_bytes").equals("auto")) return longValue("cache.module_tenant_bytes", 0, Long.MAX_VALUE);
+        int n = tenants().size();
+        return n >= 2 ? cacheModuleBytes() / n : 0;
     }
 
     public long workerBlockSize() {

@@ -56,6 +56,8 @@ public final class Daemon implements AutoCloseable {
     private final ExecutorService blocking;
     private final SessionManager sessions;
     private final WorkerLauncher launcher;
+    /** The driver front end's module cache, or null when cache.module_bytes = 0. */
+    private final ModuleCache moduleCache;
     private final ControlServer control;
     private final AdminServer admin;
     private final WorkerSocketServer workerSocket;
@@ -145,10 +147,11 @@ public final class Daemon implements AutoCloseable {
         int totalSlots = inventory.gpus().size() * config.schedulerConfig().maxSessionsPerGpu();
         int defaultShare = config.tenantGpuSharePercent();
         sessions.useTenantShares(t -> t.gpuSlots(totalSlots, defaultShare));
-        if (config.cacheModuleBytes() > 0) {
+        moduleCache = config.cacheModuleBytes() > 0 ? new ModuleCache(stateDir.resolve("modules"),
+                config.cacheModuleBytes(), config.cacheModuleTenantBytes(), config.cachePublicHashes()) : null;
+        if (moduleCache != null) {
             BinaryCache.deleteTree(stateDir.resolve("lend")); // loans of a previous run
-            sessions.useModuleCache(new ModuleCache(stateDir.resolve("modules"),
-                    config.cacheModuleBytes(), config.cachePublicHashes()), stateDir.resolve("lend"));
+            sessions.useModuleCache(moduleCache, stateDir.resolve("lend"));
         }
         java.util.Optional<PoolSettings> poolSettings =
                 config.poolSettings(options.listen(), options.etcd());
@@ -214,9 +217,11 @@ public final class Daemon implements AutoCloseable {
             List<String> changed = next.changedKeys(config);
             auth.replace(next.tenants());
             launcher.allowCudaIpc(next.workerCudaIpc()); // follows the number of tenants, for sessions to come
+            if (moduleCache != null) moduleCache.limitTenants(next.cacheModuleTenantBytes()); // so does the share
             if (logLevelFromFile) OneLineLogFormatter.setLevel(next.logLevel());
             List<String> atRestart = changed.stream()
-                    .filter(k -> !k.startsWith(ApplianceConfig.TENANT_PREFIX) && !k.equals("log.level")).toList();
+                    .filter(k -> !k.startsWith(ApplianceConfig.TENANT_PREFIX) && !k.equals("log.level")
+                            && !k.equals("cache.module_tenant_bytes")).toList();
             config = next;
             LOG.info("configuration reloaded from " + file + ": " + auth.tenants().size() + " tenant(s)"
                     + (changed.isEmpty() ? ", nothing changed" : "; changed: " + changed)

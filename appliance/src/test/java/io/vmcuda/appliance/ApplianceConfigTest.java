@@ -95,6 +95,26 @@ class ApplianceConfigTest {
     }
 
     @Test
+    void eachTenantGetsAnEvenShareOfTheModuleCacheOnceTwoShareTheAppliance() {
+        ApplianceConfig none = ApplianceConfig.defaultsOnly();
+        long cache = none.cacheModuleBytes();
+        Map<String, String> one = Map.of("tenant.a.token_sha256", "ab".repeat(32));
+        Map<String, String> three = Map.of("tenant.a.token_sha256", "ab".repeat(32), "tenant.b.token_sha256", "cd".repeat(32),
+                "tenant.c.token_sha256", "ef".repeat(32));
+        assertEquals(0, none.cacheModuleTenantBytes(), "no tenants: no share");
+        assertEquals(0, none.with(one).cacheModuleTenantBytes(), "one tenant: the whole cache is its");
+        assertEquals(cache / 3, none.with(three).cacheModuleTenantBytes(), "three tenants: a third each");
+        Map<String, String> set = new java.util.HashMap<>(three);
+        set.put("cache.module_tenant_bytes", "1048576");
+        assertEquals(1 << 20, none.with(set).cacheModuleTenantBytes());
+        set.put("cache.module_tenant_bytes", "0");
+        assertEquals(0, none.with(set).cacheModuleTenantBytes());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> none.with(Map.of("cache.module_tenant_bytes", "half")));
+        assertTrue(e.getMessage().contains("cache.module_tenant_bytes"), e.getMessage());
+    }
+
+    @Test
     void sessionMemoryLimitIsASizeOrAShareOfTheMachine() {
         ApplianceConfig c = ApplianceConfig.defaultsOnly();
         assertEquals("auto", c.workerCgroup());

@@ -66,13 +66,30 @@ final class LruEntries {
      * take is at most {@code budget} bytes; never one of {@code keep}. Caller serialises.
      */
     void evict(List<Entry> among, long budget, Set<String> keep, String why) {
-        long total = among.stream().mapToLong(Entry::bytes).sum();
-        for (Entry e : among) {
+        evict(total(among), among, budget, keep, why);
+    }
+
+    /**
+     * Deletes the least recently used of {@code candidates} (oldest first) while {@code total}, what a larger set
+     * of entries holding them takes, is past {@code budget}; never one of {@code keep}. Returns what is left of
+     * {@code total}. Caller serialises.
+     */
+    long evict(long total, List<Entry> candidates, long budget, Set<String> keep, String why) {
+        for (Entry e : candidates) {
             if (total <= budget) break;
             if (keep.contains(e.sha256())) continue;
-            BinaryCache.deleteTree(e.dir());
+            delete(e, why);
             total -= e.bytes();
-            LOG.info(what + ": evicted " + e.sha256() + " (" + e.bytes() + " bytes, least recently used" + why + ")");
         }
+        return total;
+    }
+
+    void delete(Entry e, String why) {
+        BinaryCache.deleteTree(e.dir());
+        LOG.info(what + ": evicted " + e.sha256() + " (" + e.bytes() + " bytes, least recently used" + why + ")");
+    }
+
+    static long total(List<Entry> entries) {
+        return entries.stream().mapToLong(Entry::bytes).sum();
     }
 }

@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.channels.Channels;
 import java.nio.channels.SeekableByteChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -15,10 +14,8 @@ import java.security.DigestInputStream;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
-import java.util.List;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.UUID;
 import java.util.logging.Logger;
 import java.util.regex.Pattern;
@@ -32,42 +29,60 @@ import java.util.stream.Stream;
  * bytes (or every tenant when the operator listed it in cache.public_sha256): any other tenant uploads it
  * once and becomes an owner, and learns nothing about what others load.
  * <p>Workers are tenant code: what a worker offers is read without following links, only when it is a
- * regular file of the announced size, and admitted only when its SHA-256 is the announced one. The least
- * recently used entries go when the total passes the budget. Blocking: call off the network threads.
+ * regular file of the announced size, and admitted only when its SHA-256 is the announced one and its first
+ * bytes look like an image ({@link ModuleImages#looksLoadable}). What a tenant holds is kept within its share
+ * (cache.module_tenant_bytes) and the whole within the budget (cache.module_bytes), so that one tenant's offers
+ * push out its own entries, not other tenants' ({@link ModuleEviction}). Blocking: call off the network threads.
  */
 public final class ModuleCache {
     private static final Logger LOG = Logger.getLogger(ModuleCache.class.getName());
     private static final Pattern SHA256_HEX = Pattern.compile("[0-9a-f]{64}");
     static final String IMAGE = "image";
-    static final String TENANTS = "tenants";
     private static final String STAGING_PREFIX = ".tmp-";
-    /** The owner of entries the operator seeded (vmcudad cache seed): every tenant may use them. Tenant
-     *  names are letters, digits, _ and -, so no tenant can be called this. */
-    static final String PUBLIC_OWNER = "(public)";
 
     private final Path dir;
     private final long budgetBytes;
+    /** What one tenant's entries may take (cache.module_tenant_bytes); 0: no share. Follows a reload. */
+    private volatile long tenantBytes;
     private final Set<String> publicHashes;
-    private final LruEntries lru;
+    private final ModuleOwners owners;
+    private final ModuleEviction eviction;
 
+    /** A cache without tenant shares (vmcudad cache seed, a single tenant). */
     public ModuleCache(Path dir, long budgetBytes, Set<String> publicHashes) throws IOException {
+        this(dir, budgetBytes, 0, publicHashes);
+    }
+
+    /**
+     * @param budgetBytes what all entries may take (cache.module_bytes)
+     * @param tenantBytes what the entries one tenant holds may take (cache.module_tenant_bytes); 0: no share
+     */
+    public ModuleCache(Path dir, long budgetBytes, long tenantBytes, Set<String> publicHashes) throws IOException {
         this.dir = dir;
         this.budgetBytes = budgetBytes;
         this.publicHashes = Set.copyOf(publicHashes);
-        this.lru = new LruEntries(dir, "module cache", entry -> entry.resolve(IMAGE));
+        this.owners = new ModuleOwners(dir);
+        this.eviction = new ModuleEviction(new LruEntries(dir, "module cache", entry -> entry.resolve(IMAGE)), owners,
+                this.publicHashes);
+        limitTenants(tenantBytes);
         Files.createDirectories(dir);
         try (Stream<Path> s = Files.list(dir)) {
             s.filter(p -> p.getFileName().toString().startsWith(STAGING_PREFIX)).forEach(BinaryCache::deleteTree);
         }
     }
 
+    /** Sets each tenant's share (a reload: the number of tenants may have changed); applies from the next admission. */
+    public void limitTenants(long tenantBytes) {
+        this.tenantBytes = tenantBytes;
+    }
+
     /** The image with this hash and size when {@code tenant} may have it. */
     public synchronized Optional<Path> lookup(String sha256, long size, String tenant) {
         Path image = SHA256_HEX.matcher(sha256).matches() ? dir.resolve(sha256).resolve(IMAGE) : null;
         try {
+            Set<String> held = image == null ? Set.of() : owners.of(sha256);
             if (image != null && Files.isRegularFile(image, LinkOption.NOFOLLOW_LINKS) && Files.size(image) == size
-                    && (publicHashes.contains(sha256) || owners(sha256).contains(tenant)
-                        || owners(sha256).contains(PUBLIC_OWNER))) {
+                    && (publicHashes.contains(sha256) || held.contains(tenant) || held.contains(ModuleOwners.PUBLIC))) {
                 Files.setLastModifiedTime(image, FileTime.fromMillis(System.currentTimeMillis())); // recently used
                 return Optional.of(image);
             }
@@ -84,6 +99,8 @@ public final class ModuleCache {
     public String admit(String sha256, long size, String tenant, Path offered) {
         if (!SHA256_HEX.matcher(sha256).matches()) return "not a SHA-256";
         if (size <= 0 || size > budgetBytes) return "size " + size + " outside 1.." + budgetBytes + " (cache.module_bytes)";
+        long share = tenant.equals(ModuleOwners.PUBLIC) ? 0 : tenantBytes;
+        if (share > 0 && size > share) return "size " + size + " past the tenant's share, " + share + " (cache.module_tenant_bytes)";
         Path staging = dir.resolve(STAGING_PREFIX + sha256 + "-" + UUID.randomUUID());
         try {
             Files.createDirectories(staging);
@@ -101,17 +118,19 @@ public final class ModuleCache {
                 }
                 if (!HexFormat.of().formatHex(md.digest()).equals(sha256)) return "its bytes do not hash to " + sha256;
             }
+            // our own copy, so what is checked is what is kept
+            if (!ModuleImages.looksLoadable(copy)) return "not a module image (no fat binary, ELF file, ar archive or PTX text)";
             // lent to workers, which run as their sessions' own uids: readable by all, whatever the umask
             Files.setPosixFilePermissions(copy, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
             synchronized (this) {
                 Path entry = dir.resolve(sha256);
                 if (!Files.isDirectory(entry)) {
-                    Files.write(staging.resolve(TENANTS), List.of(tenant), StandardCharsets.UTF_8);
+                    ModuleOwners.writeFirst(staging, tenant);
                     Files.move(staging, entry, StandardCopyOption.ATOMIC_MOVE);
                 } else {
-                    addOwner(sha256, tenant);
+                    owners.add(sha256, tenant);
                 }
-                evict();
+                eviction.after(sha256, tenant, budgetBytes, share);
             }
             return null;
         } catch (IOException e) {
@@ -144,7 +163,7 @@ public final class ModuleCache {
                 if (copied != image.length()) throw new IOException("short read at offset " + image.offset());
             }
             String sha = HexFormat.of().formatHex(md.digest());
-            String refused = admit(sha, image.length(), PUBLIC_OWNER, staging);
+            String refused = admit(sha, image.length(), ModuleOwners.PUBLIC, staging);
             if (refused != null) throw new IOException(refused);
             return sha;
         } catch (NoSuchAlgorithmException e) {
@@ -152,25 +171,6 @@ public final class ModuleCache {
         } finally {
             Files.deleteIfExists(staging);
         }
-    }
-
-    Set<String> owners(String sha256) throws IOException {
-        Path f = dir.resolve(sha256).resolve(TENANTS);
-        return Files.isRegularFile(f) ? new TreeSet<>(Files.readAllLines(f, StandardCharsets.UTF_8)) : Set.of();
-    }
-
-    private void addOwner(String sha256, String tenant) throws IOException {
-        Set<String> owners = new TreeSet<>(owners(sha256));
-        if (!owners.add(tenant)) return;
-        Path tmp = dir.resolve(sha256).resolve(TENANTS + ".tmp");
-        Files.write(tmp, owners, StandardCharsets.UTF_8);
-        Files.move(tmp, dir.resolve(sha256).resolve(TENANTS), StandardCopyOption.ATOMIC_MOVE,
-                StandardCopyOption.REPLACE_EXISTING);
-    }
-
-    /** Least recently used entries first, until the total is within the budget. Caller holds the lock. */
-    private void evict() throws IOException {
-        lru.evict(lru.entries(), budgetBytes, Set.of(), "");
     }
 
     /** Reads at most {@code limit} bytes, so that a file growing while it is copied cannot fill the disk. */

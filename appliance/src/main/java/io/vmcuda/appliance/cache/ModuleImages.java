@@ -28,6 +28,32 @@ public final class ModuleImages {
 
     private ModuleImages() {}
 
+    /**
+     * Whether {@code file} starts the way something the driver loads does: a fat binary, a 64-bit ELF file (a cubin,
+     * an object file or shared library for the linker, a client library), an ar archive (a device library such as
+     * libcudadevrt.a for the linker), or PTX text (after white space, {@code .version} or a {@code //} comment, as
+     * the client's drv_module.c tells PTX). A cheap look at the first bytes only: it keeps what a tenant's code drops
+     * among its worker's offers from being kept unless it at least looks like an image; a crafted image passes.
+     */
+    public static boolean looksLoadable(Path file) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            ByteBuffer head = read(ch, 0, (int) Math.min(4096, ch.size()));
+            int n = head.remaining();
+            if (n >= 16 && head.getInt(0) == FATBIN_MAGIC && Short.toUnsignedInt(head.getShort(6)) >= 16) return true;
+            if (n >= 64 && head.getInt(0) == 0x464c457f && head.get(4) == 2) return true;
+            if (startsWith(head, 0, "!<arch>\n")) return true;
+            int at = 0;
+            while (at < n && " \t\r\n".indexOf(head.get(at)) >= 0) at++;
+            return startsWith(head, at, ".version") || startsWith(head, at, "//");
+        }
+    }
+
+    private static boolean startsWith(ByteBuffer b, int at, String prefix) {
+        if (b.remaining() - at < prefix.length()) return false;
+        for (int i = 0; i < prefix.length(); i++) if (b.get(at + i) != prefix.charAt(i)) return false;
+        return true;
+    }
+
     public static List<Image> in(Path file) throws IOException {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();
