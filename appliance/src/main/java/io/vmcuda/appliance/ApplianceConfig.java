@@ -58,6 +58,7 @@ public final class ApplianceConfig {
         workerBlockSize();
         maxHandshakes();
         maxHandshakesPerSource();
+        maxUnfinishedFrameBytes();
         tenantMaxConnections();
         authFailuresPerMinute();
         workerExtraEnv();
@@ -373,6 +374,14 @@ public final class ApplianceConfig {
     /** {@code control.max_handshakes_per_source}: connections awaiting their HELLO from one client address. */
     public int maxHandshakesPerSource() {
         return (int) longValue("control.max_handshakes_per_source", 1, 1_000_000);
+    }
+
+    /**
+     * {@code control.max_unfinished_frame_bytes}: bytes of frames received in part (HELLO, LIBRARIES) that all control
+     * connections together may hold; at least one frame of the largest such kind.
+     */
+    public long maxUnfinishedFrameBytes() {
+        return longValue("control.max_unfinished_frame_bytes", io.vmcuda.protocol.Wire.MAX_CONTROL_PAYLOAD, 1L << 40);
     }
 
     /**

@@ -169,7 +169,8 @@ public final class Daemon implements AutoCloseable {
                     new io.vmcuda.appliance.auth.AuthThrottle(config.authFailuresPerMinute()), config.maxHandshakes(),
                     config.maxHandshakesPerSource(), new TenantConnections(config.tenantMaxConnections(), blocking), pool,
                     tenant -> StatusTable.renderForTenant(status, tenant),
-                    ControlTls.of(config.controlTls(), config.handshakeTimeout()));
+                    ControlTls.of(config.controlTls(), config.handshakeTimeout()),
+                    new io.vmcuda.appliance.wire.UnfinishedFrames(config.maxUnfinishedFrameBytes()));
             admin = new AdminServer(options.admin(), io, status,
                     new io.vmcuda.appliance.admin.AdminAccess(auth.required(), config.adminTokenSha256()));
             status.stoppingWhen(sessions::stopping);

@@ -15,6 +15,7 @@ import io.vmcuda.appliance.session.SessionManager;
 import io.vmcuda.appliance.session.SessionRecordLog;
 import io.vmcuda.appliance.wire.FrameDecoder;
 import io.vmcuda.appliance.wire.ProtocolException;
+import io.vmcuda.appliance.wire.UnfinishedFrames;
 import io.vmcuda.appliance.worker.WorkerLauncher;
 import io.vmcuda.protocol.Wire;
 import io.vmcuda.scheduler.GpuScheduler;
@@ -164,11 +165,14 @@ class DaemonFuzzTest {
             Authenticator auth = new Authenticator(ApplianceConfig.defaultsOnly()
                     .with(Map.of("tenant.f.token_sha256", Authenticator.hashToken(TOKEN))).tenants());
             SplittableRandom r = new SplittableRandom(0x5eedL);
+            UnfinishedFrames unfinished = new UnfinishedFrames(1 << 20);
             long t0 = System.nanoTime();
             long bytesOut = 0;
             for (int c = 0; c < IN_PROCESS_CASES; c++) {
-                EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(),
-                        ControlFuzzSupport.handler(cache, sessions, refusals, 100_000, auth));
+                // odd cases the decoder of old (no check by phase, no budget); the rest wired as ControlServer does
+                EmbeddedChannel ch = c % 2 == 1 ? new EmbeddedChannel(new FrameDecoder(),
+                        ControlFuzzSupport.handler(cache, sessions, refusals, 100_000, auth))
+                        : new EmbeddedChannel(ControlFuzzSupport.pipeline(cache, sessions, refusals, 100_000, auth, unfinished));
                 // the daemon's first frame is the challenge the valid HELLOs must answer
                 ByteBuf challengeFrame = ch.readOutbound();
                 byte[] challenge = new byte[Wire.CHALLENGE_BYTES];
@@ -197,6 +201,7 @@ class DaemonFuzzTest {
             assertTrue(metrics.authFailures() > 1000 && metrics.protocolErrors() > 1000 && metrics.refusedTotal() > 1000,
                     "the cases reached every stage");
             assertNoLeftovers(state.resolve("cache"));
+            assertEquals(0, unfinished.heldBytes(), "every frame received in part gave its bytes back at its close");
         } finally {
             timer.shutdownNow();
         }

@@ -188,6 +188,11 @@ final class ProtocolClient implements AutoCloseable {
         return b;
     }
 
+    /** Reads fail with SocketTimeoutException after {@code ms} without a byte (0: wait for ever). */
+    void socketTimeout(int ms) throws IOException {
+        socket.setSoTimeout(ms);
+    }
+
     InputStream input() {
         return in;
     }

@@ -62,7 +62,8 @@ final class PrometheusMetrics {
         counter(constant, "vmcuda_module_cache_bytes_saved",
                 "Bytes of module images clients did not have to send thanks to the module cache.", m::moduleBytesSaved);
         counter(constant, "vmcuda_handshakes_refused",
-                "Connections closed at once because too many others awaited their handshake.", m::handshakesRefused);
+                "Connections closed at once because too many others awaited their handshake, or because the frames received in "
+                        + "part on all connections reached control.max_unfinished_frame_bytes.", m::handshakesRefused);
         counter(constant, "vmcuda_handshake_timeouts", "Connections closed for not completing HELLO/upload in time.",
                 m::handshakeTimeouts);
         counter(constant, "vmcuda_protocol_errors", "Control connections closed for a protocol error.", m::protocolErrors);

@@ -49,16 +49,25 @@ public final class BinaryUpload implements AutoCloseable {
     }
 
     /**
-     * Appends one chunk (without consuming the caller's buffer).
+     * Checks, at a chunk's header, that its {@code chunkBytes} fit what is still to come, so that no byte of a chunk
+     * that cannot fit is stored (chunks are stored in parts as they arrive).
+     * @throws BinaryRefusedException when the client would send more than it announced
+     */
+    public void checkRoomFor(long chunkBytes) throws BinaryRefusedException {
+        if (chunkBytes > expectedBytes - received) {
+            throw new BinaryRefusedException("client sent more than the " + expectedBytes
+                    + " bytes its HELLO announced");
+        }
+    }
+
+    /**
+     * Appends one chunk, or a part of one (without consuming the caller's buffer).
      * @return true when all announced bytes are in
      * @throws BinaryRefusedException when the client sends more than it announced
      */
     public boolean append(ByteBuf chunk) throws IOException, BinaryRefusedException {
         int n = chunk.readableBytes();
-        if (received + n > expectedBytes) {
-            throw new BinaryRefusedException("client sent more than the " + expectedBytes
-                    + " bytes its HELLO announced");
-        }
+        checkRoomFor(n);
         for (ByteBuffer part : chunk.nioBuffers()) {
             sha256.update(part.duplicate());
             ByteBuffer w = part.duplicate();

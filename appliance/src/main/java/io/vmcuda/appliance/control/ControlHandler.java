@@ -60,6 +60,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private long transferBytes;
     private ScheduledFuture<?> timeoutCheck;
     private BinaryUpload upload;
+    /** A BINARY_CHUNK accepted at its first part has parts still to come. */
+    private boolean chunkOpen;
     /** The client-libraries step, while it runs; the binary and timings of the session it leads to. */
     private LibraryExchange libraries;
     private CachedBinary pendingBinary;
@@ -145,8 +147,35 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         ctx.writeAndFlush(Frames.error(ctx.alloc(), ProtocolException.TIMEOUT, msg)).addListener(ChannelFutureListener.CLOSE);
     }
 
+    /**
+     * Called by the FrameDecoder with each header, before any payload is kept: a frame this phase does not take is
+     * refused now (the checks of {@link #channelRead0} would refuse it only once the client had sent all of it).
+     */
+    void checkFrameType(int type) {
+        int wanted = switch (phase) {
+            case AWAIT_HELLO -> Wire.TYPE_HELLO;
+            case UPLOADING, LIBRARY_UPLOAD -> Wire.TYPE_BINARY_CHUNK;
+            case LIBRARY_LIST -> Wire.TYPE_LIBRARIES;
+            case BUSY -> -1;
+        };
+        if (type == wanted) return;
+        if (wanted < 0) {
+            throw new ProtocolException(ProtocolException.UNEXPECTED, "frame type " + type + " sent before the daemon replied");
+        }
+        throw new ProtocolException(ProtocolException.UNEXPECTED, "expected " + switch (wanted) {
+            case Wire.TYPE_HELLO -> "HELLO";
+            case Wire.TYPE_LIBRARIES -> "LIBRARIES";
+            default -> "BINARY_CHUNK";
+        } + ", got frame type " + type);
+    }
+
     @Override
     protected void channelRead0(ChannelHandlerContext ctx, Frame frame) throws IOException {
+        if (!frame.firstPart()) { // the rest of a BINARY_CHUNK, which the decoder passes on as it arrives
+            if (chunkOpen && (phase == Phase.UPLOADING || phase == Phase.LIBRARY_UPLOAD)) continueChunk(ctx, frame);
+            // else the chunk was refused, or the connection timed out or failed meanwhile: it is closing
+            return;
+        }
         switch (phase) {
             case AWAIT_HELLO:
                 expect(frame, Wire.TYPE_HELLO, "HELLO");
@@ -154,7 +183,13 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
                 break;
             case UPLOADING:
                 expectChunk(frame);
-                onChunk(ctx, frame);
+                try {
+                    upload.checkRoomFor(frame.length()); // before any byte of it is stored, as when chunks came whole
+                } catch (BinaryRefusedException e) {
+                    refuse(ctx, e.getMessage());
+                    return;
+                }
+                continueChunk(ctx, frame);
                 break;
             case LIBRARY_LIST:
                 expect(frame, Wire.TYPE_LIBRARIES, "LIBRARIES");
@@ -162,7 +197,17 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
                 break;
             case LIBRARY_UPLOAD:
                 expectChunk(frame);
-                onLibraryChunk(ctx, frame);
+                try {
+                    libraries.startChunk(frame.length());
+                } catch (BinaryRefusedException e) {
+                    refuse(ctx, e.getMessage());
+                    return;
+                } catch (IOException e) {
+                    LOG.warning("storing a client library failed: " + e);
+                    refuse(ctx, "appliance cannot store a client library: " + describe(e));
+                    return;
+                }
+                continueChunk(ctx, frame);
                 break;
             default:
                 throw new ProtocolException(ProtocolException.UNEXPECTED,
@@ -182,7 +227,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
      */
     private static void expectChunk(Frame f) {
         expect(f, Wire.TYPE_BINARY_CHUNK, "BINARY_CHUNK");
-        if (!f.payload().isReadable()) {
+        if (f.length() == 0) {
             throw new ProtocolException(ProtocolException.MALFORMED, "empty BINARY_CHUNK (every chunk of an upload carries bytes)");
         }
     }
@@ -382,11 +427,24 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         ctx.writeAndFlush(Frames.helloReply(ctx.alloc(), HelloReply.sendBinary()));
     }
 
+    /**
+     * A part of the BINARY_CHUNK being received (its first part was checked: it fits what is still to come). A chunk
+     * counts as progress for the timeouts once it is all in, as when chunks came whole: a client trickling one chunk
+     * is closed at control.handshake_timeout_s.
+     */
+    private void continueChunk(ChannelHandlerContext ctx, Frame part) throws IOException {
+        chunkOpen = !part.lastPart();
+        if (part.lastPart()) {
+            progressNanos = System.nanoTime();
+            transferBytes += part.length();
+        }
+        if (phase == Phase.UPLOADING) onChunk(ctx, part);
+        else onLibraryChunk(ctx, part);
+    }
+
     private void onChunk(ChannelHandlerContext ctx, Frame frame) throws IOException {
         boolean complete;
         Path file;
-        progressNanos = System.nanoTime();
-        transferBytes += frame.payload().readableBytes();
         try {
             complete = upload.append(frame.payload());
             if (!complete) return;
@@ -494,8 +552,6 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     }
 
     private void onLibraryChunk(ChannelHandlerContext ctx, Frame frame) {
-        progressNanos = System.nanoTime();
-        transferBytes += frame.payload().readableBytes();
         boolean all;
         try {
             all = libraries.onChunk(frame.payload());
@@ -527,6 +583,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     private void refuse(ChannelHandlerContext ctx, String why) {
         placementDecided();
         phase = Phase.BUSY;
+        chunkOpen = false; // the rest of a chunk being received is dropped: the connection is closing
         closeUpload();
         ctxShared.refusals().refuse(ctx.channel(), why);
     }
@@ -535,12 +592,18 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         Throwable c = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
         closeUpload();
+        phase = Phase.BUSY;
         if (c instanceof ProtocolException) {
             ProtocolException pe = (ProtocolException) c;
-            ctxShared.limitedLog().log(Level.INFO, "protocol errors on control connections",
-                    "protocol error from " + ctx.channel().remoteAddress() + ": " + pe.getMessage());
-            ctxShared.refusals().metrics().protocolError();
-            phase = Phase.BUSY;
+            if (pe.code() == ProtocolException.TOO_MANY) { // the port's budget for frames received in part is spent
+                ctxShared.limitedLog().log(Level.WARNING, "frames refused because too many arrive in part at once",
+                        "closing " + ctx.channel().remoteAddress() + ": " + pe.getMessage());
+                ctxShared.refusals().metrics().handshakeRefused();
+            } else {
+                ctxShared.limitedLog().log(Level.INFO, "protocol errors on control connections",
+                        "protocol error from " + ctx.channel().remoteAddress() + ": " + pe.getMessage());
+                ctxShared.refusals().metrics().protocolError();
+            }
             ctx.channel().config().setAutoRead(false); // nothing more from this peer is worth reading
             ctx.writeAndFlush(Frames.error(ctx.alloc(), pe.code(), pe.getMessage()))
                     .addListener(ChannelFutureListener.CLOSE);
@@ -549,7 +612,11 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         if (c instanceof IOException) {
             LOG.fine("connection " + ctx.channel().remoteAddress() + ": " + c.getMessage());
         } else {
-            LOG.log(Level.WARNING, "connection " + ctx.channel().remoteAddress() + " failed", c);
+            // One line, limited like every other line a peer can cause once per connection: when the daemon ran out
+            // of direct memory, 250 connections wrote 96 stack traces of the same OutOfMemoryError. The trace only at FINE.
+            ctxShared.limitedLog().log(Level.WARNING, "control connections failed",
+                    "connection " + ctx.channel().remoteAddress() + " failed: " + c);
+            LOG.log(Level.FINE, "connection " + ctx.channel().remoteAddress() + " failed", c);
         }
         ctx.close();
     }

@@ -12,6 +12,7 @@ import io.vmcuda.appliance.session.Refusals;
 import io.vmcuda.appliance.session.SessionManager;
 import io.vmcuda.appliance.session.TenantConnections;
 import io.vmcuda.appliance.wire.FrameDecoder;
+import io.vmcuda.appliance.wire.UnfinishedFrames;
 import java.net.InetSocketAddress;
 import java.util.concurrent.Executor;
 
@@ -35,7 +36,7 @@ public final class ControlServer implements AutoCloseable {
             throws InterruptedException {
         this(listen, boss, workers, cache, sessions, refusals, blocking, binaryMaxBytes, auth, handshakeTimeout,
                 new io.vmcuda.appliance.auth.AuthThrottle(0), Integer.MAX_VALUE, Integer.MAX_VALUE,
-                TenantConnections.unlimited(), null, null, null);
+                TenantConnections.unlimited(), null, null, null, UnfinishedFrames.unlimited());
     }
 
     /**
@@ -46,14 +47,16 @@ public final class ControlServer implements AutoCloseable {
      * @param pool                   the pool this appliance answers placements for; null when not in one
      * @param tenantView             a tenant's view of the appliance by tenant name (`vmcuda smi`); null: refused
      * @param tls                    TLS on every connection (control.tls_certificate); null: none
+     * @param unfinishedFrames       the bytes of frames received in part that all connections may hold
+     *                               (control.max_unfinished_frame_bytes)
      */
     public ControlServer(InetSocketAddress listen, EventLoopGroup boss, EventLoopGroup workers, BinaryCache cache,
                          SessionManager sessions, Refusals refusals, Executor blocking, long binaryMaxBytes,
                          io.vmcuda.appliance.auth.Authenticator auth, java.time.Duration handshakeTimeout,
                          io.vmcuda.appliance.auth.AuthThrottle throttle, int maxHandshakes, int maxHandshakesPerSource,
                          TenantConnections connections, io.vmcuda.appliance.pool.Pool pool,
-                         java.util.function.Function<String, String> tenantView, ControlTls tls)
-            throws InterruptedException {
+                         java.util.function.Function<String, String> tenantView, ControlTls tls,
+                         UnfinishedFrames unfinishedFrames) throws InterruptedException {
         ControlContext shared = new ControlContext(cache, sessions, refusals, blocking, binaryMaxBytes, auth,
                 handshakeTimeout, throttle, new PendingHandshakes(maxHandshakes, maxHandshakesPerSource), connections, pool,
                 tenantView, ControlContext.newLimitedLog());
@@ -70,7 +73,10 @@ public final class ControlServer implements AutoCloseable {
                 .childHandler(new ChannelInitializer<EpollSocketChannel>() {
                     @Override
                     protected void initChannel(EpollSocketChannel ch) {
-                        ch.pipeline().addLast(new FrameDecoder(), new ControlHandler(shared));
+                        ControlHandler handler = new ControlHandler(shared);
+                        // the decoder asks the handler at each header whether its phase takes the frame, so that
+                        // nothing is buffered for a frame that would be refused anyway
+                        ch.pipeline().addLast(new FrameDecoder(unfinishedFrames, handler::checkFrameType), handler);
                         if (tls != null) tls.install(ch);
                     }
                 })

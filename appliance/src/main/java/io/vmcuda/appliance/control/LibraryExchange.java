@@ -117,20 +117,29 @@ final class LibraryExchange {
     }
 
     /**
-     * One BINARY_CHUNK of the libraries' bytes (each library in chunks of its own, in the order asked).
-     * @return true when every asked library is in
+     * The header of a BINARY_CHUNK of the libraries' bytes (each library in chunks of its own, in the order asked):
+     * checked before any of its bytes is stored, since they come in parts ({@link #onChunk}).
      */
-    synchronized boolean onChunk(ByteBuf chunk) throws IOException, BinaryRefusedException {
+    synchronized void startChunk(long chunkBytes) throws IOException, BinaryRefusedException {
         LibraryList.Entry e = toUpload.peekFirst();
         if (e == null) throw new BinaryRefusedException("a BINARY_CHUNK after the last library asked for");
         if (current == null) current = uploads.startUpload(tenant, e.size(), e.sha256());
-        boolean complete;
         try {
-            complete = current.append(chunk);
+            current.checkRoomFor(chunkBytes);
         } catch (BinaryRefusedException tooMuch) {
             throw new BinaryRefusedException("the client sent more than the " + e.size() + " bytes it announced for "
                     + e.name() + " (each library travels in chunks of its own)");
         }
+    }
+
+    /**
+     * Bytes of the chunk {@link #startChunk} accepted, all or a part of them: a library is complete only at the end
+     * of a chunk, since its chunks fit it.
+     * @return true when every asked library is in
+     */
+    synchronized boolean onChunk(ByteBuf part) throws IOException, BinaryRefusedException {
+        LibraryList.Entry e = toUpload.peekFirst();
+        boolean complete = current.append(part);
         if (!complete) return false;
         try {
             uploadedFiles.add(current.finish());
