@@ -340,6 +340,7 @@ static struct ucx_ring *connect_padded(const uint8_t *rkey, const uint8_t *addre
     return u;
 }
 
+/* connect_padded on padded copies of the appliance's rkey and address; NULL with why set on failure. */
 static struct ucx_ring *connect_ring(const uint8_t *rkey_bytes, uint32_t rkey_len, const uint8_t *address_bytes,
                                      uint32_t address_len, uint64_t base, char *why, size_t why_len) {
     /* UCX reads both without their lengths: copies padded as vmcuda-ucx-check's were, so that UCX reads here

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Supplier;
 import java.util.logging.Logger;
 import java.util.stream.Stream;
 
@@ -37,10 +38,12 @@ final class KeptSessionDirs {
     private record Kept(Path dir, long bytes, long modifiedMillis) {}
 
     /**
-     * Removes the oldest directories of ended sessions until the others fit the budget. {@code running}: the ids of
-     * sessions not ended yet, or still being cleaned up, whose directories are never touched.
+     * Removes the oldest directories of ended sessions until the others fit the budget. {@code running} gives the ids
+     * of sessions not ended yet, or still being cleaned up, whose directories are never touched. It is asked after
+     * the directories are listed: a session is counted as running before its directory is made (SessionManager puts
+     * it in its table first), so a directory listed belongs to a session in that answer or to one that has ended.
      */
-    synchronized void trim(Set<Long> running) {
+    synchronized void trim(Supplier<Set<Long>> running) {
         List<Kept> kept = endedDirs(running);
         long total = kept.stream().mapToLong(Kept::bytes).sum();
         if (total <= budgetBytes) return;
@@ -58,12 +61,14 @@ final class KeptSessionDirs {
     }
 
     /** Directories named by a session id (digits only), not symbolic links, of sessions not in {@code running}. */
-    private List<Kept> endedDirs(Set<Long> running) {
+    private List<Kept> endedDirs(Supplier<Set<Long>> running) {
         List<Kept> out = new ArrayList<>();
         try (Stream<Path> s = Files.list(sessionsDir)) {
-            for (Path dir : s.toList()) {
+            List<Path> listed = s.toList();
+            Set<Long> notEnded = running.get(); // after the listing (see trim)
+            for (Path dir : listed) {
                 String name = dir.getFileName().toString();
-                if (!name.matches("[0-9]{1,19}") || running.contains(parseId(name))) continue;
+                if (!name.matches("[0-9]{1,19}") || notEnded.contains(parseId(name))) continue;
                 if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) continue;
                 out.add(new Kept(dir, bytesBelow(dir), Files.getLastModifiedTime(dir, LinkOption.NOFOLLOW_LINKS).toMillis()));
             }

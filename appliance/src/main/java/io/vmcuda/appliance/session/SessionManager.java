@@ -550,11 +550,11 @@ public final class SessionManager implements WorkerEvents {
         loadChanged.run();
         releaseTenantSlot(s.tenant());
         metrics.sessionEnded(s); // first: a scrape in between must not see the bytes counters go back
+        unrecorded.add(s); // before it leaves the table: at no moment is its directory taken for an ended one's
         active.remove(s.id());
         // The worker is PID 1 of its PID namespace (and dies with its launcher): with it gone, nothing of the
         // session runs as its uid. Giving the directory back walks a tree the tenant made: off the event loop. The
         // record comes last: an operator who sees the session ended finds its log back on the state disk.
-        unrecorded.add(s);
         Runnable cleanUp = () -> {
             try {
                 // first what still runs of the session goes (with its cgroup), then what its uid owned
@@ -563,7 +563,7 @@ public final class SessionManager implements WorkerEvents {
                 if (m != null) m.sessionEnded(s);
                 if (s.diskMounted) launcher.releaseDisk(s.dir(), s.logFile()); // after the offers are read from it
                 KeptSessionDirs k = keptDirs;
-                if (k != null) k.trim(notEnded()); // this session's directory too, from the next session's end on
+                if (k != null) k.trim(this::notEnded); // this session's directory too, from the next session's end on
             } finally {
                 record(s, "");
             }
@@ -582,7 +582,7 @@ public final class SessionManager implements WorkerEvents {
      */
     public void keepEndedSessionsWithin(long bytes) {
         KeptSessionDirs k = new KeptSessionDirs(sessionsDir, bytes);
-        k.trim(notEnded());
+        k.trim(this::notEnded);
         keptDirs = k;
     }
 
