@@ -86,6 +86,7 @@ done
 expect_grep "ld.so.conf entry" '^/usr/lib/vmcuda$' "$work/client-deb/etc/ld.so.conf.d/vmcuda.conf"
 expect_grep "CDI spec binds the driver front end" 'hostPath: "/usr/lib/vmcuda/libcuda\.so\.1", containerPath: "/usr/lib/x86_64-linux-gnu/libcuda\.so\.1"' "$work/client-deb/etc/cdi/vmcuda.yaml"
 expect_grep "CDI spec kind" '^kind: vmcuda\.io/client$' "$work/client-deb/etc/cdi/vmcuda.yaml"
+expect_grep "CDI spec binds the UCX checker" 'hostPath: "/usr/lib/vmcuda/vmcuda-ucx-check", containerPath: "/usr/lib/x86_64-linux-gnu/vmcuda-ucx-check"' "$work/client-deb/etc/cdi/vmcuda.yaml"
 zcat "$work/client-deb/usr/share/man/man1/vmcuda.1.gz" > "$work/vmcuda.1"
 expect_grep "man page names doctor" '^\.B vmcuda doctor' "$work/vmcuda.1"
 expect_eq "shim soname" "$(readelf -d "$work/client-deb/usr/lib/vmcuda/libcudart.so.13" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')" libcudart.so.13

@@ -7,9 +7,11 @@
  * client's process is the user's program: a damaged reply (a link without TLS, a different UCX on the
  * appliance, a faulty agent) must cost it the UCX transport, not its life. transport_ucx.c runs this first.
  *
- * stdin: u32 rkey length, u32 address length (host order), the rkey, the address. It makes a UCX context with the
- * client's features, a worker, an end point to the address and unpacks the rkey on it, from copies followed by
- * VMC_UCX_BLOB_PAD zero bytes, as the client does (ucx_blob_check.h), so that both read the same bytes.
+ * usage: vmcuda-ucx-check CONTACT_MS peer|plain. stdin: u32 rkey length, u32 address length (host order), the rkey,
+ * the address. It makes a UCX context with the client's features, a worker, an end point to the address (asking
+ * for peer error handling first when told "peer", as the client does) and unpacks the rkey on it, from copies
+ * followed by VMC_UCX_BLOB_PAD zero bytes, as the client does (ucx_blob_check.h), so that both read the same bytes;
+ * then it makes the first contact with the agent and closes the end point as the client's goes.
  * stdout: "ok" and exit 0, or "vmcuda-ucx-check: WHY" and exit 1. UCX's settings come from the environment
  * (UCX_TLS, UCX_NET_DEVICES, the appliance's tcp segment sizes), as the client's. UCX is loaded with dlopen, as
  * in the client: the package does not depend on UCX. */
@@ -80,11 +82,19 @@ static uint8_t *read_blob(uint32_t n) {
     return b;
 }
 
+/* UCX's peer failure reports, asked for as the client asks for them (it only counts them) */
+static void on_peer_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
+    (void)arg;
+    (void)ep;
+    (void)status;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
-    int contact_ms = argc == 2 ? atoi(argv[1]) : 0;
-    if (contact_ms <= 0)
-        return fail("%s", "usage: vmcuda-ucx-check CONTACT_MS < lengths, rkey, address (run by the vmcuda client)");
+    int contact_ms = argc == 3 ? atoi(argv[1]) : 0;
+    int peer_mode = argc == 3 && strcmp(argv[2], "peer") == 0;
+    if (contact_ms <= 0 || (!peer_mode && strcmp(argv[2], "plain") != 0))
+        return fail("%s", "usage: vmcuda-ucx-check CONTACT_MS peer|plain < lengths, rkey, address (run by the vmcuda client)");
     /* a fault here should end this process at once: no backtrace, and never UCX's "freeze" waiting for a debugger */
     setenv("UCX_HANDLE_ERRORS", "none", 1);
     setenv("UCX_LOG_FILE", "stderr", 0);
@@ -126,7 +136,13 @@ int main(int argc, char **argv) {
     ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
                            .features = UCP_FEATURE_RMA, .mt_workers_shared = 1};
     ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE};
-    ucp_ep_params_t ep_params = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS, .address = (const ucp_address_t *)address};
+    /* the client's end point (transport_ucx.c connect_padded): which transports UCX picks, and so which parts of the
+     * rkey it reads, depend on the error handling asked for */
+    ucp_ep_params_t ep_params = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                               UCP_EP_PARAM_FIELD_ERR_HANDLER,
+                                 .address = (const ucp_address_t *)address,
+                                 .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+                                 .err_handler = {on_peer_error, NULL}};
     ucs_status_t st = config_read(NULL, NULL, &config);
     if (st == UCS_OK)
         st = init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context);
@@ -134,17 +150,21 @@ int main(int argc, char **argv) {
         return fail("UCX did not start: %s", status_string(st));
     if ((st = worker_create(context, &wp, &worker)) != UCS_OK)
         return fail("UCX worker: %s", status_string(st));
-    if ((st = ep_create(worker, &ep_params, &ep)) != UCS_OK)
+    st = peer_mode ? ep_create(worker, &ep_params, &ep) : UCS_ERR_UNREACHABLE;
+    if (st == UCS_ERR_UNREACHABLE) { /* as the client: without peer error handling where UCX refuses it */
+        peer_mode = 0;
+        ep_params.field_mask &= ~(uint64_t)(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
+        st = ep_create(worker, &ep_params, &ep);
+    }
+    if (st != UCS_OK)
         return fail("UCX end point: %s", status_string(st));
     if ((st = rkey_unpack(ep, rkey, &key)) != UCS_OK)
         return fail("UCX rkey: %s", status_string(st));
-    /* and what the client does with the rkey when its ring goes (UCX's release of what it read has faulted
-     * too); the rest goes with the process */
-    rkey_destroy(key);
     /* UCX told the appliance's agent about this end point as it made it (its wire-up). The first flush completes
-     * once UCX has reached the agent (the client's first contact, transport_ucx.c); then the end point is closed as
-     * a client's is when its ring goes, so that the agent does not reach back later for a process that is gone
-     * (over shared memory UCX would complain of it in the agent). */
+     * once UCX has reached the agent (the client's first contact, transport_ucx.c); then the end point is closed,
+     * and the rkey destroyed after it, as a client's are when its ring goes (UCX's release of what it read has
+     * faulted too), so that the agent does not reach back later for a process that is gone (over shared memory UCX
+     * would complain of it in the agent). */
     ucp_request_param_t none = {0};
     if ((st = finish(worker, ep_flush(ep, &none), contact_ms)) == UCS_INPROGRESS) {
         char took[32];
@@ -153,7 +173,10 @@ int main(int argc, char **argv) {
     }
     if (st != UCS_OK)
         return fail("UCX first contact failed: %s", status_string(st));
-    finish(worker, ep_close(ep, &none), CLOSE_MS);
+    ucp_request_param_t closing = {.op_attr_mask = peer_mode ? UCP_OP_ATTR_FIELD_FLAGS : 0,
+                                   .flags = peer_mode ? UCP_EP_CLOSE_FLAG_FORCE : 0};
+    finish(worker, ep_close(ep, &closing), CLOSE_MS);
+    rkey_destroy(key);
     printf("ok\n");
     _exit(0);
 }

@@ -443,7 +443,7 @@ struct vmc_ring *vmc_ucx_attach(void) {
         return NULL;
     }
     /* UCX reads them here only once it has read them in a process of its own and that one lived */
-    if (vmc_ucx_check_blobs(rkey, rkey_len, address, address_len, CHECK_MS, why, sizeof why) != 0)
+    if (vmc_ucx_check_blobs(rkey, rkey_len, address, address_len, peer_mode_worth_asking(), CHECK_MS, why, sizeof why) != 0)
         return not_for_this_process(why);
     struct ucx_ring *u = connect_ring(rkey, rkey_len, address, address_len, base, why, sizeof why);
     if (!u)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@ uint8_t *vmc_ucx_padded_copy(const uint8_t *bytes, uint32_t n) {
  * ../bin of it in the build tree (client-shim/target), as vmcuda-doctor does. */
 static int find_checker(char *path, size_t len) {
     Dl_info info;
+    snprintf(path, len, "%s (next to libvmcuda-client.so)", CHECKER);
     if (!dladdr((void *)vmc_ucx_check_blobs, &info) || !info.dli_fname)
         return -1;
     char lib[4096];
@@ -83,14 +85,27 @@ static int64_t now_ms(void) {
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* Reads the checker's output until it closes it or the time is up; keeps the last part. 1 when it timed out. */
-static int read_answer(int fd, int timeout_ms, char *out, size_t out_len) {
+/* Whether `text` holds the checker's answer: its last line, "ok" or "vmcuda-ucx-check: WHY", complete. */
+static int has_answer(const char *text) {
+    for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if ((strncmp(line, "ok\n", 3) == 0 || strncmp(line, CHECKER ": ", sizeof CHECKER + 1) == 0) && strchr(line, '\n'))
+            return 1;
+    return 0;
+}
+
+/* Reads the checker's output until its answer is in, it has exited (`pidfd`, when the kernel has them) or closed
+ * its end, or the time is up; keeps the last part. Not only the end of the stream: a fork() in another thread of the
+ * program between the spawn and the close of the checker's end keeps a copy of that end open as long as the forked
+ * child lives (a DataLoader worker, say), and the end of the stream would not come. 1 when the time ran out. */
+static int read_answer(int fd, int pidfd, int timeout_ms, char *out, size_t out_len) {
     size_t have = 0;
+    int exited = 0;
+    out[0] = 0;
     int64_t deadline = now_ms() + timeout_ms;
-    for (;;) {
+    while (!has_answer(out)) {
         int64_t left = deadline - now_ms();
-        struct pollfd p = {fd, POLLIN, 0};
-        int r = left > 0 ? poll(&p, 1, (int)left) : 0;
+        struct pollfd p[2] = {{fd, POLLIN, 0}, {pidfd, POLLIN, 0}};
+        int r = exited ? 1 : left > 0 ? poll(p, pidfd >= 0 ? 2 : 1, (int)left) : 0;
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -99,14 +114,16 @@ static int read_answer(int fd, int timeout_ms, char *out, size_t out_len) {
             memmove(out, out + have / 2, have - have / 2);
             have -= have / 2;
         }
-        ssize_t got = read(fd, out + have, out_len - 1 - have);
+        exited |= pidfd >= 0 && (p[1].revents & POLLIN);
+        /* once it has exited, only what it wrote before: never wait for the stream's end */
+        ssize_t got = recv(fd, out + have, out_len - 1 - have, exited ? MSG_DONTWAIT : 0);
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
             break;
         have += (size_t)got;
+        out[have] = 0;
     }
-    out[have] = 0;
     return 0;
 }
 
@@ -131,7 +148,7 @@ static int line_starting(const char *text, const char *prefix, char *why, size_t
 }
 
 int vmc_ucx_check_blobs(const uint8_t *rkey, uint32_t rkey_len, const uint8_t *address, uint32_t address_len,
-                        int timeout_ms, char *why, size_t why_len) {
+                        int peer_mode, int timeout_ms, char *why, size_t why_len) {
     char path[4200];
     if (find_checker(path, sizeof path) != 0) {
         snprintf(why, why_len, "%s is missing, which reads the appliance's UCX address in a process of its own first", path);
@@ -163,7 +180,7 @@ int vmc_ucx_check_blobs(const uint8_t *rkey, uint32_t rkey_len, const uint8_t *a
     /* half the time for UCX's first contact with the agent, the rest for UCX's start and its close */
     char contact[16];
     snprintf(contact, sizeof contact, "%d", timeout_ms / 2 > 0 ? timeout_ms / 2 : 1);
-    char *argv[] = {CHECKER, contact, NULL};
+    char *argv[] = {CHECKER, contact, peer_mode ? "peer" : "plain", NULL};
     pid_t pid = -1;
     int rc = env ? posix_spawn(&pid, path, &fa, &attr, argv, env) : ENOMEM;
     posix_spawn_file_actions_destroy(&fa);
@@ -175,16 +192,25 @@ int vmc_ucx_check_blobs(const uint8_t *rkey, uint32_t rkey_len, const uint8_t *a
         snprintf(why, why_len, "cannot run %s: %s", path, strerror(rc));
         return -1;
     }
+    /* the checker as a descriptor: its exit is seen even when the stream's end is not, and a signal reaches it and
+     * no other process that took its pid (a program that reaps its children itself); -1 on kernels before 5.3 */
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     uint32_t lens[2] = {rkey_len, address_len};
     /* a checker that died early makes these fail; its status says why */
     if (send_all(sv[0], lens, sizeof lens) == 0 && send_all(sv[0], rkey, rkey_len) == 0)
         send_all(sv[0], address, address_len);
     shutdown(sv[0], SHUT_WR);
     char out[4096];
-    int timed_out = read_answer(sv[0], timeout_ms, out, sizeof out);
+    int timed_out = read_answer(sv[0], pidfd, timeout_ms, out, sizeof out);
     close(sv[0]);
-    if (timed_out)
-        kill(pid, SIGKILL);
+    if (timed_out) {
+        if (pidfd >= 0)
+            syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        else if (waitpid(pid, NULL, WNOHANG) == 0) /* still ours and running */
+            kill(pid, SIGKILL);
+    }
+    if (pidfd >= 0)
+        close(pidfd);
     int status = 0;
     pid_t waited;
     while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR)

@@ -16,10 +16,11 @@
 uint8_t *vmc_ucx_padded_copy(const uint8_t *bytes, uint32_t n);
 
 /* Has vmcuda-ucx-check (client-shim/tools/vmcuda_ucx_check.c) read the rkey and the address in a process of its
- * own, with this process's UCX settings, and reach the agent at that address within half of `timeout_ms`. 0 when
- * it did so and lived; -1 with why set otherwise (it refused them, died of them, did not reach the agent, took
- * longer than `timeout_ms`, or could not be run). */
+ * own, with this process's UCX settings, making its end point as the client will (`peer_mode`: asking for peer
+ * error handling first, falling back without it where UCX refuses: transport_ucx.c connect_padded), and reach the
+ * agent at that address within half of `timeout_ms`. 0 when it did so and lived; -1 with why set otherwise (it
+ * refused them, died of them, did not reach the agent, took longer than `timeout_ms`, or could not be run). */
 int vmc_ucx_check_blobs(const uint8_t *rkey, uint32_t rkey_len, const uint8_t *address, uint32_t address_len,
-                        int timeout_ms, char *why, size_t why_len);
+                        int peer_mode, int timeout_ms, char *why, size_t why_len);
 
 #endif

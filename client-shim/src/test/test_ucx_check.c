@@ -25,21 +25,53 @@ static void *agent_progress(void *arg) {
     return NULL;
 }
 
-/* What the client does once the checker passed them (transport_ucx.c connect_ring): padded copies, an end point,
- * the rkey unpacked on it and, when its ring goes, destroyed. Crashing here fails the test. */
+/* As the client asks: peer error handling where a network transport may be used (transport_ucx.c
+ * peer_mode_worth_asking), so over tcp here, not over shared memory alone. */
+static int peer_mode;
+
+static void on_peer_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
+    (void)arg;
+    (void)ep;
+    (void)status;
+}
+
+/* What the client does once the checker passed them (transport_ucx.c connect_ring): padded copies, an end point
+ * made as the client makes it, the rkey unpacked on it; when its ring goes, the end point closed and the rkey
+ * destroyed. Crashing here fails the test. */
 static void read_here(const uint8_t *rkey, uint32_t rkey_len, const uint8_t *address, uint32_t address_len) {
     uint8_t *r = vmc_ucx_padded_copy(rkey, rkey_len), *a = vmc_ucx_padded_copy(address, address_len);
-    ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS, .address = (const ucp_address_t *)a};
+    ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                       UCP_EP_PARAM_FIELD_ERR_HANDLER,
+                         .address = (const ucp_address_t *)a,
+                         .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+                         .err_handler = {on_peer_error, NULL}};
     ucp_ep_h ep;
     ucp_rkey_h key;
-    if (ucp_ep_create(client_worker, &p, &ep) == UCS_OK && ucp_ep_rkey_unpack(ep, r, &key) == UCS_OK)
-        ucp_rkey_destroy(key);
+    int peer = peer_mode;
+    ucs_status_t st = peer ? ucp_ep_create(client_worker, &p, &ep) : UCS_ERR_UNREACHABLE;
+    if (st == UCS_ERR_UNREACHABLE) {
+        peer = 0;
+        p.field_mask &= ~(uint64_t)(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
+        st = ucp_ep_create(client_worker, &p, &ep);
+    }
+    if (st == UCS_OK) {
+        int unpacked = ucp_ep_rkey_unpack(ep, r, &key) == UCS_OK;
+        ucp_request_param_t closing = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
+        ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &closing);
+        for (int i = 0; i < 100000 && req && !UCS_PTR_IS_ERR(req) && ucp_request_check_status(req) == UCS_INPROGRESS; i++)
+            ucp_worker_progress(client_worker);
+        if (req && !UCS_PTR_IS_ERR(req) && ucp_request_check_status(req) != UCS_INPROGRESS)
+            ucp_request_free(req);
+        if (unpacked)
+            ucp_rkey_destroy(key);
+    }
     free(r);
     free(a);
 }
 
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 100;
+    peer_mode = getenv("UCX_TLS") && strstr(getenv("UCX_TLS"), "tcp");
     ucp_config_t *config;
     ucp_context_h context;
     /* each worker has a thread of its own, as in the client */
@@ -64,7 +96,7 @@ int main(int argc, char **argv) {
     pthread_t progress;
     pthread_create(&progress, NULL, agent_progress, NULL);
     char why[256] = "";
-    CHECK(vmc_ucx_check_blobs(rkey, (uint32_t)rkey_len, (const uint8_t *)addr, (uint32_t)address_len, 10000, why, sizeof why) == 0,
+    CHECK(vmc_ucx_check_blobs(rkey, (uint32_t)rkey_len, (const uint8_t *)addr, (uint32_t)address_len, peer_mode, 10000, why, sizeof why) == 0,
           "a real address and rkey pass (%s)", why);
     read_here(rkey, (uint32_t)rkey_len, (const uint8_t *)addr, (uint32_t)address_len);
 
@@ -73,7 +105,7 @@ int main(int argc, char **argv) {
     memcpy(bad, addr, address_len);
     bad[0] ^= 0x0f;
     why[0] = 0;
-    CHECK(vmc_ucx_check_blobs(rkey, (uint32_t)rkey_len, bad, (uint32_t)address_len, 10000, why, sizeof why) != 0 && why[0],
+    CHECK(vmc_ucx_check_blobs(rkey, (uint32_t)rkey_len, bad, (uint32_t)address_len, peer_mode, 10000, why, sizeof why) != 0 && why[0],
           "an address of an unknown format is refused with a reason (%s)", why);
 
     /* random damage, each pair the checker passed read here as well (a damaged address that still parses may name
@@ -94,7 +126,7 @@ int main(int argc, char **argv) {
         if (rand() % 5 == 0)
             al = 1 + (uint32_t)rand() % al;
         why[0] = 0;
-        if (vmc_ucx_check_blobs(r, rl, a, al, 600, why, sizeof why) == 0) {
+        if (vmc_ucx_check_blobs(r, rl, a, al, peer_mode, 600, why, sizeof why) == 0) {
             read_here(r, rl, a, al);
         } else {
             refused++;

@@ -129,7 +129,7 @@ public final class Daemon implements AutoCloseable {
         GpuScheduler scheduler = new GpuScheduler(inventory, config.schedulerConfig(), timer);
         BinaryCache cache = new BinaryCache(stateDir.resolve("cache"), config.cacheMemoryBytes(), config.cachePublicHashes(),
                 config.cacheDiskBytes(), config.cacheTenantDiskBytes());
-        cache.limitUploadsInProgress(config.cacheTenantUploadBytes());
+        cache.limitUploadsInProgress(config.cacheTenantUploadBytes(), config.tenants().size());
         Path socketPath = stateDir.resolve("run").resolve("worker.sock");
         launcher = new WorkerLauncher(socketPath, workerLibDir, config.workerCudaLibDirs(),
                 config.workerBlockSize(), config.workerExtraEnv(), sandbox, config.idleReleaseMinutes(),

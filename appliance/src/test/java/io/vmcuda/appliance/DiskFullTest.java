@@ -21,7 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The appliance's disk fills up while it caches a binary — a real full file system: the state directory
  * is a 1 MiB tmpfs (needs root; skipped otherwise). Too full for the upload announced (refused before it is sent),
- * full during the upload, and full while the rewritten copy is written: each time the session is refused with a
+ * full during the upload, full while the rewritten copy is written, and too full for a second upload besides what a
+ * first one announced and has not sent: each time the session is refused with a
  * clear message, no upload file,
  * staging directory or half entry remains, the daemon keeps serving, and once there is room again the
  * same binary is admitted and runs.
@@ -108,7 +109,19 @@ class DiskFullTest {
             Thread.sleep(100);
             assertEquals(List.of(), cacheFiles(cache), "no staging directory or half entry");
 
-            // 3. room again: the same binary is admitted and its worker starts
+            // 3. room for one upload but not two: the first one's unwritten bytes are promised (an attack announced the
+            //    free space and trickled it in, and the next tenant's program found a full disk)
+            fillLeaving(mount, binary.length + binary.length / 2);
+            try (ProtocolClient first = d.connect(); ProtocolClient second = d.connect()) {
+                first.sendNewHello(binary, "diskfull");
+                assertEquals(Wire.HELLO_SEND_BINARY, first.readReply().status());
+                second.sendNewHello(binary, "diskfull");
+                ProtocolClient.Reply r = second.readReply();
+                assertEquals(Wire.HELLO_REFUSED, r.status(), r.message());
+                assertTrue(r.message().contains("of which uploads in progress still need " + binary.length), r.message());
+            }
+
+            // 4. room again: the same binary is admitted and its worker starts
             Files.delete(mount.resolve("filler"));
             assertEquals(200, d.get("/status").statusCode());
             try (ProtocolClient c = d.connect()) {

@@ -116,15 +116,16 @@ class WorkerHandoffTest {
     void endedSessionsDirectoriesStayWithinTheirBudget() throws Exception {
         Path sessions = state.resolve("sessions");
         Path oldest = oldLog(sessions.resolve("11"), 600, 1_000_000L), older = oldLog(sessions.resolve("12"), 600, 2_000_000L);
-        try (DaemonHarness d = daemon(TestInventory.gpus(1), Map.of("session.kept_bytes", "1000"))) {
-            assertFalse(Files.exists(oldest), "1200 bytes kept against 1000 at the start: the oldest goes");
+        // each directory takes 8 KiB: a block for itself and one for its 600-byte log
+        try (DaemonHarness d = daemon(TestInventory.gpus(1), Map.of("session.kept_bytes", "10000"))) {
+            assertFalse(Files.exists(oldest), "16 KiB kept against 10000 bytes at the start: the oldest goes");
             assertTrue(Files.exists(older), "the rest fits");
             Path newer = oldLog(sessions.resolve("13"), 600, 3_000_000L);
             try (ProtocolClient c = d.connect()) {
                 openSession(c, "trimming-app");
             }
             DaemonHarness.await(() -> text(state.resolve("sessions.jsonl")).contains("\"program\":\"trimming-app\""));
-            assertFalse(Files.exists(older), "a session's end trims again: 12 and 13 are 1200 bytes");
+            assertFalse(Files.exists(older), "a session's end trims again: 12 and 13 take 16 KiB");
             assertTrue(Files.exists(newer), "the newer stays");
             try (java.util.stream.Stream<Path> left = Files.list(sessions)) {
                 assertTrue(left.anyMatch(p -> !p.equals(newer) && p.getFileName().toString().matches("[0-9]+")),

@@ -94,9 +94,26 @@ public final class BinaryCache {
         return dir.resolve(UPLOADS);
     }
 
-    /** Bounds what each tenant's uploads in progress may announce together (cache.tenant_upload_bytes; 0: no bound). */
-    public void limitUploadsInProgress(long perTenantBytes) {
-        uploads = new UploadBudget(perTenantBytes);
+    /**
+     * Bounds what each tenant's uploads in progress may announce together (cache.tenant_upload_bytes; 0: no bound), to
+     * no more than the state disk's free space now divided among the {@code tenants} and one share more: on a disk
+     * smaller than the setting (the OVA's is 8 GiB, the default share too) one tenant could otherwise fill it.
+     */
+    public void limitUploadsInProgress(long perTenantBytes, int tenants) {
+        long share = perTenantBytes;
+        try {
+            Files.createDirectories(uploadDir());
+            long fair = Files.getFileStore(uploadDir()).getUsableSpace() / (Math.max(1, tenants) + 1);
+            if (share > 0 && share > fair) {
+                share = Math.max(1, fair);
+                LOG.warning("cache.tenant_upload_bytes = " + perTenantBytes + " is more than the state disk's free space"
+                        + " divided among " + Math.max(1, tenants) + " tenant(s) and one share more: each tenant's uploads"
+                        + " in progress may announce " + share + " bytes together");
+            }
+        } catch (IOException e) {
+            LOG.warning("cannot read the state disk's free space (" + e.getMessage() + "): cache.tenant_upload_bytes as set");
+        }
+        uploads = new UploadBudget(share);
     }
 
     /**
@@ -106,12 +123,15 @@ public final class BinaryCache {
      */
     public BinaryUpload startUpload(String tenant, long bytes, byte[] sha256) throws IOException, BinaryRefusedException {
         Files.createDirectories(uploadDir());
-        long free = Files.getFileStore(uploadDir()).getUsableSpace();
-        if (bytes > free) {
-            throw new BinaryRefusedException("the appliance's state disk has " + free + " bytes free, less than the "
-                    + bytes + " bytes to upload");
+        UploadBudget budget = uploads;
+        synchronized (budget) { // the free space and the uploads' promises judged together
+            long free = Files.getFileStore(uploadDir()).getUsableSpace(), promised = budget.unwritten();
+            if (bytes > free - promised) {
+                throw new BinaryRefusedException("the appliance's state disk has " + free + " bytes free, of which uploads in"
+                        + " progress still need " + promised + ": less than the " + bytes + " bytes to upload");
+            }
+            return new BinaryUpload(uploadDir(), bytes, sha256, budget.reserve(tenant, bytes));
         }
-        return new BinaryUpload(uploadDir(), bytes, sha256, uploads.reserve(tenant, bytes));
     }
 
     /** The bytes {@code tenant}'s uploads in progress have announced (what cache.tenant_upload_bytes bounds). */

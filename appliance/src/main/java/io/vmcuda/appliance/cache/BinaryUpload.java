@@ -74,6 +74,7 @@ public final class BinaryUpload implements AutoCloseable {
             while (w.hasRemaining()) out.write(w);
         }
         received += n;
+        reservation.wrote(n); // on the disk now: no longer a promise on its free space
         return received == expectedBytes;
     }
 

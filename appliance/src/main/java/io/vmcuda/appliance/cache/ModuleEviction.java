@@ -55,8 +55,9 @@ final class ModuleEviction {
                     .toList();
             total = lru.evict(total, nobodys, budget, keep, PAST_BUDGET);
             if (total <= budget) return;
-            LOG.warning("module cache: the tenants' shares (cache.module_tenant_bytes) together exceed cache.module_bytes;"
-                    + " other tenants' entries go to keep the budget");
+            LOG.warning("module cache: past cache.module_bytes with none of tenant " + tenant + "'s own or public entries"
+                    + " left to remove (the tenants' shares, cache.module_tenant_bytes, together exceed it, or tenants hold"
+                    + " more than a share since a reload added tenants): other tenants' least recently used entries go");
             all = lru.entries();
         }
         lru.evict(all, budget, keep, PAST_BUDGET);

@@ -15,6 +15,8 @@ import java.util.Map;
 public final class UploadBudget {
     private final long perTenantBytes;
     private final Map<String, Long> reserved = new HashMap<>();
+    /** Every upload in progress: what they announced and have not written yet is free space already promised. */
+    private final java.util.Set<Reservation> live = new java.util.HashSet<>();
 
     /** @param perTenantBytes what one tenant's uploads in progress may announce together; 0 = no limit */
     public UploadBudget(long perTenantBytes) {
@@ -30,13 +32,27 @@ public final class UploadBudget {
                     + "try again once they have ended");
         }
         reserved.put(tenant, now + bytes);
-        return new Reservation(tenant, bytes);
+        Reservation r = new Reservation(tenant, bytes);
+        live.add(r);
+        return r;
     }
 
-    private synchronized void release(String tenant, long bytes) {
-        long left = reserved.getOrDefault(tenant, 0L) - bytes;
-        if (left > 0) reserved.put(tenant, left);
-        else reserved.remove(tenant);
+    private synchronized void release(Reservation r) {
+        live.remove(r);
+        long left = reserved.getOrDefault(r.tenant, 0L) - r.bytes;
+        if (left > 0) reserved.put(r.tenant, left);
+        else reserved.remove(r.tenant);
+    }
+
+    /**
+     * The bytes uploads in progress announced and have not written yet: the state disk's free space must hold them
+     * besides a new upload, or uploads that each fit the free space alone together overflow it (an attack
+     * announced exactly the free space, sent nearly all of it and then a byte every few seconds).
+     */
+    synchronized long unwritten() {
+        long sum = 0;
+        for (Reservation r : live) sum += Math.max(0, r.bytes - r.written);
+        return sum;
     }
 
     /** The bytes {@code tenant}'s uploads in progress hold now. */
@@ -48,6 +64,7 @@ public final class UploadBudget {
     final class Reservation implements AutoCloseable {
         private final String tenant;
         private final long bytes;
+        private volatile long written;
         private boolean released;
 
         private Reservation(String tenant, long bytes) {
@@ -55,11 +72,18 @@ public final class UploadBudget {
             this.bytes = bytes;
         }
 
+        /** The upload has written {@code n} more bytes of what it announced. */
+        void wrote(long n) {
+            written += n;
+        }
+
         @Override
-        public synchronized void close() {
-            if (released) return;
-            released = true;
-            release(tenant, bytes);
+        public void close() {
+            synchronized (this) {
+                if (released) return;
+                released = true;
+            }
+            release(this);
         }
     }
 }

@@ -47,6 +47,8 @@ public final class FrameDecoder extends ByteToMessageDecoder {
     private long passedOn;
     /** Bytes of the current frame counted in {@link #budget}: 0, or its length while it is received in part. */
     private long held;
+    /** The connection has closed: nothing more is held. */
+    private boolean closing;
 
     /** A decoder with no budget and no check by phase: tests (the handler still checks each frame). */
     public FrameDecoder() {
@@ -117,7 +119,7 @@ public final class FrameDecoder extends ByteToMessageDecoder {
 
     /** The frame's payload is not all here: its bytes count against the port's budget until it is, or the connection ends. */
     private void holdUnfinished() {
-        if (held > 0 || length <= UNCOUNTED_FRAME_BYTES) return;
+        if (held > 0 || closing || length <= UNCOUNTED_FRAME_BYTES) return;
         if (!budget.tryHold(length)) {
             failed = true;
             throw new ProtocolException(ProtocolException.TOO_MANY, "the appliance holds " + budget.heldBytes()
@@ -134,8 +136,12 @@ public final class FrameDecoder extends ByteToMessageDecoder {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) throws Exception {
-        releaseHeld();
-        super.channelInactive(ctx);
+        closing = true; // the decoding of what is left that super does now must not take budget again
+        try {
+            super.channelInactive(ctx);
+        } finally {
+            releaseHeld();
+        }
     }
 
     @Override
