@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ucx_blob_check.h"
+#include "ucx_endpoint.h"
 
 static int fail(const char *fmt, const char *detail) {
     printf("vmcuda-ucx-check: ");
@@ -136,13 +137,6 @@ int main(int argc, char **argv) {
     ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
                            .features = UCP_FEATURE_RMA, .mt_workers_shared = 1};
     ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE};
-    /* the client's end point (transport_ucx.c connect_padded): which transports UCX picks, and so which parts of the
-     * rkey it reads, depend on the error handling asked for */
-    ucp_ep_params_t ep_params = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                                               UCP_EP_PARAM_FIELD_ERR_HANDLER,
-                                 .address = (const ucp_address_t *)address,
-                                 .err_mode = UCP_ERR_HANDLING_MODE_PEER,
-                                 .err_handler = {on_peer_error, NULL}};
     ucs_status_t st = config_read(NULL, NULL, &config);
     if (st == UCS_OK)
         st = init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context);
@@ -150,12 +144,8 @@ int main(int argc, char **argv) {
         return fail("UCX did not start: %s", status_string(st));
     if ((st = worker_create(context, &wp, &worker)) != UCS_OK)
         return fail("UCX worker: %s", status_string(st));
-    st = peer_mode ? ep_create(worker, &ep_params, &ep) : UCS_ERR_UNREACHABLE;
-    if (st == UCS_ERR_UNREACHABLE) { /* as the client: without peer error handling where UCX refuses it */
-        peer_mode = 0;
-        ep_params.field_mask &= ~(uint64_t)(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
-        st = ep_create(worker, &ep_params, &ep);
-    }
+    /* the client's end point, made as it makes it (ucx_endpoint.h) */
+    st = vmc_ucx_endpoint(ep_create, worker, address, &peer_mode, on_peer_error, NULL, &ep);
     if (st != UCS_OK)
         return fail("UCX end point: %s", status_string(st));
     if ((st = rkey_unpack(ep, rkey, &key)) != UCS_OK)

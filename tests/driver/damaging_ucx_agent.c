@@ -19,6 +19,7 @@
 
 #include "../../appliance/src/main/c/ucx_agent.h"
 #include "../../protocol/src/main/c/vmc_fds.h"
+#include "../../protocol/src/main/c/vmc_io.h"
 
 /* One message from `from` to `to`, with the descriptor it carried; `damage` applied to it first. -1 at the end. */
 static int relay(int from, int to, void (*damage)(uint8_t *msg, size_t n)) {
@@ -32,22 +33,10 @@ static int relay(int from, int to, void (*damage)(uint8_t *msg, size_t n)) {
     int fd = vmc_take_one_fd(&m);
     if (damage)
         damage(buf, (size_t)n);
-    iov.iov_len = (size_t)n;
-    struct msghdr out = {.msg_iov = &iov, .msg_iovlen = 1};
-    char out_control[CMSG_SPACE(sizeof(int))];
-    if (fd >= 0) {
-        out.msg_control = out_control;
-        out.msg_controllen = sizeof out_control;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&out);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    }
-    ssize_t w = sendmsg(to, &out, MSG_NOSIGNAL);
+    int w = vmc_send_with_fd(to, buf, (size_t)n, fd);
     if (fd >= 0)
         close(fd);
-    return w == n ? 0 : -1;
+    return w;
 }
 
 static const char *mode;

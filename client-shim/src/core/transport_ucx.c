@@ -26,6 +26,7 @@
 #include "shim_shm.h"
 #include "transport.h"
 #include "ucx_blob_check.h"
+#include "ucx_endpoint.h"
 #include "vmc_api.h"
 #include "vmc_internal.h"
 
@@ -301,24 +302,17 @@ static struct ucx_ring *connect_padded(const uint8_t *rkey, const uint8_t *addre
     u->ring = (struct vmc_ring){&ucx_ops, vmc_block_size(), SLOTS, VMC_SHM_MIN_BYTES, {UCX_STRIPE_MIN, UCX_STRIPE_PIECE}, ""};
     u->remote_base = base;
     ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE};
-    ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                                        UCP_EP_PARAM_FIELD_ERR_HANDLER,
-                          .address = (const ucp_address_t *)address,
-                          .err_mode = UCP_ERR_HANDLING_MODE_PEER,
-                          .err_handler = {on_peer_error, u}};
     ucs_status_t st = ucp.worker_create(context, &wp, &u->worker);
     const char *step = "worker";
     if (st == UCS_OK) {
         step = "end point";
-        st = peer_mode_worth_asking() ? ucp.ep_create(u->worker, &ep, &u->ep) : UCS_ERR_UNREACHABLE;
-        u->peer_errors = st == UCS_OK;
-        if (st == UCS_ERR_UNREACHABLE) {
-            /* UCX's shared-memory transports cannot report a failed peer: without that, a dead appliance shows as
-             * a put or get that makes no progress (STALL_NS), and the byte stream's end */
+        int asked = peer_mode_worth_asking(), peer = asked;
+        st = vmc_ucx_endpoint(ucp.ep_create, u->worker, address, &peer, on_peer_error, u, &u->ep);
+        u->peer_errors = peer;
+        /* UCX's shared-memory transports cannot report a failed peer: without that, a dead appliance shows as a put
+         * or get that makes no progress (STALL_NS), and the byte stream's end */
+        if (asked && !peer)
             __atomic_store_n(&peer_mode_refused, 1, __ATOMIC_RELAXED);
-            ep.field_mask &= ~(uint64_t)(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
-            st = ucp.ep_create(u->worker, &ep, &u->ep);
-        }
     }
     if (st == UCS_OK) {
         step = "rkey";

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "ucx_blob_check.h"
+#include "ucx_endpoint.h"
 
 static ucp_worker_h client_worker, agent_worker;
 static volatile int stopping;
@@ -40,20 +41,10 @@ static void on_peer_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
  * destroyed. Crashing here fails the test. */
 static void read_here(const uint8_t *rkey, uint32_t rkey_len, const uint8_t *address, uint32_t address_len) {
     uint8_t *r = vmc_ucx_padded_copy(rkey, rkey_len), *a = vmc_ucx_padded_copy(address, address_len);
-    ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                                       UCP_EP_PARAM_FIELD_ERR_HANDLER,
-                         .address = (const ucp_address_t *)a,
-                         .err_mode = UCP_ERR_HANDLING_MODE_PEER,
-                         .err_handler = {on_peer_error, NULL}};
     ucp_ep_h ep;
     ucp_rkey_h key;
     int peer = peer_mode;
-    ucs_status_t st = peer ? ucp_ep_create(client_worker, &p, &ep) : UCS_ERR_UNREACHABLE;
-    if (st == UCS_ERR_UNREACHABLE) {
-        peer = 0;
-        p.field_mask &= ~(uint64_t)(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER);
-        st = ucp_ep_create(client_worker, &p, &ep);
-    }
+    ucs_status_t st = vmc_ucx_endpoint(ucp_ep_create, client_worker, a, &peer, on_peer_error, NULL, &ep);
     if (st == UCS_OK) {
         int unpacked = ucp_ep_rkey_unpack(ep, r, &key) == UCS_OK;
         ucp_request_param_t closing = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};

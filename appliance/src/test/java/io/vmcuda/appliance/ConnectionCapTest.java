@@ -14,10 +14,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -81,23 +79,7 @@ class ConnectionCapTest {
 
     @Test
     void aTenantAtItsCapIsRefusedWithoutHarmToItsSessionOrOthers() throws Exception {
-        List<LogRecord> log = new ArrayList<>();
-        Logger capLog = Logger.getLogger(TenantConnections.class.getName());
-        Handler capture = new Handler() {
-            @Override
-            public void publish(LogRecord r) {
-                synchronized (log) {
-                    log.add(r);
-                }
-            }
-
-            @Override
-            public void flush() {}
-
-            @Override
-            public void close() {}
-        };
-        capLog.addHandler(capture);
+        CapturedLog log = new CapturedLog(TenantConnections.class);
         List<ProtocolClient> open = new ArrayList<>();
         try (DaemonHarness d = new DaemonHarness(state, fixtures.workerLibDir(), TestInventory.gpus(2), Map.of(
                 "tenant.alice.token_sha256", Authenticator.hashToken(TOKEN_A),
@@ -170,24 +152,19 @@ class ConnectionCapTest {
             }
         } finally {
             for (ProtocolClient c : open) c.close();
-            capLog.removeHandler(capture);
+            log.close();
         }
         // each burst of refusals is logged once when it starts, naming the tenant and its cap, and once when it ends
         List<String> warnings = warnings(log);
         assertTrue(!warnings.isEmpty() && warnings.stream().allMatch(m -> m.startsWith(
                 "connection cap reached by tenant 'alice': 4 open connections (tenant.alice.max_connections)")), warnings.toString());
-        long ends;
-        synchronized (log) {
-            ends = log.stream().filter(r -> r.getMessage().startsWith(
-                    "connection cap no longer reached by tenant 'alice' (4 open connections)")).count();
-        }
+        long ends = log.records().stream().filter(r -> r.getMessage().startsWith(
+                "connection cap no longer reached by tenant 'alice' (4 open connections)")).count();
         assertEquals(warnings.size(), ends, "every burst ended with a connection admitted: " + warnings);
     }
 
-    private static List<String> warnings(List<LogRecord> log) {
-        synchronized (log) {
-            return log.stream().filter(r -> r.getLevel() == Level.WARNING).map(LogRecord::getMessage).toList();
-        }
+    private static List<String> warnings(CapturedLog log) {
+        return log.records().stream().filter(r -> r.getLevel() == Level.WARNING).map(LogRecord::getMessage).toList();
     }
 
     /** Without tenants every client is the same "anonymous" tenant: control.tenant_max_connections caps them all. */

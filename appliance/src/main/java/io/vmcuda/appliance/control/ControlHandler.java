@@ -199,12 +199,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
                 expectChunk(frame);
                 try {
                     libraries.startChunk(frame.length());
-                } catch (BinaryRefusedException e) {
-                    refuse(ctx, e.getMessage());
-                    return;
-                } catch (IOException e) {
-                    LOG.warning("storing a client library failed: " + e);
-                    refuse(ctx, "appliance cannot store a client library: " + describe(e));
+                } catch (BinaryRefusedException | IOException e) {
+                    refuseLibrary(ctx, e);
                     return;
                 }
                 continueChunk(ctx, frame);
@@ -555,17 +551,23 @@ final class ControlHandler extends SimpleChannelInboundHandler<Frame> {
         boolean all;
         try {
             all = libraries.onChunk(frame.payload());
-        } catch (BinaryRefusedException e) {
-            refuse(ctx, e.getMessage());
-            return;
-        } catch (IOException e) {
-            LOG.warning("storing a client library failed: " + e);
-            refuse(ctx, "appliance cannot store a client library: " + describe(e));
+        } catch (BinaryRefusedException | IOException e) {
+            refuseLibrary(ctx, e);
             return;
         }
         if (!all) return;
         LibraryExchange exchange = libraries;
         step(ctx, exchange::admitUploads);
+    }
+
+    /** A client library's bytes were refused (the client's fault: its reason) or could not be stored (logged). */
+    private void refuseLibrary(ChannelHandlerContext ctx, Exception e) {
+        if (e instanceof IOException io) {
+            LOG.warning("storing a client library failed: " + io);
+            refuse(ctx, "appliance cannot store a client library: " + describe(io));
+        } else {
+            refuse(ctx, e.getMessage());
+        }
     }
 
     /** The placement, handed over: from here its holder (the session manager) decides it. */

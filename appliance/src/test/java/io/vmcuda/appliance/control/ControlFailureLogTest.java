@@ -6,15 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.channel.embedded.EmbeddedChannel;
+import io.vmcuda.appliance.CapturedLog;
 import io.vmcuda.appliance.LogLimiter;
 import io.vmcuda.appliance.auth.Authenticator;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -25,24 +23,8 @@ import org.junit.jupiter.api.Test;
 class ControlFailureLogTest {
     @Test
     void failuresOfManyConnectionsAreAFewLinesWithoutStackTraces() {
-        List<LogRecord> log = new ArrayList<>();
-        Logger logger = Logger.getLogger(ControlHandler.class.getName());
-        Handler capture = new Handler() {
-            @Override
-            public void publish(LogRecord r) {
-                synchronized (log) {
-                    log.add(r);
-                }
-            }
-
-            @Override
-            public void flush() {}
-
-            @Override
-            public void close() {}
-        };
-        logger.addHandler(capture);
-        try {
+        List<LogRecord> warnings;
+        try (CapturedLog log = new CapturedLog(ControlHandler.class)) {
             ControlContext shared = new ControlContext(null, null, null, Runnable::run, 1 << 20,
                     new Authenticator(List.of()), Duration.ofSeconds(30));
             for (int i = 0; i < 50; i++) {
@@ -51,12 +33,7 @@ class ControlFailureLogTest {
                 assertFalse(ch.isOpen(), "the failed connection is closed");
                 ch.finishAndReleaseAll();
             }
-        } finally {
-            logger.removeHandler(capture);
-        }
-        List<LogRecord> warnings;
-        synchronized (log) {
-            warnings = log.stream().filter(r -> r.getLevel().intValue() >= Level.WARNING.intValue()).toList();
+            warnings = log.records().stream().filter(r -> r.getLevel().intValue() >= Level.WARNING.intValue()).toList();
         }
         assertEquals(LogLimiter.LINES_PER_WINDOW, warnings.size(), "50 failures, the first lines of a window");
         for (LogRecord r : warnings) {
